@@ -1,0 +1,31 @@
+"""hfq: financial high-frequency data, stored as partitioned Arrow and computed where it lives.
+
+Examples
+--------
+>>> import hfq, tempfile
+>>> db = hfq.connect(tempfile.mkdtemp())
+>>> t = db.create_table("quotes", hfq.schemas.TAQ,
+...                     partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 4)),
+...                     sort_by=("symbol", "time"))
+>>> t.append(hfq.synth.taq_table(rows_per_day=1000, symbols=20))
+1
+>>> len(db["quotes"])
+1000
+"""
+
+from __future__ import annotations
+
+from hfq import config, errors, schema, synth
+from hfq import schema as schemas
+from hfq.db import Database, connect
+from hfq.errors import HfqError
+from hfq.partition import Compo, Hash, Range, Value
+from hfq.query.scan import Scan
+from hfq.table import Table
+
+__all__ = [
+    "Compo", "Database", "Hash", "HfqError", "Range", "Scan", "Table", "Value", "config",
+    "connect", "errors", "schema", "schemas", "synth",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,255 @@
+"""Tables, schemas, partitions and versions: atomic commits and snapshot reads.
+
+Layout under the root::
+
+    <table>/_versions/00000000000000000007.json   one manifest per committed version
+    <table>/data/<partition path>/<txn>-<n>.arrow  immutable fragment files
+
+A manifest lists *every* partition and fragment of its version, so a reader that loads one
+manifest has a consistent snapshot, whatever commits after it.  A commit writes the next manifest
+under a temporary name and publishes it with an atomic create-if-absent
+(:meth:`Store.create_exclusive`): a writer killed at any instant leaves either the old version or
+the new one visible, never a partial one.  Two writers racing for the same version number: one
+wins, the other re-reads the new head, re-applies its change (appends commute) and tries the next
+number.  Fragment files are written before the commit and never modified; files no manifest
+references (a writer that died before committing) are removed by :meth:`Catalog.vacuum`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from hfq.errors import CommitConflictError, HfqError, TableExistsError, TableNotFoundError
+from hfq.partition import Compo, Scheme, scheme_from_json
+from hfq.schema import Schema, check_name
+from hfq.storage.store import Store, temp_name, temp_owner_alive
+
+__all__ = ["Catalog", "Manifest", "Transaction"]
+
+FORMAT = 1
+_VERSIONS = "_versions"
+_TRASH = ".trash"
+_MAX_ATTEMPTS = 10_000
+
+
+def _version_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+@dataclass
+class Manifest:
+    """One committed version of a table: everything a reader needs, nothing that changes."""
+
+    table: str
+    version: int
+    schema: Schema
+    partition_by: Scheme | Compo
+    sort_by: tuple[str, ...]
+    partitions: dict[str, dict]   # partition path -> {"key": [...], "fragments": [...]}
+    op: str = "create"
+    committed_at: float = field(default_factory=time.time)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT, "table": self.table, "version": self.version,
+            "schema": self.schema.to_json(), "partition_by": self.partition_by.to_json(),
+            "sort_by": list(self.sort_by), "op": self.op, "committed_at": self.committed_at,
+            "options": self.options, "partitions": self.partitions,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Manifest:
+        if data.get("format") != FORMAT:
+            raise HfqError(f"manifest format {data.get('format')!r} is not supported "
+                           f"(this hfq reads format {FORMAT})")
+        return cls(table=data["table"], version=data["version"],
+                   schema=Schema.from_json(data["schema"]),
+                   partition_by=scheme_from_json(data["partition_by"]),
+                   sort_by=tuple(data["sort_by"]), partitions=data["partitions"],
+                   op=data["op"], committed_at=data["committed_at"],
+                   options=data.get("options", {}))
+
+    @property
+    def rows(self) -> int:
+        return sum(f["rows"] for p in self.partitions.values() for f in p["fragments"])
+
+    def files(self) -> set[str]:
+        return {f["file"] for p in self.partitions.values() for f in p["fragments"]}
+
+
+class Catalog:
+    """The tables under one root."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # -- tables -------------------------------------------------------------------------------
+    def tables(self) -> list[str]:
+        return sorted(name for name in self.store.listdir("")
+                      if not name.startswith(".") and self._head(name) is not None)
+
+    def create(self, name: str, schema: Schema, partition_by: Scheme | Compo,
+               sort_by: Iterable[str], options: dict | None = None) -> Manifest:
+        check_name(name, "table")
+        manifest = Manifest(table=name, version=0, schema=schema, partition_by=partition_by,
+                            sort_by=tuple(sort_by), partitions={}, options=options or {})
+        self.store.makedirs(f"{name}/{_VERSIONS}")
+        if not self._publish(manifest):
+            raise TableExistsError(f"table {name!r} already exists in {self.store.url}; "
+                                   "drop it first or pick another name")
+        return manifest
+
+    def drop(self, name: str) -> None:
+        self.snapshot(name)  # raises TableNotFoundError
+        trash = f"{_TRASH}/{name}-{uuid.uuid4().hex}"
+        self.store.makedirs(_TRASH)
+        self.store.rename(name, trash)
+        self.store.remove_tree(trash)
+
+    # -- versions -----------------------------------------------------------------------------
+    def snapshot(self, name: str, version: int | None = None) -> Manifest:
+        """The manifest of ``version`` (default: the newest committed one)."""
+        check_name(name, "table")
+        head = self._head(name)
+        if head is None:
+            known = ", ".join(self.tables()) or "none"
+            raise TableNotFoundError(f"no table {name!r} in {self.store.url} (tables: {known})")
+        if version is None:
+            version = head
+        elif not 0 <= version <= head:
+            raise TableNotFoundError(f"table {name!r} has versions 0..{head}, not {version}")
+        raw = self.store.read_bytes(f"{name}/{_VERSIONS}/{_version_name(version)}")
+        return Manifest.from_json(json.loads(raw))
+
+    def versions(self, name: str) -> list[int]:
+        return sorted(int(n[:-5]) for n in self.store.listdir(f"{name}/{_VERSIONS}")
+                      if n.endswith(".json") and n[:-5].isdigit())
+
+    def _head(self, name: str) -> int | None:
+        versions = self.versions(name)
+        return versions[-1] if versions else None
+
+    def _publish(self, manifest: Manifest, *, sync: bool = False) -> bool:
+        final = f"{manifest.table}/{_VERSIONS}/{_version_name(manifest.version)}"
+        tmp = temp_name(final)
+        self.store.write_bytes(tmp, json.dumps(manifest.to_json(), separators=(",", ":"))
+                               .encode(), sync=sync)
+        return self.store.create_exclusive(tmp, final)
+
+    # -- maintenance --------------------------------------------------------------------------
+    def vacuum(self, name: str, *, keep_versions: int | None = None,
+               grace_s: float = 3600.0) -> dict:
+        """Remove files no kept version references; optionally forget old versions.
+
+        Temporary files of writers that are no longer running (on this host) go at once; other
+        unreferenced files only once older than ``grace_s`` seconds, so a writer that is still
+        about to commit is never robbed of its files.
+        """
+        versions = self.versions(name)
+        if not versions:
+            raise TableNotFoundError(f"no table {name!r} in {self.store.url}")
+        forgotten = 0
+        if keep_versions is not None:
+            if keep_versions < 1:
+                raise ValueError("keep_versions must be at least 1")
+            for v in versions[:-keep_versions]:
+                self.store.remove(f"{name}/{_VERSIONS}/{_version_name(v)}")
+                forgotten += 1
+            versions = versions[-keep_versions:]
+        referenced: set[str] = set()
+        for v in versions:
+            try:
+                referenced |= self.snapshot(name, v).files()
+            except FileNotFoundError:
+                continue
+        now = time.time()
+        removed = 0
+        for rel, mtime in self.store.walk_files(name):
+            base = rel.rsplit("/", 1)[-1]
+            if base.startswith(".tmp~"):
+                if not temp_owner_alive(base) or now - mtime > grace_s:
+                    self.store.remove(rel)
+                    removed += 1
+            elif rel.startswith(f"{name}/data/") and rel[len(name) + 1:] not in referenced:
+                if now - mtime >= grace_s:
+                    self.store.remove(rel)
+                    removed += 1
+        return {"files_removed": removed, "versions_forgotten": forgotten}
+
+
+class Transaction:
+    """Fragments written for one change of one table, made visible by :meth:`commit`.
+
+    A transaction never writes into another's files: its fragment names carry its own id.
+    """
+
+    def __init__(self, catalog: Catalog, base: Manifest) -> None:
+        self.catalog = catalog
+        self.base = base
+        self.id = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.added: dict[str, tuple[list, list[dict]]] = {}   # path -> (key, fragments)
+        self.removed: dict[str, set[str]] = {}               # path -> files replaced
+        self._counter = itertools.count(1)
+
+    def new_file(self, partition: str) -> str:
+        n = next(self._counter)  # atomic under the GIL: writer threads call this concurrently
+        return f"{self.base.table}/data/{partition}/{self.id}-{n:05d}.arrow"
+
+    def add(self, partition: str, key: list, fragment: dict) -> None:
+        self.added.setdefault(partition, (key, []))[1].append(fragment)
+
+    def replace(self, partition: str, files: Iterable[str]) -> None:
+        self.removed.setdefault(partition, set()).update(files)
+
+    def abort(self) -> None:
+        for _, fragments in self.added.values():
+            for fragment in fragments:
+                self.catalog.store.remove(fragment["file"])
+        self.added.clear()
+
+    def commit(self, op: str, *, sync: bool = False) -> Manifest:
+        """Publish base + this change as the next version; rebase onto concurrent commits."""
+        if sync:
+            for _, fragments in self.added.values():
+                for fragment in fragments:
+                    self.catalog.store.fsync(fragment["file"])
+        head = self.base
+        for _ in range(_MAX_ATTEMPTS):
+            manifest = self._apply(head, op)
+            if self.catalog._publish(manifest, sync=sync):
+                return manifest
+            head = self.catalog.snapshot(self.base.table)
+        raise CommitConflictError(f"table {self.base.table!r}: gave up after {_MAX_ATTEMPTS} "
+                                  "attempts to commit against concurrent writers")
+
+    def _apply(self, head: Manifest, op: str) -> Manifest:
+        if head.version != self.base.version and (
+                head.schema != self.base.schema or head.sort_by != self.base.sort_by
+                or head.partition_by != self.base.partition_by):
+            raise CommitConflictError(
+                f"table {head.table!r} was recreated with another schema while this "
+                f"{op} was running (version {self.base.version} -> {head.version})")
+        partitions = {p: {"key": v["key"], "fragments": list(v["fragments"])}
+                      for p, v in head.partitions.items()}
+        for path, files in self.removed.items():
+            present = {f["file"] for f in partitions.get(path, {}).get("fragments", [])}
+            if not files <= present:
+                raise CommitConflictError(
+                    f"table {head.table!r}, partition {path}: another writer changed it "
+                    f"during this {op}; nothing was committed, run it again")
+            partitions[path]["fragments"] = [f for f in partitions[path]["fragments"]
+                                             if f["file"] not in files]
+        for path, (key, fragments) in self.added.items():
+            entry = partitions.setdefault(path, {"key": key, "fragments": []})
+            entry["fragments"].extend(fragments)
+        partitions = {p: v for p, v in sorted(partitions.items()) if v["fragments"]}
+        return Manifest(table=head.table, version=head.version + 1, schema=head.schema,
+                        partition_by=head.partition_by, sort_by=head.sort_by,
+                        partitions=partitions, op=op, options=head.options)

@@ -1,0 +1,105 @@
+"""One typed settings object with ``HFQ_*`` environment defaults and a scoped override.
+
+Code that plans work takes a snapshot with :func:`get` and passes it on; workers never read
+the environment or the module state on their own.
+
+Examples
+--------
+>>> from hfq import config
+>>> with config.override(batch_rows=1024):
+...     config.get().batch_rows
+1024
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+__all__ = ["Settings", "get", "override"]
+
+_COMPRESSIONS = ("zstd", "lz4", "none")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob hfq has.  Environment variable ``HFQ_<FIELD>`` (upper case) sets the default."""
+
+    root: str = "./hfq_data"
+    """Where the embedded default keeps its tables (``HFQ_ROOT``)."""
+    compression: str = "zstd"
+    """Codec for partition files: zstd, lz4 or none."""
+    compression_level: int = 3
+    """zstd level (1-22); ignored by the other codecs."""
+    batch_rows: int = 65_536
+    """Rows per Arrow record batch inside a partition file (the unit of min/max statistics)."""
+    memory_budget: int = 2 << 30
+    """Bytes an ingest may hold in memory at once (parsed blocks and partition buffers)."""
+    csv_block_bytes: int = 32 << 20
+    """Bytes of CSV text parsed at a time."""
+    threads: int = max(1, os.cpu_count() or 1)
+    """Threads for parsing, encoding and reading."""
+    progress: str = "auto"
+    """Progress bars: auto (only on a terminal), always or never."""
+    orphan_grace_s: float = 3600.0
+    """Unreferenced files younger than this are left alone by vacuum (a writer may still commit)."""
+
+    def __post_init__(self) -> None:
+        if self.compression not in _COMPRESSIONS:
+            raise ValueError(f"compression must be one of {_COMPRESSIONS}, "
+                             f"not {self.compression!r}")
+        for name in ("batch_rows", "memory_budget", "csv_block_bytes", "threads"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
+        if self.csv_block_bytes * 2 > self.memory_budget:
+            raise ValueError("memory_budget must hold at least two CSV blocks "
+                             f"({self.csv_block_bytes} bytes each), not {self.memory_budget}")
+        if self.progress not in ("auto", "always", "never"):
+            raise ValueError(f"progress must be auto, always or never, not {self.progress!r}")
+
+    def replace(self, **changes) -> Settings:
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"unknown settings {sorted(unknown)}; "
+                            f"valid: {[f.name for f in dataclasses.fields(self)]}")
+        return dataclasses.replace(self, **changes)
+
+
+def _from_env() -> Settings:
+    values = {}
+    for field in dataclasses.fields(Settings):
+        raw = os.environ.get(f"HFQ_{field.name.upper()}")
+        if raw is None:
+            continue
+        kind = type(field.default)
+        try:
+            values[field.name] = kind(raw)
+        except ValueError:
+            raise ValueError(f"HFQ_{field.name.upper()}={raw!r} is not a valid "
+                             f"{kind.__name__}") from None
+    return Settings(**values)
+
+
+_overrides: list[dict] = []
+
+
+def get() -> Settings:
+    """A snapshot of the settings in force: defaults < environment < :func:`override`."""
+    settings = _from_env()
+    for changes in _overrides:
+        settings = settings.replace(**changes)
+    return settings
+
+
+@contextlib.contextmanager
+def override(**changes) -> Iterator[Settings]:
+    """Change settings inside a ``with`` block (validated at once)."""
+    get().replace(**changes)  # validate before entering
+    _overrides.append(changes)
+    try:
+        yield get()
+    finally:
+        _overrides.remove(changes)

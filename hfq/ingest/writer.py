@@ -1,0 +1,137 @@
+"""Route rows to partitions, buffer within a memory budget, write sorted fragments, commit once.
+
+:class:`PartitionWriter` is what every ingest path (DataFrame append, CSV load) feeds: Arrow
+tables already conformed to the schema.  Rows are routed by the partition scheme and buffered per
+partition; when the buffers pass the memory budget the largest are written out as sorted
+*spill* fragments.  :meth:`finish` writes what is left, merges each partition's spills into one
+sorted fragment when it fits in the budget, and commits everything as one version -- or nothing.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from hfq.catalog import Catalog, Manifest, Transaction
+from hfq.config import Settings
+from hfq.partition import key_path
+from hfq.storage.fragment import read_fragment, write_fragment
+from hfq.storage.sort import sort_rows
+
+__all__ = ["PartitionWriter"]
+
+
+class PartitionWriter:
+    """Collects rows for one transaction on one table; use as a context manager."""
+
+    def __init__(self, catalog: Catalog, base: Manifest, settings: Settings, *,
+                 sync: bool = False, budget: int | None = None) -> None:
+        self.catalog = catalog
+        self.base = base
+        self.settings = settings
+        self.sync = sync
+        self.budget = budget if budget is not None else settings.memory_budget // 2
+        self.txn = Transaction(catalog, base)
+        self.rows = 0
+        self._buffers: dict[str, tuple[list, list[pa.Table]]] = {}
+        self._buffered = 0
+        self._stats_columns = list(dict.fromkeys(
+            [*base.sort_by, *(lvl.column for lvl in base.partition_by.levels())]))
+        self._pool = ThreadPoolExecutor(max_workers=settings.threads)
+
+    def __enter__(self) -> PartitionWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+        self._pool.shutdown(wait=True)
+
+    def write(self, table: pa.Table) -> None:
+        """Add conformed rows (the table's exact Arrow schema) to the transaction."""
+        if table.num_rows == 0:
+            return
+        codes, keys = self.base.partition_by.route(table)
+        self.rows += table.num_rows
+        if len(keys) == 1:
+            self._buffer(keys[0], table)
+        else:
+            order = codes.argsort(kind="stable")
+            counts = _bincount(codes, len(keys))
+            taken = table.take(pa.array(order))
+            start = 0
+            for key, count in zip(keys, counts):
+                if count:
+                    self._buffer(key, taken.slice(start, count))
+                start += count
+        if self._buffered > self.budget:
+            self._spill()
+
+    def finish(self, op: str) -> Manifest:
+        """Write every buffer, merge spills, and commit; returns the new version."""
+        self._flush(list(self._buffers))
+        self._merge_spills()
+        return self.txn.commit(op, sync=self.sync)
+
+    def abort(self) -> None:
+        self._buffers.clear()
+        self.txn.abort()
+
+    # -- internals ----------------------------------------------------------------------------
+    def _buffer(self, key: tuple, table: pa.Table) -> None:
+        path = key_path(self.base.partition_by, key)
+        self._buffers.setdefault(path, (list(key), []))[1].append(table)
+        self._buffered += table.nbytes
+
+    def _spill(self) -> None:
+        sizes = sorted(((sum(t.nbytes for t in tables), path)
+                        for path, (_, tables) in self._buffers.items()), reverse=True)
+        chosen, freed = [], 0
+        for size, path in sizes:
+            chosen.append(path)
+            freed += size
+            if self._buffered - freed <= self.budget // 2:
+                break
+        self._flush(chosen)
+
+    def _flush(self, paths: list[str]) -> None:
+        jobs = []
+        for path in paths:
+            key, tables = self._buffers.pop(path)
+            self._buffered -= sum(t.nbytes for t in tables)
+            jobs.append((path, key, pa.concat_tables(tables)))
+        for path, key, fragment in self._pool.map(lambda job: (job[0], job[1],
+                                                               self._write(*job)), jobs):
+            self.txn.add(path, key, fragment)
+
+    def _write(self, path: str, key: list, table: pa.Table) -> dict:
+        rows = sort_rows(table, self.base.sort_by)
+        return write_fragment(self.catalog.store, self.txn.new_file(path), rows,
+                              settings=self.settings, stats_columns=self._stats_columns)
+
+    def _merge_spills(self) -> None:
+        """One fragment per partition per transaction where it fits in the budget."""
+        logical = self.base.schema.arrow
+        merges = [(path, key, fragments) for path, (key, fragments) in self.txn.added.items()
+                  if len(fragments) > 1 and self._decoded_size(fragments) <= self.budget]
+
+        def merge(item):
+            path, key, fragments = item
+            table = pa.concat_tables(read_fragment(self.catalog.store, f, logical)
+                                     for f in fragments)
+            return path, fragments, self._write(path, key, table)
+
+        for path, old, new in self._pool.map(merge, merges):
+            self.txn.added[path] = (self.txn.added[path][0], [new])
+            for fragment in old:
+                self.catalog.store.remove(fragment["file"])
+
+    def _decoded_size(self, fragments: list[dict]) -> int:
+        width = sum(8 for _ in self.base.schema.names)
+        return sum(f["rows"] for f in fragments) * width
+
+
+def _bincount(codes, n: int) -> list[int]:
+    import numpy as np
+    return np.bincount(codes, minlength=n).tolist()

@@ -1,0 +1,294 @@
+"""Partition schemes: which partition each row belongs to, where it lives, and pruning.
+
+A scheme maps every row to a *key*: a tuple with one JSON-safe value per level (an ISO date or
+a string for VALUE, a bucket number for HASH and RANGE).  :func:`key_path` turns a key into a
+relative directory whose every component is escaped, so no data value can name a path outside
+the table directory.
+
+Examples
+--------
+>>> import pyarrow as pa, datetime as dt
+>>> s = Compo(Value("date"), Hash("symbol", 4))
+>>> t = pa.table({"date": pa.array([dt.date(2007, 8, 1)] * 2),
+...               "symbol": pa.array(["IBM", "../../etc"]).dictionary_encode()})
+>>> codes, keys = s.route(t)
+>>> [key_path(s, k) for k in keys]  # doctest: +SKIP
+['date=2007-08-01/symbol=h2', 'date=2007-08-01/symbol=h0']
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hfq.errors import InvalidNameError, SchemaMismatchError
+
+__all__ = ["Compo", "Hash", "Range", "Scheme", "Value", "encode_component", "key_path",
+           "scheme_from_json"]
+
+Key = tuple
+
+
+class Scheme:
+    """Base of the single-level schemes.  ``column`` names the column the level reads."""
+
+    column: str
+
+    def levels(self) -> list[Scheme]:
+        return [self]
+
+    def route(self, table: pa.Table) -> tuple[np.ndarray, list[Key]]:
+        """Return a partition code per row (int64) and the key of each code."""
+        codes, values = self._codes(table.column(self.column))
+        return codes, [(v,) for v in values]
+
+    def to_json(self) -> dict:
+        raise NotImplementedError
+
+    # per-level hooks --------------------------------------------------------------------------
+    def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+        raise NotImplementedError
+
+    def _component(self, value: Any) -> str:
+        raise NotImplementedError
+
+    def _may_match(self, value: Any, lo: Any, hi: Any, members: Sequence[Any] | None) -> bool:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Value(Scheme):
+    """One partition per distinct value (dates, or symbols when there are few).
+
+    ``by="day"`` partitions a DATETIME/TIMESTAMP column by its UTC calendar day.
+    """
+
+    column: str
+    by: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.by not in (None, "day"):
+            raise ValueError(f"Value(by=...) takes None or 'day', not {self.by!r}")
+
+    def to_json(self) -> dict:
+        return {"kind": "value", "column": self.column, "by": self.by}
+
+    def _codes(self, column):
+        if self.by == "day":
+            seconds = pc.cast(column, pa.timestamp("s", tz=column.type.tz)).cast(pa.int64())
+            days = np.floor_divide(seconds.to_numpy(), 86400).astype(np.int32)
+            column = pa.chunked_array([pa.array(days, pa.int32()).cast(pa.date32())])
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if column.null_count:
+            raise SchemaMismatchError(
+                f"partition column {self.column!r} has {column.null_count} null values")
+        enc = pc.dictionary_encode(column).combine_chunks()
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, [_jsonable(v) for v in enc.dictionary.to_pylist()]
+
+    def _component(self, value):
+        return f"{self.column}={encode_component(str(value))}"
+
+    def _may_match(self, value, lo, hi, members):
+        if members is not None and value not in members:
+            return False
+        if lo is not None and value < lo:
+            return False
+        return hi is None or value <= hi
+
+
+@dataclass(frozen=True)
+class Hash(Scheme):
+    """``buckets`` partitions by a stable hash (BLAKE2b) of the value's text."""
+
+    column: str
+    buckets: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.buckets <= 1_000_000:
+            raise ValueError(f"Hash buckets must be 1..1000000, not {self.buckets}")
+
+    def to_json(self) -> dict:
+        return {"kind": "hash", "column": self.column, "buckets": self.buckets}
+
+    def bucket(self, value: Any) -> int:
+        """The bucket of one value; the same in every process and on every machine."""
+        text = str(_jsonable(value)).encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(text, digest_size=8).digest()
+        return int.from_bytes(digest, "little") % self.buckets
+
+    def _codes(self, column):
+        return _map_distinct(column, self.bucket, self.column), list(range(self.buckets))
+
+    def _component(self, value):
+        return f"{self.column}=h{int(value)}"
+
+    def _may_match(self, value, lo, hi, members):
+        if members is None:
+            return True
+        return value in {self.bucket(m) for m in members}
+
+
+@dataclass(frozen=True)
+class Range(Scheme):
+    """Buckets between sorted ``boundaries``: bucket i holds boundaries[i-1] <= v < boundaries[i]."""
+
+    column: str
+    boundaries: tuple
+
+    def __post_init__(self) -> None:
+        b = tuple(_jsonable(x) for x in self.boundaries)
+        if not b or any(x >= y for x, y in zip(b, b[1:])):
+            raise ValueError("Range boundaries must be a non-empty strictly increasing sequence")
+        object.__setattr__(self, "boundaries", b)
+
+    def to_json(self) -> dict:
+        return {"kind": "range", "column": self.column, "boundaries": list(self.boundaries)}
+
+    def bucket(self, value: Any) -> int:
+        import bisect
+        return bisect.bisect_right(self.boundaries, _jsonable(value))
+
+    def _codes(self, column):
+        return (_map_distinct(column, self.bucket, self.column),
+                list(range(len(self.boundaries) + 1)))
+
+    def _component(self, value):
+        return f"{self.column}=r{int(value)}"
+
+    def _may_match(self, value, lo, hi, members):
+        if members is not None:
+            return value in {self.bucket(m) for m in members}
+        if lo is not None and value < self.bucket(lo):
+            return False
+        return hi is None or value <= self.bucket(hi)
+
+
+@dataclass(frozen=True)
+class Compo:
+    """Two levels, e.g. ``Compo(Value("date"), Hash("symbol", 100))``."""
+
+    first: Scheme
+    second: Scheme
+
+    def __post_init__(self) -> None:
+        if isinstance(self.first, Compo) or isinstance(self.second, Compo):
+            raise ValueError("Compo takes two single-level schemes")
+
+    def levels(self) -> list[Scheme]:
+        return [self.first, self.second]
+
+    def route(self, table: pa.Table) -> tuple[np.ndarray, list[Key]]:
+        c1, v1 = self.first._codes(table.column(self.first.column))
+        c2, v2 = self.second._codes(table.column(self.second.column))
+        codes = c1 * len(v2) + c2
+        used = np.unique(codes)
+        remap = np.full(len(v1) * len(v2), -1, dtype=np.int64)
+        remap[used] = np.arange(len(used))
+        keys = [(v1[c // len(v2)], v2[c % len(v2)]) for c in used.tolist()]
+        return remap[codes], keys
+
+    def to_json(self) -> dict:
+        return {"kind": "compo", "levels": [self.first.to_json(), self.second.to_json()]}
+
+
+def scheme_from_json(data: dict) -> Scheme | Compo:
+    kind = data["kind"]
+    if kind == "compo":
+        a, b = (scheme_from_json(x) for x in data["levels"])
+        return Compo(a, b)
+    if kind == "value":
+        return Value(data["column"], by=data.get("by"))
+    if kind == "hash":
+        return Hash(data["column"], data["buckets"])
+    if kind == "range":
+        return Range(data["column"], tuple(data["boundaries"]))
+    raise ValueError(f"unknown partition scheme {kind!r}")
+
+
+def check_scheme(scheme: Scheme | Compo, columns: Iterable[str]) -> None:
+    names = set(columns)
+    for level in scheme.levels():
+        if level.column not in names:
+            raise InvalidNameError(f"partition column {level.column!r} is not in the schema "
+                                   f"({', '.join(sorted(names))})")
+
+
+def key_path(scheme: Scheme | Compo, key: Key) -> str:
+    """Relative directory of a partition: escaped ``column=value`` components."""
+    return "/".join(level._component(v) for level, v in zip(scheme.levels(), key))
+
+
+def may_match(scheme: Scheme | Compo, key: Key, bounds: dict[str, tuple]) -> bool:
+    """False when no row of the partition ``key`` can satisfy ``bounds``.
+
+    ``bounds`` maps a column to ``(lo, hi, members)``; any of them may be None.
+    """
+    for level, value in zip(scheme.levels(), key):
+        if level.column in bounds:
+            lo, hi, members = bounds[level.column]
+            if not level._may_match(value, lo, hi, members):
+                return False
+    return True
+
+
+_SAFE = re.compile(r"[A-Za-z0-9_\-]")
+_MAX_COMPONENT = 96
+
+
+def encode_component(text: str) -> str:
+    """Escape any text into one safe, injective path component.
+
+    Letters, digits, ``_`` and ``-`` stay; every other UTF-8 byte becomes ``%XX`` (so ``.``,
+    ``/``, ``\\``, NUL cannot appear).  The result starts with ``v``, so it is never empty, ``.``
+    or ``..``.  Text whose escape would be longer than 96 characters becomes ``h`` + a SHA-256
+    digest (the real value stays in the catalog).
+
+    >>> encode_component("../x")
+    'v%2E%2E%2Fx'
+    >>> encode_component("")
+    'v'
+    """
+    out = []
+    for ch in text:
+        if _SAFE.fullmatch(ch):
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+    encoded = "v" + "".join(out)
+    if len(encoded) > _MAX_COMPONENT:
+        return "h" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return encoded
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _map_distinct(column: pa.ChunkedArray, fn, name: str) -> np.ndarray:
+    """Apply ``fn`` to each distinct value and spread the results over the rows."""
+    if column.null_count:
+        raise SchemaMismatchError(f"partition column {name!r} has {column.null_count} nulls")
+    parts = []
+    for chunk in column.chunks:
+        if not pa.types.is_dictionary(chunk.type):
+            chunk = pc.dictionary_encode(chunk)
+        table = np.array([fn(v) for v in chunk.dictionary.to_pylist()], dtype=np.int64)
+        parts.append(table[chunk.indices.to_numpy(zero_copy_only=False)])
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate(parts)

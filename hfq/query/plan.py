@@ -1,0 +1,189 @@
+"""Planning a scan: one snapshot, pruned partitions and batches, a plain list of units.
+
+A plan is built before anything is read and is easy to print (:meth:`Plan.explain`): which
+partitions were kept and pruned, how many rows and bytes the kept record batches hold.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from hfq.catalog import Manifest
+from hfq.partition import may_match
+from hfq.schema import Schema
+
+__all__ = ["Filters", "Plan", "Unit", "make_plan", "normalize_dates"]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Row filters on the table's date and symbol columns (inclusive date range)."""
+
+    date_column: str | None = None
+    date_lo: str | None = None
+    date_hi: str | None = None
+    symbol_column: str | None = None
+    symbols: tuple | None = None
+
+    def bounds(self) -> dict[str, tuple]:
+        out = {}
+        if self.date_column and (self.date_lo or self.date_hi):
+            out[self.date_column] = (self.date_lo, self.date_hi, None)
+        if self.symbol_column and self.symbols is not None:
+            out[self.symbol_column] = (None, None, set(self.symbols))
+        return out
+
+
+@dataclass
+class Unit:
+    """One partition to read: its fragments and, per fragment, the batches to read (None: all)."""
+
+    partition: str
+    key: list
+    fragments: list[dict]
+    batches: list[list[int] | None]
+    rows: int
+    bytes: int
+    exact: bool = False
+    """True when every row of the kept batches passes the date/symbol filters already."""
+
+
+@dataclass
+class Plan:
+    table: str
+    version: int
+    columns: list[str]
+    units: list[Unit]
+    partitions_total: int
+    batches_total: int
+    filters: Filters
+    where: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(u.rows for u in self.units)
+
+    @property
+    def bytes(self) -> int:
+        return sum(u.bytes for u in self.units)
+
+    def explain(self) -> str:
+        kept = len(self.units)
+        batches = sum(len(b) if b is not None else len(f["batches"])
+                      for u in self.units for f, b in zip(u.fragments, u.batches))
+        f = self.filters
+        lines = [
+            f"scan {self.table} @ version {self.version}",
+            f"  columns: {', '.join(self.columns)}",
+            f"  partitions: {kept} kept, {self.partitions_total - kept} pruned "
+            f"of {self.partitions_total}",
+            f"  record batches: {batches} kept of {self.batches_total}",
+            f"  rows to read: {self.rows:,} (before row filters); bytes on disk: {self.bytes:,}",
+        ]
+        if f.date_lo or f.date_hi:
+            lines.append(f"  dates: {f.date_lo} .. {f.date_hi} on {f.date_column}")
+        if f.symbols is not None:
+            shown = ", ".join(map(repr, f.symbols[:10])) + (" ..." if len(f.symbols) > 10 else "")
+            lines.append(f"  symbols: {shown} on {f.symbol_column}")
+        if self.where is not None:
+            lines.append(f"  where: {self.where}")
+        lines += [f"  {n}" for n in self.notes]
+        for u in self.units[:20]:
+            lines.append(f"    {u.partition}: {u.rows:,} rows, {len(u.fragments)} file(s)")
+        if len(self.units) > 20:
+            lines.append(f"    ... {len(self.units) - 20} more partitions")
+        return "\n".join(lines)
+
+
+def normalize_dates(dates: Any) -> tuple[str | None, str | None]:
+    """``"2007-08-01"``, a date, or an inclusive ``(lo, hi)`` pair (either may be None)."""
+    if dates is None:
+        return None, None
+    if isinstance(dates, (str, dt.date)):
+        d = _iso(dates)
+        return d, d
+    if isinstance(dates, Sequence) and len(dates) == 2:
+        lo, hi = (None if d is None else _iso(d) for d in dates)
+        if lo and hi and lo > hi:
+            raise ValueError(f"dates=({lo!r}, {hi!r}): the first date is after the second")
+        return lo, hi
+    raise ValueError(f"dates must be a date, an ISO string or a (first, last) pair, "
+                     f"not {dates!r}")
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    text = str(value)
+    for fmt in ("%Y-%m-%d", "%Y%m%d"):
+        try:
+            return dt.datetime.strptime(text, fmt).date().isoformat()
+        except ValueError:
+            continue
+    raise ValueError(f"{value!r} is not a date (use YYYY-MM-DD or YYYYMMDD)")
+
+
+def make_plan(manifest: Manifest, columns: list[str], filters: Filters, where: Any) -> Plan:
+    bounds = filters.bounds()
+    units, total_batches = [], 0
+    for path, part in manifest.partitions.items():
+        total_batches += sum(len(f["batches"]) for f in part["fragments"])
+        if not may_match(manifest.partition_by, tuple(part["key"]), bounds):
+            continue
+        batches, rows, size, exact = [], 0, 0, True
+        for fragment in part["fragments"]:
+            keep, all_exact = _keep_batches(fragment, filters)
+            exact &= all_exact
+            batches.append(None if len(keep) == len(fragment["batches"]) else keep)
+            rows += sum(fragment["batches"][i]["rows"] for i in keep)
+            if keep:
+                size += fragment["bytes"] * len(keep) // max(1, len(fragment["batches"]))
+        if rows:
+            units.append(Unit(path, part["key"], part["fragments"], batches, rows, size, exact))
+    return Plan(manifest.table, manifest.version, columns, units, len(manifest.partitions),
+                total_batches, filters, where)
+
+
+def _keep_batches(fragment: dict, f: Filters) -> tuple[list[int], bool]:
+    """Batches whose min/max can hold matching rows, and whether all their rows surely match."""
+    keep, exact = [], True
+    for i, batch in enumerate(fragment["batches"]):
+        if batch["rows"] == 0:
+            continue
+        stats = batch["stats"]
+        inside = True
+        if f.date_column and (f.date_lo or f.date_hi):
+            mm = stats.get(f.date_column)
+            if mm is not None:
+                lo, hi = str(mm[0])[:10], str(mm[1])[:10]
+                if (f.date_lo and hi < f.date_lo) or (f.date_hi and lo > f.date_hi):
+                    continue
+                inside &= (not f.date_lo or lo >= f.date_lo) and (not f.date_hi or hi <= f.date_hi)
+            else:
+                inside = False
+        if f.symbol_column and f.symbols is not None:
+            mm = stats.get(f.symbol_column)
+            if mm is not None:
+                hits = [s for s in f.symbols if isinstance(s, str) and mm[0] <= s <= mm[1]]
+                if not hits:
+                    continue
+                inside &= mm[0] == mm[1]
+            else:
+                inside = False
+        keep.append(i)
+        exact &= inside
+    return keep, exact
+
+
+def default_columns(schema: Schema, sort_by: Sequence[str]) -> tuple[str | None, str | None]:
+    """The table's date column and symbol column, for ``dates=`` and ``symbols=``."""
+    date_col = next((n for n, t in schema if t.name == "DATE"), None) or \
+        next((n for n, t in schema if t.name in ("DATETIME", "TIMESTAMP")), None)
+    symbol_col = next((n for n in sort_by if schema[n].name == "SYMBOL"), None) or \
+        next((n for n, t in schema if t.name == "SYMBOL"), None)
+    return date_col, symbol_col

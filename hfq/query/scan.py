@@ -1,0 +1,197 @@
+"""A lazy scan: planned against one snapshot, executed by ``to_arrow`` / ``to_polars`` / ...
+
+Partitions are read in parallel threads (pyarrow and numpy release the GIL), each from a
+memory-mapped local file, only the needed columns and record batches; filters run per
+partition, so raw rows that do not match never leave the partition's reader.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Iterator, Sequence
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hfq.config import Settings
+from hfq.errors import SchemaMismatchError
+from hfq.query.plan import Filters, Plan, Unit, make_plan
+from hfq.storage.fragment import read_fragment
+from hfq.storage.sort import sort_rows
+
+if TYPE_CHECKING:
+    import pandas
+
+    from hfq.catalog import Manifest
+    from hfq.storage.store import Store
+
+__all__ = ["Scan"]
+
+
+class Scan:
+    """What to read; nothing is read until a ``to_*`` method runs.
+
+    Build one with :meth:`hfq.Table.scan`.
+    """
+
+    def __init__(self, store: Store, manifest: Manifest, settings: Settings, *,
+                 columns: Sequence[str] | None, where: pl.Expr | None, filters: Filters) -> None:
+        schema = manifest.schema
+        self.columns = list(columns) if columns is not None else schema.names
+        for name in self.columns:
+            schema[name]  # raises listing the valid columns
+        if where is not None and not isinstance(where, pl.Expr):
+            raise TypeError(f"where must be a polars expression such as pl.col('bid') > 0, "
+                            f"not {type(where).__name__}")
+        self._where_columns = [] if where is None else where.meta.root_names()
+        for name in self._where_columns:
+            if name not in schema:
+                raise SchemaMismatchError(f"where= uses column {name!r}, which table "
+                                          f"{manifest.table!r} does not have; columns: "
+                                          f"{', '.join(schema.names)}")
+        self.store = store
+        self.manifest = manifest
+        self.settings = settings
+        self.where = where
+        self.filters = filters
+        self.plan: Plan = make_plan(manifest, self.columns, filters, where)
+
+    def __repr__(self) -> str:
+        return self.explain()
+
+    def explain(self) -> str:
+        """What will be read: partitions kept and pruned, record batches, rows, bytes."""
+        return self.plan.explain()
+
+    # -- execution ----------------------------------------------------------------------------
+    def iter_arrow(self, *, lookahead: int | None = None) -> Iterator[pa.Table]:
+        """One Arrow table per partition, in partition order, reading ahead in parallel."""
+        units = self.plan.units
+        depth = lookahead or self.settings.threads * 2
+        with ThreadPoolExecutor(max_workers=self.settings.threads) as pool:
+            pending = [pool.submit(self._read_unit, u) for u in units[:depth]]
+            nxt = len(pending)
+            while pending:
+                table = pending.pop(0).result()
+                if nxt < len(units):
+                    pending.append(pool.submit(self._read_unit, units[nxt]))
+                    nxt += 1
+                yield table
+
+    def to_arrow(self) -> pa.Table:
+        """Every matching row as one Arrow table (chunked by partition, zero-copy where possible)."""
+        schema = self.manifest.schema.select(self.columns).arrow
+        units = self.plan.units
+        if not units:
+            return schema.empty_table()
+        if len(units) == 1:
+            return self._read_unit(units[0])
+        with ThreadPoolExecutor(max_workers=self.settings.threads) as pool:
+            tables = list(pool.map(self._read_unit, units))
+        return pa.concat_tables(tables)
+
+    def to_polars(self) -> pl.DataFrame:
+        return pl.from_arrow(self.to_arrow())
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """As pandas, with no per-row Python objects.
+
+        SYMBOL and CHAR columns become categoricals, DATE columns ``datetime64``, and times of
+        day (SECOND, TIME) ``timedelta64`` since midnight.
+        """
+        return _pandas_ready(self.to_arrow()).to_pandas(
+            split_blocks=True, self_destruct=True, date_as_object=False)
+
+    def count(self) -> int:
+        """Matching rows, reading only what the filters need."""
+        if self.where is None and all(u.exact for u in self.plan.units):
+            return self.plan.rows
+        return sum(t.num_rows for t in self.iter_arrow())
+
+    def to_csv(self, path: str) -> int:
+        """Write the matching rows as CSV (ISO dates and times), streaming; returns rows."""
+        import pyarrow.csv as pacsv
+        rows = 0
+        schema = _plain(self.manifest.schema.select(self.columns).arrow)
+        with pacsv.CSVWriter(path, schema) as writer:
+            for table in self.iter_arrow():
+                writer.write_table(table.cast(schema))
+                rows += table.num_rows
+        return rows
+
+    # -- one partition --------------------------------------------------------------------------
+    def _read_unit(self, unit: Unit) -> pa.Table:
+        f = self.filters
+        need = list(self.columns)
+        extra = list(self._where_columns)
+        if not unit.exact:
+            extra += [c for c in (f.date_column if (f.date_lo or f.date_hi) else None,
+                                  f.symbol_column if f.symbols is not None else None) if c]
+        if len(unit.fragments) > 1:
+            extra += list(self.manifest.sort_by)
+        read_cols = list(dict.fromkeys(need + extra))
+        logical = self.manifest.schema.arrow
+        parts = [read_fragment(self.store, frag, logical, columns=read_cols, batches=batches)
+                 for frag, batches in zip(unit.fragments, unit.batches)
+                 if batches is None or batches]
+        table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        if len(parts) > 1:
+            table = sort_rows(table, self.manifest.sort_by)
+        if not unit.exact:
+            table = _filter_rows(table, f)
+        if self.where is not None and table.num_rows:
+            mask = pl.from_arrow(table.select(self._where_columns)).select(
+                self.where.fill_null(False)).to_series().to_arrow()
+            if mask.type != pa.bool_():
+                raise SchemaMismatchError(f"where= must give booleans, it gave {mask.type}")
+            table = table.filter(mask)
+        return table.select(self.columns) if table.column_names != self.columns else table
+
+
+def _filter_rows(table: pa.Table, f: Filters) -> pa.Table:
+    mask = None
+    if f.date_column and (f.date_lo or f.date_hi):
+        col = table.column(f.date_column)
+        for bound, op in ((f.date_lo, pc.greater_equal), (f.date_hi, pc.less_equal)):
+            if bound is None:
+                continue
+            day = dt.date.fromisoformat(bound)
+            if pa.types.is_timestamp(col.type):
+                edge = dt.datetime.combine(day if op is pc.greater_equal else
+                                           day + dt.timedelta(days=1), dt.time())
+                scalar = pa.scalar(edge, type=pa.timestamp("s")).cast(
+                    pa.timestamp(col.type.unit, tz=col.type.tz))
+                cond = op(col, scalar) if op is pc.greater_equal else pc.less(col, scalar)
+            else:
+                cond = op(col, pa.scalar(day, type=pa.date32()))
+            mask = cond if mask is None else pc.and_(mask, cond)
+    if f.symbol_column and f.symbols is not None:
+        col = table.column(f.symbol_column)
+        values = pa.array([s for s in f.symbols if isinstance(s, str)], type=pa.string())
+        cond = pa.chunked_array([pc.is_in(c.dictionary, value_set=values).take(c.indices)
+                                 if pa.types.is_dictionary(c.type) else
+                                 pc.is_in(c, value_set=values) for c in col.chunks],
+                                type=pa.bool_())
+        mask = cond if mask is None else pc.and_(mask, cond)
+    if mask is None:
+        return table
+    return table.filter(pc.fill_null(mask, False))
+
+
+def _pandas_ready(table: pa.Table) -> pa.Table:
+    """Times of day as durations: pandas has no time dtype and would make Python objects."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_time(f.type):
+            width = pa.int32() if f.type.bit_width == 32 else pa.int64()
+            col = pa.chunked_array([c.view(width).cast(pa.int64()).view(pa.duration(f.type.unit))
+                                    for c in table.column(i).chunks], pa.duration(f.type.unit))
+            table = table.set_column(i, f.name, col)
+    return table
+
+
+def _plain(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
+                               else f.type) for f in schema])
+

@@ -1,0 +1,264 @@
+"""Column types and the built-in table schemas.
+
+A :class:`Schema` is an ordered list of named :class:`ColumnType` columns.  Each column type maps
+to one Arrow type; :meth:`Schema.conform` turns user data (pyarrow, polars, pandas) into exactly
+that Arrow schema, or raises :class:`~hfq.errors.SchemaMismatchError` listing every difference.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hfq.errors import InvalidNameError, SchemaMismatchError
+
+__all__ = [
+    "BOOL", "CHAR", "DATE", "DATETIME", "DOUBLE", "FLOAT", "INT", "LONG", "SECOND", "SHORT",
+    "STRING", "SYMBOL", "TIME", "TIMESTAMP", "TYPES", "ColumnType", "Schema",
+    "DEVICE_INFO", "L2", "READINGS", "TAQ", "TRADES",
+]
+
+
+@dataclass(frozen=True)
+class ColumnType:
+    """A storage type: its hfq name and the Arrow type it is stored and returned as."""
+
+    name: str
+    arrow: pa.DataType
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+SYMBOL = ColumnType("SYMBOL", pa.dictionary(pa.int32(), pa.string()))
+CHAR = ColumnType("CHAR", pa.dictionary(pa.int32(), pa.string()))
+STRING = ColumnType("STRING", pa.string())
+DATE = ColumnType("DATE", pa.date32())
+SECOND = ColumnType("SECOND", pa.time32("s"))
+TIME = ColumnType("TIME", pa.time32("ms"))
+DATETIME = ColumnType("DATETIME", pa.timestamp("s", tz="UTC"))
+TIMESTAMP = ColumnType("TIMESTAMP", pa.timestamp("ns"))
+BOOL = ColumnType("BOOL", pa.bool_())
+SHORT = ColumnType("SHORT", pa.int16())
+INT = ColumnType("INT", pa.int32())
+LONG = ColumnType("LONG", pa.int64())
+FLOAT = ColumnType("FLOAT", pa.float32())
+DOUBLE = ColumnType("DOUBLE", pa.float64())
+
+TYPES: dict[str, ColumnType] = {
+    t.name: t for t in (SYMBOL, CHAR, STRING, DATE, SECOND, TIME, DATETIME, TIMESTAMP, BOOL,
+                        SHORT, INT, LONG, FLOAT, DOUBLE)
+}
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def check_name(name: str, what: str) -> str:
+    """Return ``name`` if it is a safe identifier, else raise :class:`InvalidNameError`."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidNameError(
+            f"invalid {what} name {name!r}: use 1-128 letters, digits or '_', "
+            "not starting with a digit")
+    return name
+
+
+class Schema:
+    """An ordered mapping of column name -> :class:`ColumnType`.
+
+    Examples
+    --------
+    >>> from hfq import schema as s
+    >>> sch = s.Schema({"symbol": s.SYMBOL, "price": s.DOUBLE})
+    >>> sch.names
+    ['symbol', 'price']
+    >>> sch["price"]
+    DOUBLE
+    """
+
+    def __init__(self, columns: Mapping[str, ColumnType] | Iterable[tuple[str, ColumnType]]):
+        items = list(columns.items() if isinstance(columns, Mapping) else columns)
+        self._columns: dict[str, ColumnType] = {}
+        for name, ctype in items:
+            check_name(name, "column")
+            if name in self._columns:
+                raise InvalidNameError(f"column {name!r} appears twice in the schema")
+            if isinstance(ctype, str):
+                ctype = _type_by_name(ctype)
+            self._columns[name] = ctype
+        if not self._columns:
+            raise InvalidNameError("a schema needs at least one column")
+
+    # -- mapping-like -------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return list(self._columns)
+
+    def __getitem__(self, name: str) -> ColumnType:
+        try:
+            return self._columns[name]
+        except KeyError:
+            raise SchemaMismatchError(
+                f"no column {name!r}; the columns are {', '.join(self._columns)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._columns
+
+    def __iter__(self):
+        return iter(self._columns.items())
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}: {t.name}" for n, t in self)
+        return f"Schema({inner})"
+
+    # -- conversions --------------------------------------------------------------------------
+    @property
+    def arrow(self) -> pa.Schema:
+        return pa.schema([pa.field(n, t.arrow) for n, t in self])
+
+    def select(self, names: Iterable[str]) -> Schema:
+        return Schema([(n, self[n]) for n in names])
+
+    def to_json(self) -> list[list[str]]:
+        return [[n, t.name] for n, t in self]
+
+    @classmethod
+    def from_json(cls, data: list[list[str]]) -> Schema:
+        return cls([(n, _type_by_name(t)) for n, t in data])
+
+    def conform(self, table: pa.Table, *, where: str = "") -> pa.Table:
+        """Cast ``table`` to this schema, or raise listing every difference.
+
+        Columns are matched by name (order does not matter).  Casts that cannot lose information
+        (int32 -> int64, string -> dictionary, timestamp units...) are applied; anything else is a
+        :class:`SchemaMismatchError`.
+        """
+        problems: list[str] = []
+        have = {f.name: f.type for f in table.schema}
+        missing = [n for n in self.names if n not in have]
+        extra = [n for n in have if n not in self._columns]
+        if missing:
+            problems.append(f"missing columns: {', '.join(missing)}")
+        if extra:
+            problems.append(f"unexpected columns: {', '.join(extra)}")
+        arrays = []
+        for name, ctype in self:
+            if name not in have:
+                continue
+            try:
+                arrays.append(_cast(table.column(name), ctype))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
+                    ValueError) as exc:
+                problems.append(f"column {name!r}: got {have[name]}, expected {ctype.name} "
+                                f"({ctype.arrow}): {_short(exc)}")
+        if problems:
+            prefix = f"{where}: " if where else ""
+            raise SchemaMismatchError(prefix + "data does not match the table schema; "
+                                      + "; ".join(problems))
+        return pa.Table.from_arrays(arrays, schema=self.arrow)
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:200]
+
+
+def _type_by_name(name: str) -> ColumnType:
+    try:
+        return TYPES[name.upper()]
+    except KeyError:
+        raise InvalidNameError(
+            f"unknown column type {name!r}; choose one of {', '.join(TYPES)}") from None
+
+
+def _cast(col: pa.ChunkedArray, ctype: ColumnType) -> pa.ChunkedArray:
+    target = ctype.arrow
+    typ = col.type
+    if typ == target:
+        return col
+    if pa.types.is_dictionary(target):
+        if pa.types.is_dictionary(typ):
+            col = col.cast(pa.dictionary(typ.index_type, pa.string()))
+            col = col.cast(pa.dictionary(pa.int32(), pa.string()))
+        elif pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_null(typ):
+            col = pc.dictionary_encode(col.cast(pa.string()))
+            col = col.cast(target)
+        else:
+            raise ValueError("expected strings")
+        if ctype.name == "CHAR":
+            lengths = pc.max(pc.utf8_length(col.cast(pa.string()))).as_py()
+            if lengths is not None and lengths > 1:
+                raise ValueError("CHAR values must be at most one character")
+        return col
+    if pa.types.is_string(target):
+        if pa.types.is_dictionary(typ) or pa.types.is_large_string(typ) or pa.types.is_null(typ):
+            return col.cast(target)
+        raise ValueError("expected strings")
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_dictionary(typ):
+        raise ValueError("strings are not converted implicitly")
+    if pa.types.is_timestamp(target) and pa.types.is_timestamp(typ):
+        if (typ.tz is None) != (target.tz is None):
+            if target.tz is not None:   # naive -> UTC: declare it
+                col = col.cast(pa.timestamp(typ.unit, tz=target.tz))
+            else:
+                raise ValueError("time-zone aware timestamps need a TIMESTAMP/DATETIME with tz")
+    if pa.types.is_floating(typ) and pa.types.is_integer(target):
+        raise ValueError("floats are not converted to integers implicitly")
+    return col.cast(target, safe=True)
+
+
+def _columns(*pairs: tuple[str, ColumnType]) -> list[tuple[str, ColumnType]]:
+    return list(pairs)
+
+
+TAQ = Schema(_columns(
+    ("symbol", SYMBOL), ("date", DATE), ("time", SECOND), ("bid", DOUBLE), ("ofr", DOUBLE),
+    ("bidsiz", INT), ("ofrsiz", INT), ("mode", INT), ("ex", CHAR), ("mmid", SYMBOL),
+))
+"""NYSE TAQ level-1 quotes (table ``quotes``)."""
+
+TRADES = Schema(_columns(
+    ("symbol", SYMBOL), ("date", DATE), ("time", TIME), ("price", DOUBLE), ("size", INT),
+    ("ex", CHAR), ("cond", SYMBOL),
+))
+"""Trades: one row per print."""
+
+
+def _l2_columns() -> list[tuple[str, ColumnType]]:
+    cols = [("UpdateTime", TIME), ("TradeDate", DATE), ("Market", SYMBOL), ("SecurityID", SYMBOL),
+            ("PreCloPrice", DOUBLE), ("OpenPrice", DOUBLE), ("HighPrice", DOUBLE),
+            ("LowPrice", DOUBLE), ("LastPrice", DOUBLE), ("TradNumber", INT),
+            ("TradVolume", INT), ("Turnover", DOUBLE), ("TotalBidVol", INT),
+            ("WAvgBidPri", DOUBLE), ("TotalAskVol", INT), ("WAvgAskPri", DOUBLE),
+            ("IOPV", DOUBLE)]
+    for prefix, ctype in (("AskPrice", DOUBLE), ("AskVolume", INT), ("BidPrice", DOUBLE),
+                          ("BidVolume", INT), ("NumOrdersB", INT), ("NumOrdersS", INT)):
+        cols += [(f"{prefix}{i}", ctype) for i in range(1, 11)]
+    cols.append(("LocalTime", TIME))
+    return cols
+
+
+L2 = Schema(_l2_columns())
+"""China level-2 snapshots (table ``tick``), 78 columns."""
+
+READINGS = Schema(_columns(
+    ("time", DATETIME), ("device_id", SYMBOL), ("battery_level", INT),
+    ("battery_status", SYMBOL), ("battery_temperature", DOUBLE), ("bssid", SYMBOL),
+    ("cpu_avg_1min", DOUBLE), ("cpu_avg_5min", DOUBLE), ("cpu_avg_15min", DOUBLE),
+    ("mem_free", LONG), ("mem_used", LONG), ("rssi", SHORT), ("ssid", SYMBOL),
+))
+"""Device sensor readings (TimescaleDB ``devices`` sample, table ``readings``)."""
+
+DEVICE_INFO = Schema(_columns(
+    ("device_id", SYMBOL), ("api_version", SYMBOL), ("manufacturer", SYMBOL),
+    ("model", SYMBOL), ("os_name", SYMBOL),
+))
+"""One row per device (table ``device_info``)."""
