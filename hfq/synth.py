@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import queue
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Iterable, Iterator
@@ -113,7 +115,7 @@ def _choice(rng: np.random.Generator, p: tuple[float, ...], n) -> np.ndarray:
 @lru_cache(maxsize=32)
 def _geom_table(p: float) -> np.ndarray:
     q = (np.arange(4096) + 0.5) / 4096
-    return np.ceil(np.log1p(-q) / np.log1p(-p)).astype(np.int64)
+    return np.ceil(np.log1p(-q) / np.log1p(-p)).astype(np.int32)
 
 
 def _geometric(rng: np.random.Generator, p: float, n) -> np.ndarray:
@@ -254,11 +256,50 @@ def _frac_strings() -> pl.Series:
     return pl.Series(["" if f == 0 else "." + f"{f:04d}".rstrip("0") for f in range(10000)])
 
 
-def _price_strings(k: np.ndarray) -> pl.Series:
-    """Minimal decimal form of k/10000 (no trailing zeros): 1, 12.5, 214748.3647."""
-    whole = pl.Series(k // 10000).cast(pl.String)
-    frac = _frac_strings().gather(pl.Series(k % 10000))
-    return whole + frac
+def _price(col: str) -> pl.Expr:
+    """Minimal decimal form of k/10000 for the integer column ``col``: 1, 12.5, 214748.3647."""
+    return (_whole_strings().gather(pl.col(col) // 10000)
+            + pl.lit(_frac_strings()).gather(pl.col(col) % 10000))
+
+
+@lru_cache(maxsize=1)
+def _whole_strings() -> pl.Expr:
+    return pl.lit(pl.Series(np.arange(1 << 18)).cast(pl.String))
+
+
+def _prefetch(it: Iterator, depth: int = 2) -> Iterator:
+    """Run iterator ``it`` in a background thread, ``depth`` items ahead (overlaps generating
+    the next batch with formatting and writing this one)."""
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop, end = threading.Event(), object()
+
+    def put(x: object) -> None:
+        while not stop.is_set():
+            try:
+                return q.put(x, timeout=0.1)
+            except queue.Full:
+                pass
+
+    def run() -> None:
+        try:
+            for x in it:
+                put(x)
+                if stop.is_set():
+                    return
+            put(end)
+        except BaseException as exc:  # noqa: BLE001 -- re-raised in the consumer
+            put(exc)
+
+    thread = threading.Thread(target=run, name="hfq-synth-prefetch", daemon=True)
+    thread.start()
+    try:
+        while (x := q.get()) is not end:
+            if isinstance(x, BaseException):
+                raise x
+            yield x
+    finally:
+        stop.set()
+        thread.join()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -458,24 +499,19 @@ def write_taq_csv(path: str | os.PathLike | IO[bytes], *,
     >>> buf.getvalue().decode().splitlines()[0]
     'symbol,date,time,bid,ofr,bidsiz,ofrsiz,mode,ex,mmid'
     """
-    hms = _hms_strings()[0]
-    ex_s = pl.Series(_EX)
-    mmid_s = pl.Series([None if m == "" else m for m in _MMID], dtype=pl.String)
-    names_s, written = None, 0
+    names, written = None, 0
     with _open_out(path) as fh:
         if header:
             fh.write((TAQ_CSV_HEADER + "\n").encode())
-        for day, uni, c in _taq_stream(dates, rows_per_day, symbols, seed, 1 << 20):
-            if names_s is None:
-                names_s = pl.Series(uni["names"].tolist(), dtype=pl.String)
-            df = pl.DataFrame({
-                "symbol": names_s.gather(pl.Series(c["sym"])),
-                "date": pl.repeat(day.strftime("%Y%m%d"), len(c["time"]), eager=True),
-                "time": hms.gather(pl.Series(c["time"])),
-                "bid": _price_strings(c["bid"]), "ofr": _price_strings(c["ofr"]),
-                "bidsiz": c["bidsiz"], "ofrsiz": c["ofrsiz"], "mode": c["mode"],
-                "ex": ex_s.gather(pl.Series(c["ex"])), "mmid": mmid_s.gather(pl.Series(c["mmid"])),
-            })
+        for day, uni, c in _prefetch(_taq_stream(dates, rows_per_day, symbols, seed, 1 << 19)):
+            if names is None or len(names) != len(uni["names"]):
+                names = pl.Series(uni["names"].tolist(), dtype=pl.String)
+            df = pl.DataFrame(c).select(
+                symbol=pl.lit(names).gather("sym"), date=pl.lit(day.strftime("%Y%m%d")),
+                time=pl.lit(_hms_strings()[0]).gather("time"), bid=_price("bid"),
+                ofr=_price("ofr"), bidsiz="bidsiz", ofrsiz="ofrsiz", mode="mode",
+                ex=pl.lit(pl.Series(_EX)).gather("ex"),
+                mmid=pl.lit(pl.Series([m or None for m in _MMID], dtype=pl.String)).gather("mmid"))
             df.write_csv(fh, include_header=False)
             written += df.height
     return written
@@ -550,6 +586,7 @@ def _l2_day_chunks(day: _dt.date, rows: int, uni: dict[str, np.ndarray], seed: i
     ends = np.cumsum(counts)
     starts = ends - counts
     carry = np.zeros(6, np.int64)                 # walk, high, -low, volume, number, turnover
+    i32 = np.int32
     for j, a in enumerate(range(0, rows, _CHUNK)):
         sec, i, n = _rows_of(a, min(rows, a + _CHUNK), starts, ends)
         m = len(sec)
@@ -581,17 +618,27 @@ def _l2_day_chunks(day: _dt.date, rows: int, uni: dict[str, np.ndarray], seed: i
         carry = np.array([walk[-1], high[-1], low[-1], vol_cum[-1], num_cum[-1], turn_cum[-1]])
         ask1 = last + g.integers(0, 2, m)
         bid1 = ask1 - 1 - (g.random(m) < 0.3) * g.integers(1, 3, m)
-        zero_col = np.zeros((m, 1), np.int64)
-        ask = ask1[:, None] + np.hstack([zero_col, np.cumsum(g.integers(1, 4, (m, 9)), 1)])
-        bid = bid1[:, None] - np.hstack([zero_col, np.cumsum(g.integers(1, 4, (m, 9)), 1)])
-        askv = 100 * _geometric(g, 0.02, (m, 10))
-        bidv = 100 * _geometric(g, 0.02, (m, 10))
-        yield {"sec": sec, "time": t, "local": t + g.integers(5, 300, m).astype(np.int32),
-               "pre": pre[sec], "open": opn[sec], "high": high, "low": -low, "last": last,
-               "num": np.minimum(num_cum, 2**31 - 1), "vol": np.minimum(vol_cum, 2**31 - 1),
-               "turn": turn_cum, "ask": ask, "bid": bid, "askv": askv, "bidv": bidv,
-               "nb": np.minimum(bidv // 100, _geometric(g, 0.1, (m, 10))),
-               "ns": np.minimum(askv // 100, _geometric(g, 0.1, (m, 10)))}
+        gaps = g.integers(1, 4, (2, 10, m), dtype=np.int32)
+        gaps[:, 0] = 0
+        for q in range(1, 10):
+            gaps[:, q] += gaps[:, q - 1]
+        ask, bid = ask1 + gaps[0], bid1 - gaps[1]               # (level, row), cents
+        askv, bidv = 100 * _geometric(g, 0.02, (2, 10, m))
+        nb, ns = np.minimum(np.stack([bidv, askv]) // 100, _geometric(g, 0.1, (2, 10, m)))
+        bsum, asum = bidv.sum(0, dtype=np.int64), askv.sum(0, dtype=np.int64)
+        out = {"sec": sec, "UpdateTime": t, "PreCloPrice": pre[sec] / 100,
+               "OpenPrice": opn[sec] / 100, "HighPrice": high / 100, "LowPrice": -low / 100,
+               "LastPrice": last / 100, "TradNumber": np.minimum(num_cum, 2**31 - 1).astype(i32),
+               "TradVolume": np.minimum(vol_cum, 2**31 - 1).astype(i32),
+               "Turnover": turn_cum / 100, "TotalBidVol": bsum.astype(i32),
+               "WAvgBidPri": np.round((bid * bidv).sum(0) / bsum / 100, 3),
+               "TotalAskVol": asum.astype(i32),
+               "WAvgAskPri": np.round((ask * askv).sum(0) / asum / 100, 3), "IOPV": np.zeros(m)}
+        for name, x in (("AskPrice", ask / 100), ("AskVolume", askv), ("BidPrice", bid / 100),
+                        ("BidVolume", bidv), ("NumOrdersB", nb), ("NumOrdersS", ns)):
+            out.update({f"{name}{q + 1}": x[q] for q in range(10)})
+        out["LocalTime"] = t + g.integers(5, 300, m, dtype=i32)
+        yield out
 
 
 def l2_batches(*, dates: Iterable[str | _dt.date] | str | _dt.date = ("2020-06-01",),
@@ -628,27 +675,15 @@ def l2_batches(*, dates: Iterable[str | _dt.date] | str | _dt.date = ("2020-06-0
     _check(seed, batch_rows, rows_per_day=rows_per_day, securities=securities - 1)
     uni = _l2_universe(securities, seed)
     ids_arr, mkt_arr = pa.array(uni["ids"].tolist()), pa.array(["SH", "SZ"])
-    i32 = np.int32
+    fields = list(_schema.L2.arrow)
     for day in _dates(dates):
         for c in _rebatch(_l2_day_chunks(day, rows_per_day, uni, seed), batch_rows):
-            n = len(c["time"])
-            bsum, asum = c["bidv"].sum(1), c["askv"].sum(1)
-            cols = [pa.array(c["time"], pa.time32("ms")), _const_date(day, n),
-                    _dict_col((~uni["sh"][c["sec"]]).astype(np.int8), mkt_arr, compact=False),
-                    _dict_col(c["sec"], ids_arr)]
-            cols += [pa.array(c[k] / 100) for k in ("pre", "open", "high", "low", "last")]
-            cols += [pa.array(c["num"].astype(i32)), pa.array(c["vol"].astype(i32)),
-                     pa.array(c["turn"] / 100), pa.array(bsum.astype(i32)),
-                     pa.array(np.round((c["bid"] * c["bidv"]).sum(1) / bsum / 100, 3)),
-                     pa.array(asum.astype(i32)),
-                     pa.array(np.round((c["ask"] * c["askv"]).sum(1) / asum / 100, 3)),
-                     pa.array(np.zeros(n))]
-            for k, scale in (("ask", 100), ("askv", 0), ("bid", 100), ("bidv", 0), ("nb", 0),
-                             ("ns", 0)):
-                x = c[k]
-                cols += [pa.array(x[:, q] / scale if scale else x[:, q].astype(i32))
-                         for q in range(10)]
-            cols.append(pa.array(c["local"], pa.time32("ms")))
+            sec = c["sec"]
+            cols = [_const_date(day, len(sec)),
+                    _dict_col((~uni["sh"][sec]).astype(np.int8), mkt_arr, compact=False),
+                    _dict_col(sec, ids_arr)]
+            cols[0:0] = [pa.array(c["UpdateTime"], pa.time32("ms"))]
+            cols += [pa.array(c[f.name], f.type) for f in fields[4:]]
             yield pa.RecordBatch.from_arrays(cols, schema=_schema.L2.arrow)
 
 

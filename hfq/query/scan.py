@@ -45,7 +45,7 @@ class Scan:
         if where is not None and not isinstance(where, pl.Expr):
             raise TypeError(f"where must be a polars expression such as pl.col('bid') > 0, "
                             f"not {type(where).__name__}")
-        self._where_columns = [] if where is None else where.meta.root_names()
+        self._where_columns = [] if where is None else list(dict.fromkeys(where.meta.root_names()))
         for name in self._where_columns:
             if name not in schema:
                 raise SchemaMismatchError(f"where= uses column {name!r}, which table "

@@ -30,12 +30,16 @@ _SAMPLE = 1 << 16
 _MIN_GAIN = 0.9  # keep an encoding only when it makes the sample at least 10% smaller
 
 
-def encode(table: pa.Table, codec: str | None) -> pa.Table:
-    """Return the physical table to write: encoded columns carry ``hfq.enc`` metadata."""
+def encode(table: pa.Table, codec: str | None, batch_rows: int) -> pa.Table:
+    """Return the physical table to write: encoded columns carry ``hfq.enc`` metadata.
+
+    Deltas restart every ``batch_rows`` rows, so each record batch decodes on its own (the
+    reader may skip batches).
+    """
     fields, arrays = [], []
     for field, column in zip(table.schema, table.columns):
         array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        encoded, how = _choose(array, codec)
+        encoded, how = _choose(array, codec, batch_rows)
         meta = {TYPE: str(field.type).encode()}
         if how:
             meta[ENC] = how.encode()
@@ -59,7 +63,7 @@ def decode(table: pa.Table, logical: pa.Schema) -> pa.Table:
 
 
 # -- choosing ---------------------------------------------------------------------------------
-def _choose(array: pa.Array, codec: str | None) -> tuple[pa.Array, str]:
+def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Array, str]:
     typ = array.type
     candidates: list[tuple[pa.Array, str]] = []
     if pa.types.is_float64(typ):
@@ -67,12 +71,12 @@ def _choose(array: pa.Array, codec: str | None) -> tuple[pa.Array, str]:
         if scaled is not None:
             ints, digits = scaled
             candidates.append((ints, f"scale:{digits}"))
-            delta = _delta(ints)
+            delta = _delta(ints, batch_rows)
             if delta is not None:
                 candidates.append((delta, f"scale:{digits},delta"))
     elif (pa.types.is_integer(typ) or pa.types.is_time(typ) or pa.types.is_date(typ)
           or pa.types.is_timestamp(typ)):
-        delta = _delta(array)
+        delta = _delta(array, batch_rows)
         if delta is not None:
             candidates.append((delta, "delta"))
     if not candidates or codec is None:
@@ -114,8 +118,9 @@ def _scale(array: pa.Array) -> tuple[pa.Array, int] | None:
     return None
 
 
-def _delta(array: pa.Array) -> pa.Array | None:
-    """First differences of an integer-like array without nulls, in the narrowest safe width."""
+def _delta(array: pa.Array, batch_rows: int) -> pa.Array | None:
+    """First differences (restarting every ``batch_rows``) of an integer-like array without
+    nulls, in the narrowest safe width."""
     if array.null_count or len(array) < 2:
         return None
     typ = array.type
@@ -126,6 +131,7 @@ def _delta(array: pa.Array) -> pa.Array | None:
     diff = np.empty_like(values)
     diff[0] = values[0]
     np.subtract(values[1:], values[:-1], out=diff[1:])
+    diff[::batch_rows] = values[::batch_rows]
     if diff.min() >= -(2 ** 31) and diff.max() < 2 ** 31:
         return pa.array(diff.astype(np.int32))
     return pa.array(diff)

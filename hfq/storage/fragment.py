@@ -27,7 +27,7 @@ def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Setting
                    stats_columns: Sequence[str] = (), sync: bool = False) -> dict:
     """Write ``table`` (already sorted) to ``rel`` atomically and return its catalog entry."""
     codec = None if settings.compression == "none" else settings.compression
-    physical = encoding.encode(table, codec)
+    physical = encoding.encode(table, codec, settings.batch_rows)
     options = ipc.IpcWriteOptions(
         compression=None if codec is None else pa.Codec(
             codec, settings.compression_level if codec == "zstd" else None),
@@ -69,7 +69,9 @@ def read_fragment(store: Store, fragment: dict, logical: pa.Schema, *,
         else:
             table = pa.Table.from_batches([reader.get_batch(i) for i in batches],
                                           schema=reader.schema)
-    return encoding.decode(table, pa.schema([logical.field(n) for n in names]))
+    # the reader returns the included fields in file order, not in the order asked for
+    decoded = encoding.decode(table, pa.schema([logical.field(n) for n in table.column_names]))
+    return decoded if decoded.column_names == names else decoded.select(names)
 
 
 def verify_fragment(store: Store, fragment: dict) -> None:

@@ -1,0 +1,76 @@
+"""Hypothesis strategies for tick frames (``pip install hypothesis``).
+
+Timestamps are drawn as integer offsets, symbols include the hostile ones (path separators,
+``..``, empty, NUL, long unicode), prices are drawn as exact decimals *and* as arbitrary floats,
+so encodings and partition paths are exercised on their edges.
+
+Examples
+--------
+>>> from hypothesis import given, settings
+>>> from hfq.testing.strategies import taq_tables
+>>> @settings(max_examples=5)
+... @given(taq_tables(max_rows=10))
+... def test(table):
+...     assert table.schema == schema.TAQ.arrow
+>>> test()
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+from hypothesis import strategies as st
+
+from hfq import schema
+
+__all__ = ["HOSTILE_SYMBOLS", "prices", "symbols", "taq_tables"]
+
+HOSTILE_SYMBOLS = ("../../x", "/", "..", ".", "", "a/b", "\x00", "NUL\x00X", "é" * 300,
+                   "C:\\win", "%2E%2E", "v", "h0", "~tmp", " ", "日本株")
+
+_EPOCH = dt.date(2007, 8, 1)
+
+
+def symbols() -> st.SearchStrategy[str]:
+    """Ordinary tickers mixed with hostile strings (no lone surrogates: Arrow is UTF-8)."""
+    plain = st.text(alphabet=st.characters(min_codepoint=65, max_codepoint=90), min_size=1,
+                    max_size=5)
+    anything = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+    return st.one_of(plain, st.sampled_from(HOSTILE_SYMBOLS), anything)
+
+
+def prices(*, allow_nan: bool = True) -> st.SearchStrategy[float | None]:
+    """Four-decimal prices (what TAQ holds), arbitrary floats, zeros, sentinels and nulls."""
+    decimal = st.integers(0, 2_147_483_647).map(lambda k: k / 10_000)
+    wild = st.floats(allow_nan=allow_nan, allow_infinity=True)
+    return st.one_of(decimal, st.sampled_from([0.0, -0.0, 214748.3647, 1e-300, 1e300]),
+                     wild, st.none())
+
+
+@st.composite
+def taq_tables(draw, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
+    """Arrow tables in :data:`hfq.schema.TAQ` with nulls, empty strings and hostile symbols."""
+    n = draw(st.integers(0, max_rows))
+    pool = draw(st.lists(symbols(), min_size=1, max_size=8, unique=True))
+    ints = st.one_of(st.integers(-(2 ** 31), 2 ** 31 - 1), st.none())
+    rows = draw(st.lists(st.tuples(
+        st.sampled_from(pool),
+        st.integers(0, max_days - 1),
+        st.integers(0, 86_399),
+        prices(), prices(), ints, ints, st.integers(0, 20),
+        st.sampled_from(["N", "P", "", "é"]),
+        st.sampled_from(["", "FLOW", "EDGX", None]),
+    ), min_size=n, max_size=n))
+    cols = list(zip(*rows)) if rows else [[] for _ in range(10)]
+    arrays = [
+        pa.array(cols[0], pa.string()).dictionary_encode(),
+        pa.array([_EPOCH + dt.timedelta(days=d) for d in cols[1]], pa.date32()),
+        pa.array(list(cols[2]), pa.int32()).cast(pa.time32("s")),
+        pa.array(cols[3], pa.float64()), pa.array(cols[4], pa.float64()),
+        pa.array(cols[5], pa.int32()), pa.array(cols[6], pa.int32()),
+        pa.array(cols[7], pa.int32()),
+        pa.array(cols[8], pa.string()).dictionary_encode(),
+        pa.array(cols[9], pa.string()).dictionary_encode(),
+    ]
+    return schema.TAQ.conform(pa.Table.from_arrays(arrays, names=schema.TAQ.names))

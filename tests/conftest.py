@@ -1,0 +1,46 @@
+"""Shared fixtures: a fresh database root per test, small data, no Ray (unit tier)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pyarrow as pa
+import polars as pl
+import pytest
+
+import hfq
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def db(tmp_path):
+    return hfq.connect(str(tmp_path / "db"))
+
+
+@pytest.fixture
+def quotes(db):
+    return db.create_table("quotes", hfq.schemas.TAQ,
+                           partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 5)),
+                           sort_by=("symbol", "time"))
+
+
+def canonical(table: pa.Table | pl.DataFrame) -> pl.DataFrame:
+    """Rows in one deterministic order, floats compared bit for bit (NaN, -0.0 included)."""
+    df = table if isinstance(table, pl.DataFrame) else pl.from_arrow(table)
+    exprs = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if dtype == pl.Categorical or dtype == pl.Enum:
+            exprs.append(col.cast(pl.String))
+        elif dtype in (pl.Float64, pl.Float32):
+            exprs.append(col.cast(pl.Float64).reinterpret(signed=True))
+        else:
+            exprs.append(col)
+    out = df.select(exprs)
+    return out.sort(out.columns, nulls_last=True, maintain_order=True)
+
+
+def python() -> str:
+    return sys.executable
