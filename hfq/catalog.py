@@ -177,7 +177,7 @@ class Catalog:
                 if not temp_owner_alive(base) or now - mtime > grace_s:
                     self.store.remove(rel)
                     removed += 1
-            elif rel.startswith(f"{name}/data/") and rel[len(name) + 1:] not in referenced:
+            elif rel.startswith(f"{name}/data/") and rel not in referenced:
                 if now - mtime >= grace_s:
                     self.store.remove(rel)
                     removed += 1

@@ -183,6 +183,8 @@ def _cast(col: pa.ChunkedArray, ctype: ColumnType) -> pa.ChunkedArray:
     target = ctype.arrow
     typ = col.type
     if typ == target:
+        if ctype.name == "CHAR":
+            _check_chars(col)
         return col
     if pa.types.is_dictionary(target):
         if pa.types.is_dictionary(typ):
@@ -194,9 +196,7 @@ def _cast(col: pa.ChunkedArray, ctype: ColumnType) -> pa.ChunkedArray:
         else:
             raise ValueError("expected strings")
         if ctype.name == "CHAR":
-            lengths = pc.max(pc.utf8_length(col.cast(pa.string()))).as_py()
-            if lengths is not None and lengths > 1:
-                raise ValueError("CHAR values must be at most one character")
+            _check_chars(col)
         return col
     if pa.types.is_string(target):
         if pa.types.is_dictionary(typ) or pa.types.is_large_string(typ) or pa.types.is_null(typ):
@@ -213,6 +213,15 @@ def _cast(col: pa.ChunkedArray, ctype: ColumnType) -> pa.ChunkedArray:
     if pa.types.is_floating(typ) and pa.types.is_integer(target):
         raise ValueError("floats are not converted to integers implicitly")
     return col.cast(target, safe=True)
+
+
+def _check_chars(col: pa.ChunkedArray) -> None:
+    """CHAR holds at most one character; checks each chunk's dictionary, not every row."""
+    for chunk in col.chunks:
+        longest = pc.max(pc.utf8_length(chunk.dictionary)).as_py() if len(chunk.dictionary) \
+            else None
+        if longest is not None and longest > 1:
+            raise ValueError("CHAR values must be at most one character")
 
 
 def _columns(*pairs: tuple[str, ColumnType]) -> list[tuple[str, ColumnType]]:

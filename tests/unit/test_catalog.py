@@ -1,0 +1,157 @@
+"""Commits: atomic under a writer killed at random instants, concurrent writers lose nothing,
+orphans are cleaned, no data value escapes the table directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from conftest import ROOT, canonical
+
+import hfq
+from hfq.partition import encode_component
+from hfq.schema import DATE, LONG, SYMBOL, Schema
+from hfq.testing.strategies import HOSTILE_SYMBOLS
+
+SCHEMA = Schema({"sym": SYMBOL, "d": DATE, "id": LONG})
+ROWS_PER_APPEND = 1000
+
+WRITER = textwrap.dedent("""
+    import datetime as dt, sys
+    import pyarrow as pa
+    import hfq
+    root, writer, appends = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    t = hfq.connect(root, threads=1)["ticks"]
+    syms = pa.array(["A", "B", "C", "D", "E", "F"])
+    for i in range(appends):
+        ids = pa.array(range((writer * 100_000 + i) * {n}, (writer * 100_000 + i + 1) * {n}),
+                       pa.int64())
+        t.append(pa.table({{
+            "sym": syms.take(pa.array([k % 6 for k in range({n})])).dictionary_encode(),
+            "d": pa.array([dt.date(2020, 1, 1 + k % 3) for k in range({n})], pa.date32()),
+            "id": ids}}))
+        print(i, flush=True)
+""").format(n=ROWS_PER_APPEND)
+
+
+def make_table(db):
+    return db.create_table("ticks", SCHEMA,
+                           partition_by=hfq.Compo(hfq.Value("d"), hfq.Hash("sym", 4)),
+                           sort_by=("sym", "id"))
+
+
+def start_writer(root, writer, appends):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(writer), str(appends)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def check_whole_appends(table) -> np.ndarray:
+    """Every committed append is there completely, once; returns the ids."""
+    ids = table.scan(columns=["id"]).to_arrow().column("id").to_numpy()
+    assert len(ids) % ROWS_PER_APPEND == 0
+    assert len(np.unique(ids)) == len(ids), "duplicated rows"
+    batches = np.unique(ids // ROWS_PER_APPEND, return_counts=True)[1]
+    assert (batches == ROWS_PER_APPEND).all(), "a partial append is visible"
+    return ids
+
+
+def test_writer_killed_at_random_instants_leaves_old_or_new_version(tmp_path):
+    db = hfq.connect(str(tmp_path / "db"))
+    table = make_table(db)
+    rng = np.random.default_rng(7)
+    committed = 0
+    for attempt in range(6):
+        proc = start_writer(tmp_path / "db", attempt, 50)
+        proc.stdout.readline()                       # it has started appending
+        time.sleep(float(rng.uniform(0.0, 0.4)))     # the kill lands at a random instant
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        ids = check_whole_appends(table)
+        assert len(ids) >= committed                # nothing committed before is lost
+        committed = len(ids)
+        table.verify()
+    snapshot = table.snapshot()
+    before = canonical(table.scan().to_arrow())
+    walk = [f for f, _ in db.store.walk_files("ticks/data")]
+    assert len(walk) >= len(snapshot.files())
+    report = table.vacuum(grace_s=0)
+    after = [f for f, _ in db.store.walk_files("ticks/data")]
+    assert set(after) == {f for f in snapshot.files()}, "orphans remain or live files went"
+    assert report["files_removed"] == len(walk) - len(after)
+    assert canonical(table.scan().to_arrow()).equals(before)
+
+
+def test_two_processes_append_at_once_lose_nothing(tmp_path):
+    db = hfq.connect(str(tmp_path / "db"))
+    table = make_table(db)
+    procs = [start_writer(tmp_path / "db", w, 8) for w in (1, 2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+    ids = check_whole_appends(table)
+    assert len(ids) == 2 * 8 * ROWS_PER_APPEND
+    assert table.versions() == list(range(17))
+
+
+def test_vacuum_spares_files_of_a_live_writer(tmp_path, db):
+    table = make_table(db)
+    table.append(pa.table({"sym": pa.array(["A"]).dictionary_encode(),
+                           "d": pa.array([pa.scalar(18262, pa.date32()).as_py()], pa.date32()),
+                           "id": pa.array([1], pa.int64())}))
+    # a fragment written by a writer that has not committed yet (this process: alive)
+    db.store.makedirs("ticks/data/pending")
+    db.store.write_bytes("ticks/data/pending/x.arrow", b"not yet committed")
+    assert table.vacuum()["files_removed"] == 0      # inside the grace period
+    assert db.store.exists("ticks/data/pending/x.arrow")
+    assert table.vacuum(grace_s=0)["files_removed"] == 1
+
+
+@pytest.mark.parametrize("scheme", [hfq.Value("sym"), hfq.Hash("sym", 3),
+                                    hfq.Range("sym", ("A", "m"))])
+def test_hostile_symbols_round_trip_inside_the_table_directory(tmp_path, scheme):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    db = hfq.connect(str(tmp_path / "db"))
+    t = db.create_table("ticks", SCHEMA, partition_by=scheme, sort_by=("sym", "id"))
+    syms = list(HOSTILE_SYMBOLS) + ["../../outside/evil", "/" + str(outside)]
+    data = pa.table({"sym": pa.array(syms).dictionary_encode(),
+                     "d": pa.array([18262] * len(syms), pa.int32()).cast(pa.date32()),
+                     "id": pa.array(range(len(syms)), pa.int64())})
+    t.append(data)
+    assert canonical(t.scan().to_arrow()).equals(canonical(data))
+    for s in syms:
+        got = t.scan(symbols=[s]).to_polars()
+        assert got["sym"].cast(pl.String).to_list() == [s]
+    table_dir = os.path.realpath(db.store.path("ticks"))
+    for dirpath, dirnames, files in os.walk(db.store.root):
+        for name in dirnames + files:
+            real = os.path.realpath(os.path.join(dirpath, name))
+            assert real.startswith(table_dir + os.sep) or real == table_dir
+    assert list(outside.iterdir()) == []
+
+
+def test_encode_component_is_safe_and_injective():
+    values = list(HOSTILE_SYMBOLS) + ["a", "A", "%41", "v%41", "é", "e\u0301", "x" * 200,
+                                      "x" * 201]
+    encoded = [encode_component(v) for v in values]
+    assert len(set(encoded)) == len(values)
+    for e in encoded:
+        assert e not in ("", ".", "..") and "/" not in e and "\\" not in e and "\x00" not in e
+        assert len(e) <= 96 or len(e) == 65
+
+
+def test_invalid_table_names(db):
+    for bad in ("../x", "", "a/b", "1abc", "x" * 200, "a b"):
+        with pytest.raises(hfq.errors.InvalidNameError, match="invalid table name"):
+            db.create_table(bad, SCHEMA, partition_by=hfq.Value("d"))
+        with pytest.raises(hfq.errors.InvalidNameError):
+            db[bad]
