@@ -16,12 +16,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 __all__ = ["Settings", "get", "override"]
 
 _COMPRESSIONS = ("zstd", "lz4", "none")
+
+
+def _default_budget() -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return int(min(8 << 30, max(256 << 20, total // 4)))
 
 
 @dataclass(frozen=True)
@@ -36,8 +44,9 @@ class Settings:
     """zstd level (1-22); ignored by the other codecs."""
     batch_rows: int = 65_536
     """Rows per Arrow record batch inside a partition file (the unit of min/max statistics)."""
-    memory_budget: int = 2 << 30
-    """Bytes an ingest may hold in memory at once (parsed blocks and partition buffers)."""
+    memory_budget: int = field(default_factory=lambda: _default_budget())
+    """Bytes an ingest may hold in memory at once (parsed blocks and partition buffers);
+    default a quarter of the machine's memory, at most 8 GiB."""
     csv_block_bytes: int = 32 << 20
     """Bytes of CSV text parsed at a time."""
     threads: int = max(1, os.cpu_count() or 1)
@@ -70,15 +79,15 @@ class Settings:
 
 def _from_env() -> Settings:
     values = {}
-    for field in dataclasses.fields(Settings):
-        raw = os.environ.get(f"HFQ_{field.name.upper()}")
+    for f in dataclasses.fields(Settings):
+        raw = os.environ.get(f"HFQ_{f.name.upper()}")
         if raw is None:
             continue
-        kind = type(field.default)
+        kind = int if f.name == "memory_budget" else type(f.default)
         try:
-            values[field.name] = kind(raw)
+            values[f.name] = kind(raw)
         except ValueError:
-            raise ValueError(f"HFQ_{field.name.upper()}={raw!r} is not a valid "
+            raise ValueError(f"HFQ_{f.name.upper()}={raw!r} is not a valid "
                              f"{kind.__name__}") from None
     return Settings(**values)
 

@@ -190,7 +190,7 @@ class Compo:
         c1, v1 = self.first._codes(table.column(self.first.column))
         c2, v2 = self.second._codes(table.column(self.second.column))
         codes = c1 * len(v2) + c2
-        used = np.unique(codes)
+        used = np.flatnonzero(np.bincount(codes, minlength=len(v1) * len(v2)))
         remap = np.full(len(v1) * len(v2), -1, dtype=np.int64)
         remap[used] = np.arange(len(used))
         keys = [(v1[c // len(v2)], v2[c % len(v2)]) for c in used.tolist()]

@@ -64,6 +64,7 @@ class LoadReport:
 
 @dataclass
 class _FileContext:
+    reader: _BlockReader
     path: str
     schema: Schema
     names: list[str]
@@ -110,8 +111,8 @@ def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: 
                 blocks = _blocks(f, settings.csv_block_bytes)
                 ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls)
                 pending = None
-                for block, first_line in blocks:
-                    job = (parser.submit(_parse_block, block, first_line, ctx, on_error),
+                for block, offset in blocks:
+                    job = (parser.submit(_parse_block, block, offset, ctx, on_error),
                            len(block))
                     if pending is not None:
                         _take(pending, writer, rejects, bar)
@@ -158,26 +159,29 @@ def _blocks(f, block_bytes: int) -> _BlockReader:
 
 
 class _BlockReader:
-    """Yields (bytes ending at a line end, number of its first line); reads the header first."""
+    """Yields (block ending at a line end, byte offset of the block in the file).
+
+    Each block is read straight into a buffer (only the partial last line is copied), and
+    lines are not counted: a line number is worked out only when an error needs one.  Buffers
+    rotate through a pool of three: the loader keeps at most two blocks in flight (one parsing,
+    one being routed), so a buffer is free again when it comes round, and fresh memory is not
+    page-faulted in for every block.
+    """
+
+    POOL = 3
 
     def __init__(self, f, block_bytes: int) -> None:
+        self.file = f
         self.path = f.path
         self.block_bytes = block_bytes
         self._fh = f.open()
         self._carry = b""
-        self._line = 1
-        self.header: bytes | None = None
+        self._offset = 0
 
     def read_header(self) -> bytes:
-        while b"\n" not in self._carry:
-            chunk = self._fh.read(1 << 16)
-            if not chunk:
-                break
-            self._carry += chunk
-        line, sep, rest = self._carry.partition(b"\n")
-        self._carry = rest
-        self._line = 2
-        self.header = line
+        line = self.peek_line()
+        self._carry = self._carry[len(line) + 1:]
+        self._offset = len(line) + 1
         return line
 
     def peek_line(self) -> bytes:
@@ -188,24 +192,53 @@ class _BlockReader:
             self._carry += chunk
         return self._carry.split(b"\n", 1)[0]
 
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
-        try:
-            while True:
-                chunk = self._fh.read(self.block_bytes)
-                data = self._carry + chunk if self._carry else chunk
+    def line_at(self, offset: int) -> int:
+        """1-based line number of the byte at ``offset`` (reads the file again; errors only)."""
+        line, done = 1, 0
+        with self.file.open() as fh:
+            while done < offset:
+                chunk = fh.read(min(1 << 24, offset - done))
                 if not chunk:
-                    if data.strip():
-                        yield data, self._line
+                    break
+                line += chunk.count(b"\n")
+                done += len(chunk)
+        return line
+
+    def __iter__(self) -> Iterator[tuple[memoryview | bytes, int]]:
+        try:
+            carry, offset = self._carry, self._offset
+            pool = [bytearray(2 * self.block_bytes) for _ in range(self.POOL)]
+            turn = 0
+            while True:
+                need = len(carry) + self.block_bytes
+                buf = pool[turn % self.POOL] if need <= 2 * self.block_bytes else bytearray(need)
+                turn += 1
+                buf[:len(carry)] = carry
+                end = len(carry) + _read_into(self._fh, memoryview(buf)[len(carry):need])
+                if end == len(carry):
+                    if carry.strip():
+                        yield carry, offset
                     return
-                cut = data.rfind(b"\n")
+                cut = buf.rfind(b"\n", 0, end)
                 if cut < 0:
-                    self._carry = data
+                    carry = bytes(buf[:end])
                     continue
-                block, self._carry = data[:cut + 1], data[cut + 1:]
-                yield block, self._line
-                self._line += block.count(b"\n")
+                carry = bytes(buf[cut + 1:end])
+                yield memoryview(buf)[:cut + 1], offset
+                offset += cut + 1
         finally:
             self._fh.close()
+
+
+def _read_into(fh, view: memoryview) -> int:
+    """Fill ``view`` as far as the file goes; returns the bytes read."""
+    done = 0
+    while done < len(view):
+        n = fh.readinto(view[done:])
+        if not n:
+            break
+        done += n
+    return done
 
 
 def _context(path: str, schema: Schema, blocks: _BlockReader, delimiter: str, header: bool,
@@ -244,15 +277,17 @@ def _context(path: str, schema: Schema, blocks: _BlockReader, delimiter: str, he
             read_types[name] = pa.int32() if len(value) == 8 and value.isdigit() else pa.date32()
         else:
             read_types[name] = ctype.arrow
-    return _FileContext(path, schema, names, read_types, delimiter, nulls)
+    return _FileContext(blocks, path, schema, names, read_types, delimiter, nulls)
 
 
 # -- parsing one block --------------------------------------------------------------------------
-def _parse_block(block: bytes, first_line: int, ctx: _FileContext,
+def _parse_block(block: memoryview | bytes, offset: int, ctx: _FileContext,
                  on_error: str) -> tuple[pa.Table, list[tuple]]:
     try:
         return _convert(_arrow_parse(block, ctx), ctx), []
     except (pa.ArrowInvalid, ValueError) as exc:
+        block = bytes(block)
+        first_line = ctx.reader.line_at(offset)
         bad = _find_bad_rows(block, first_line, ctx, first_only=on_error == "raise")
         if on_error == "raise" or not bad:
             if bad:

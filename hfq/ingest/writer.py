@@ -2,8 +2,8 @@
 
 :class:`PartitionWriter` is what every ingest path (DataFrame append, CSV load) feeds: Arrow
 tables already conformed to the schema.  Rows are routed by the partition scheme and buffered per
-partition; when the buffers pass the memory budget the largest are written out as sorted
-*spill* fragments.  :meth:`finish` writes what is left, merges each partition's spills into one
+partition (as row indices into the parsed blocks, not copies); when the blocks held pass the
+memory budget, every partition is written out as a sorted *spill* fragment and the blocks freed.  :meth:`finish` writes what is left, merges each partition's spills into one
 sorted fragment when it fits in the budget, and commits everything as one version -- or nothing.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pyarrow as pa
 
 from hfq.catalog import Catalog, Manifest, Transaction
@@ -34,7 +35,7 @@ class PartitionWriter:
         self.budget = budget if budget is not None else settings.memory_budget // 2
         self.txn = Transaction(catalog, base)
         self.rows = 0
-        self._buffers: dict[str, tuple[list, list[pa.Table]]] = {}
+        self._buffers: dict[str, tuple[list, list[tuple[pa.Table, np.ndarray | None]]]] = {}
         self._buffered = 0
         self._stats_columns = list(dict.fromkeys(
             [*base.sort_by, *(lvl.column for lvl in base.partition_by.levels())]))
@@ -49,28 +50,31 @@ class PartitionWriter:
         self._pool.shutdown(wait=True)
 
     def write(self, table: pa.Table) -> None:
-        """Add conformed rows (the table's exact Arrow schema) to the transaction."""
+        """Add conformed rows (the table's exact Arrow schema) to the transaction.
+
+        Rows are not copied here: each partition keeps (block, row indices) and the gather
+        happens when the partition is written, in the writer's threads.
+        """
         if table.num_rows == 0:
             return
         codes, keys = self.base.partition_by.route(table)
         self.rows += table.num_rows
         if len(keys) == 1:
-            self._buffer(keys[0], table)
+            self._buffer(keys[0], table, None)
         else:
             order = codes.argsort(kind="stable")
-            counts = _bincount(codes, len(keys))
-            taken = table.take(pa.array(order))
             start = 0
-            for key, count in zip(keys, counts):
+            for key, count in zip(keys, np.bincount(codes, minlength=len(keys)).tolist()):
                 if count:
-                    self._buffer(key, taken.slice(start, count))
+                    self._buffer(key, table, order[start:start + count])
                 start += count
+        self._buffered += table.nbytes
         if self._buffered > self.budget:
             self._spill()
 
     def finish(self, op: str) -> Manifest:
         """Write every buffer, merge spills, and commit; returns the new version."""
-        self._flush(list(self._buffers))
+        self._spill()
         self._merge_spills()
         return self.txn.commit(op, sync=self.sync)
 
@@ -79,31 +83,23 @@ class PartitionWriter:
         self.txn.abort()
 
     # -- internals ----------------------------------------------------------------------------
-    def _buffer(self, key: tuple, table: pa.Table) -> None:
+    def _buffer(self, key: tuple, table: pa.Table, rows: np.ndarray | None) -> None:
         path = key_path(self.base.partition_by, key)
-        self._buffers.setdefault(path, (list(key), []))[1].append(table)
-        self._buffered += table.nbytes
+        self._buffers.setdefault(path, (list(key), []))[1].append((table, rows))
 
     def _spill(self) -> None:
-        sizes = sorted(((sum(t.nbytes for t in tables), path)
-                        for path, (_, tables) in self._buffers.items()), reverse=True)
-        chosen, freed = [], 0
-        for size, path in sizes:
-            chosen.append(path)
-            freed += size
-            if self._buffered - freed <= self.budget // 2:
-                break
-        self._flush(chosen)
-
-    def _flush(self, paths: list[str]) -> None:
-        jobs = []
-        for path in paths:
-            key, tables = self._buffers.pop(path)
-            self._buffered -= sum(t.nbytes for t in tables)
-            jobs.append((path, key, pa.concat_tables(tables)))
-        for path, key, fragment in self._pool.map(lambda job: (job[0], job[1],
-                                                               self._write(*job)), jobs):
+        """Write every partition's buffer as a sorted fragment; frees every block held."""
+        jobs = [(path, key, parts) for path, (key, parts) in self._buffers.items()]
+        self._buffers.clear()
+        self._buffered = 0
+        for path, key, fragment in self._pool.map(self._gather_and_write, jobs):
             self.txn.add(path, key, fragment)
+
+    def _gather_and_write(self, job) -> tuple[str, list, dict]:
+        path, key, parts = job
+        tables = [t if rows is None else t.take(pa.array(rows)) for t, rows in parts]
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        return path, key, self._write(path, key, table)
 
     def _write(self, path: str, key: list, table: pa.Table) -> dict:
         rows = sort_rows(table, self.base.sort_by)
@@ -131,7 +127,3 @@ class PartitionWriter:
         width = sum(8 for _ in self.base.schema.names)
         return sum(f["rows"] for f in fragments) * width
 
-
-def _bincount(codes, n: int) -> list[int]:
-    import numpy as np
-    return np.bincount(codes, minlength=n).tolist()

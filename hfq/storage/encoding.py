@@ -18,6 +18,8 @@ from the catalog.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,7 +28,7 @@ __all__ = ["decode", "encode"]
 
 ENC = b"hfq.enc"
 TYPE = b"hfq.type"
-_SAMPLE = 1 << 16
+_SAMPLE = 1 << 14
 _MIN_GAIN = 0.9  # keep an encoding only when it makes the sample at least 10% smaller
 
 
@@ -91,31 +93,57 @@ def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Arr
 
 
 def _sample_size(array: pa.Array, codec: str) -> int:
-    sample = array.slice(0, _SAMPLE) if len(array) > _SAMPLE else array
-    buffers = [b for b in sample.buffers() if b is not None]
-    return sum(len(pa.compress(b, codec=codec, asbytes=True)) for b in buffers)
+    """Compressed size of the first rows' values (slicing an Arrow array keeps its whole
+    buffers, so the sample goes through numpy)."""
+    values = array.slice(0, _SAMPLE).to_numpy(zero_copy_only=False)
+    return _codec(codec).compress(pa.py_buffer(np.ascontiguousarray(values))).size
+
+
+@functools.lru_cache(maxsize=None)
+def _codec(name: str) -> pa.Codec:
+    """Making a codec costs milliseconds (it allocates its context): make each one once."""
+    return pa.Codec(name, 1 if name == "zstd" else None)
 
 
 def _scale(array: pa.Array) -> tuple[pa.Array, int] | None:
-    """``array`` as integers k with value == k / 10**d exactly, or None."""
+    """``array`` as integers k with value == k / 10**d exactly, or None.
+
+    The smallest ``d`` is guessed on a sample and then checked on every value (one pass);
+    NaN, infinities, -0.0 and magnitudes beyond 2**53 are refused.
+    """
     if len(array) == 0:
         return None
     values = array.fill_null(0).to_numpy(zero_copy_only=False) if array.null_count \
         else array.to_numpy(zero_copy_only=False)
-    if not np.isfinite(values).all() or np.signbit(values[values == 0]).any():
-        return None
-    limit = float(2 ** 53)
+    sample = values[:: max(1, len(values) // 4096)]
     for digits in range(0, 7):
-        factor = 10.0 ** digits
-        k = np.rint(values * factor)
-        if np.abs(k).max() >= limit:
-            return None
-        if np.array_equal(k / factor, values):
-            small = np.abs(k).max() < 2 ** 31
-            ints = k.astype(np.int32 if small else np.int64)
-            mask = array.is_null().to_numpy(zero_copy_only=False) if array.null_count else None
-            return pa.array(ints, mask=mask), digits
-    return None
+        if _exact(sample, digits) is not None:
+            break
+    else:
+        return None
+    for digits in range(digits, 7):
+        k = _exact(values, digits)
+        if k is not None:
+            break
+    else:
+        return None
+    if np.signbit(values[k == 0]).any():   # -0.0 would come back as +0.0
+        return None
+    small = np.abs(k).max() < 2 ** 31
+    ints = k.astype(np.int32 if small else np.int64)
+    mask = array.is_null().to_numpy(zero_copy_only=False) if array.null_count else None
+    return pa.array(ints, mask=mask), digits
+
+
+def _exact(values: np.ndarray, digits: int) -> np.ndarray | None:
+    """round(values * 10**digits) when dividing it back gives every value bit for bit."""
+    factor = 10.0 ** digits
+    k = values * factor
+    np.rint(k, out=k)
+    peak = np.abs(k).max()
+    if not peak < 2.0 ** 53:               # also false for NaN and inf
+        return None
+    return k if np.array_equal(k / factor, values) else None
 
 
 def _delta(array: pa.Array, batch_rows: int) -> pa.Array | None:
