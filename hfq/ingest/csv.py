@@ -324,9 +324,7 @@ def _convert(table: pa.Table, ctx: _FileContext) -> pa.Table:
             pa.array([], type=table.column(name).type)
         kind = ctype.name
         if kind == "DATE" and pa.types.is_int32(col.type):
-            mask = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
-            days = compact_dates(col.fill_null(19700101).to_numpy(zero_copy_only=False))
-            col = pa.array(days, type=pa.int32(), mask=mask).cast(pa.date32())
+            col = compact_dates(col)
         elif kind in ("SECOND", "TIME"):
             col = _times(col, ctype.arrow)
         elif kind in ("DATETIME", "TIMESTAMP"):

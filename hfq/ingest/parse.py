@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hfq.schema import ColumnType
 
@@ -24,8 +25,17 @@ _HMS = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(\.\d{1,9})?$")
 _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 
 
-def compact_dates(values: np.ndarray) -> np.ndarray:
-    """YYYYMMDD integers -> days since 1970-01-01 (int32); ValueError on an impossible date."""
+def compact_dates(array: pa.Array) -> pa.Array:
+    """YYYYMMDD integers -> date32; ValueError on an impossible date.
+
+    A file holds few distinct dates, so each distinct value is converted once.
+    """
+    encoded = pc.dictionary_encode(array)
+    days = _compact_days(encoded.dictionary.to_numpy(zero_copy_only=False))
+    return pa.array(days, pa.int32()).cast(pa.date32()).take(encoded.indices)
+
+
+def _compact_days(values: np.ndarray) -> np.ndarray:
     v = values.astype(np.int64, copy=False)
     y, m, d = v // 10000, v // 100 % 100, v % 100
     if len(v) and ((m < 1).any() or (m > 12).any() or (d < 1).any() or (y < 1).any()):
