@@ -22,8 +22,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from hfq.errors import CommitConflictError, HfqError, TableExistsError, TableNotFoundError
 from hfq.partition import Compo, Scheme, scheme_from_json

@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 __all__ = ["Settings", "get", "override"]
 

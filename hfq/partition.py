@@ -21,8 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -139,7 +140,7 @@ class Hash(Scheme):
 
 @dataclass(frozen=True)
 class Range(Scheme):
-    """Buckets between sorted ``boundaries``: bucket i holds boundaries[i-1] <= v < boundaries[i]."""
+    """Buckets between sorted ``boundaries``: bucket i holds b[i-1] <= v < b[i]."""
 
     column: str
     boundaries: tuple

@@ -8,8 +8,8 @@ that Arrow schema, or raises :class:`~hfq.errors.SchemaMismatchError` listing ev
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc

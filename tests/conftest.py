@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-import pyarrow as pa
 import polars as pl
+import pyarrow as pa
 import pytest
 
 import hfq

@@ -15,9 +15,10 @@ import csv
 import datetime as dt
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import fsspec
 import polars as pl

@@ -3,8 +3,9 @@
 :class:`PartitionWriter` is what every ingest path (DataFrame append, CSV load) feeds: Arrow
 tables already conformed to the schema.  Rows are routed by the partition scheme and buffered per
 partition (as row indices into the parsed blocks, not copies); when the blocks held pass the
-memory budget, every partition is written out as a sorted *spill* fragment and the blocks freed.  :meth:`finish` writes what is left, merges each partition's spills into one
-sorted fragment when it fits in the budget, and commits everything as one version -- or nothing.
+memory budget, every partition is written out as a sorted *spill* fragment and the blocks freed.
+:meth:`finish` writes what is left, merges each partition's spills into one sorted fragment when
+it fits in the budget, and commits everything as one version -- or nothing.
 """
 
 from __future__ import annotations

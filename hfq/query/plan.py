@@ -7,8 +7,9 @@ partitions were kept and pruned, how many rows and bytes the kept record batches
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from hfq.catalog import Manifest
 from hfq.partition import may_match

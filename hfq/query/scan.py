@@ -8,8 +8,9 @@ partition, so raw rows that do not match never leave the partition's reader.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
@@ -81,7 +82,7 @@ class Scan:
                 yield table
 
     def to_arrow(self) -> pa.Table:
-        """Every matching row as one Arrow table (chunked by partition, zero-copy where possible)."""
+        """Every matching row as one Arrow table, chunked by partition."""
         schema = self.manifest.schema.select(self.columns).arrow
         units = self.plan.units
         if not units:

@@ -22,7 +22,6 @@ import functools
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 __all__ = ["decode", "encode"]
 
@@ -102,7 +101,7 @@ def _sample_size(array: pa.Array, codec: str) -> int:
     return _codec(codec).compress(pa.py_buffer(sample)).size
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _codec(name: str) -> pa.Codec:
     """Making a codec costs milliseconds (it allocates its context): make each one once."""
     return pa.Codec(name, 1 if name == "zstd" else None)
@@ -119,17 +118,14 @@ def _scale(array: pa.Array) -> tuple[pa.Array, int] | None:
     values = array.fill_null(0).to_numpy(zero_copy_only=False) if array.null_count \
         else array.to_numpy(zero_copy_only=False)
     sample = values[:: max(1, len(values) // 4096)]
-    for digits in range(0, 7):
-        if _exact(sample, digits) is not None:
-            break
-    else:
+    guess = next((d for d in range(7) if _exact(sample, d) is not None), None)
+    if guess is None:
         return None
-    for digits in range(digits, 7):
-        k = _exact(values, digits)
-        if k is not None:
-            break
-    else:
+    found = next(((d, k) for d in range(guess, 7)
+                  if (k := _exact(values, d)) is not None), None)
+    if found is None:
         return None
+    digits, k = found
     if np.signbit(values[k == 0]).any():   # -0.0 would come back as +0.0
         return None
     small = np.abs(k).max() < 2 ** 31
@@ -141,7 +137,8 @@ def _scale(array: pa.Array) -> tuple[pa.Array, int] | None:
 def _exact(values: np.ndarray, digits: int) -> np.ndarray | None:
     """round(values * 10**digits) when dividing it back gives every value bit for bit."""
     factor = 10.0 ** digits
-    k = values * factor
+    with np.errstate(over="ignore", invalid="ignore"):   # huge values overflow to inf: refused
+        k = values * factor
     np.rint(k, out=k)
     peak = np.abs(k).max()
     if not peak < 2.0 ** 53:               # also false for NaN and inf

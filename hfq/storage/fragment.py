@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -60,8 +60,8 @@ def read_fragment(store: Store, fragment: dict, logical: pa.Schema, *,
         raise CorruptPartitionError(
             f"partition file {fragment['file']!r} is missing from {store.url}") from None
     with source:
-        schema = ipc.open_file(source).schema
-        index = [schema.get_field_index(n) for n in names]
+        # files are written in schema order, so logical positions are physical positions
+        index = sorted(logical.get_field_index(n) for n in names)
         options = ipc.IpcReadOptions(included_fields=index, use_threads=False)
         reader = ipc.open_file(source, options=options)
         if batches is None:
@@ -87,7 +87,7 @@ def verify_fragment(store: Store, fragment: dict) -> None:
             f"{fragment['crc32']:08x}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _codec(name: str, level: int) -> pa.Codec:
     return pa.Codec(name, level if name == "zstd" else None)
 

@@ -7,7 +7,7 @@ text, not by dictionary code: each dictionary is ranked once and the ranks sort 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl

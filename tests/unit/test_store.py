@@ -13,8 +13,12 @@ from conftest import canonical
 
 import hfq
 from hfq import synth
-from hfq.errors import CorruptPartitionError, SchemaMismatchError, TableExistsError, \
-    TableNotFoundError
+from hfq.errors import (
+    CorruptPartitionError,
+    SchemaMismatchError,
+    TableExistsError,
+    TableNotFoundError,
+)
 
 
 def taq(rows=20_000, symbols=60, dates=("2007-08-01", "2007-08-02"), seed=0) -> pa.Table:
