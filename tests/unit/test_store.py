@@ -255,3 +255,23 @@ def test_settings_from_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("HFQ_COMPRESSION", "brotli")
     with pytest.raises(ValueError, match="compression must be one of"):
         hfq.connect()
+
+
+def test_fsspec_root_and_csv_url():
+    """A root and CSV files behind an fsspec URL (the in-memory filesystem stands in for S3)."""
+    import fsspec
+    fs = fsspec.filesystem("memory")
+    fs.rm("/hfqtest", recursive=True) if fs.exists("/hfqtest") else None
+    with fs.open("/hfqtest/csv/taq_20070801.csv", "wb") as fh:
+        synth.write_taq_csv(fh, dates=("2007-08-01",), rows_per_day=3000, symbols=30)
+    db = hfq.connect("memory://hfqtest/db")
+    t = db.create_table("quotes", hfq.schemas.TAQ,
+                        partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 3)),
+                        sort_by=("symbol", "time"))
+    report = db.load_csv("quotes", "memory://hfqtest/csv/taq_*.csv")
+    assert report.rows == 3000
+    expected = taq(rows=3000, symbols=30, dates=("2007-08-01",))
+    assert canonical(t.scan().to_arrow()).equals(canonical(expected))
+    assert db.tables() == ["quotes"]
+    assert t.verify() == 3
+    fs.rm("/hfqtest", recursive=True)
