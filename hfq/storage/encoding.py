@@ -9,6 +9,8 @@ has structure a general compressor does not see.  Two encodings close most of th
   that every value round-trips bit for bit.
 * ``delta`` -- an integer (or scaled) column sorted within runs (times, prices inside a symbol)
   is stored as first differences and decoded with a cumulative sum.
+* ``narrow`` -- integers (sizes, deltas, dictionary indices) that fit int8 or int16 are stored
+  in that width; general compressors find more in one byte a value than in four.
 
 For each column the encoder compresses a sample of the plain and the encoded form with the
 file's codec and keeps the encoding only when it is measurably smaller.  The encoding is written
@@ -22,6 +24,7 @@ import functools
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["decode", "encode"]
 
@@ -56,7 +59,7 @@ def decode(table: pa.Table, logical: pa.Schema) -> pa.Table:
     for field, column in zip(table.schema, table.columns):
         how = (field.metadata or {}).get(ENC)
         target = logical.field(field.name).type
-        if how is None:
+        if how is None or pa.types.is_dictionary(target):   # dictionaries: only "narrow"
             arrays.append(column if column.type == target else column.cast(target))
             continue
         arrays.append(pa.chunked_array([_decode_array(c, how.decode(), target)
@@ -72,15 +75,23 @@ def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Arr
         scaled = _scale(array)
         if scaled is not None:
             ints, digits = scaled
-            candidates.append((ints, f"scale:{digits}"))
+            candidates += _with_narrow(ints, f"scale:{digits}")
             delta = _delta(ints, batch_rows)
             if delta is not None:
-                candidates.append((delta, f"scale:{digits},delta"))
+                candidates += _with_narrow(delta, f"scale:{digits},delta")
+    elif pa.types.is_dictionary(typ):
+        indices = _narrow(array.indices)
+        if indices is not None:
+            candidates.append((pa.DictionaryArray.from_arrays(indices, array.dictionary),
+                               "narrow"))
     elif (pa.types.is_integer(typ) or pa.types.is_time(typ) or pa.types.is_date(typ)
           or pa.types.is_timestamp(typ)):
+        narrow = _narrow(array) if pa.types.is_integer(typ) else None
+        if narrow is not None:
+            candidates.append((narrow, "narrow"))
         delta = _delta(array, batch_rows)
         if delta is not None:
-            candidates.append((delta, "delta"))
+            candidates += _with_narrow(delta, "delta")
     if not candidates or codec is None:
         return array, ""
     best, best_how = array, ""
@@ -93,10 +104,31 @@ def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Arr
     return best, best_how
 
 
+def _with_narrow(ints: pa.Array, how: str) -> list[tuple[pa.Array, str]]:
+    """The candidate, and its narrower-integer twin when one fits (decoding is the same: the
+    decoder reads any integer width)."""
+    narrow = _narrow(ints)
+    return [(ints, how)] + ([(narrow, how)] if narrow is not None else [])
+
+
+def _narrow(ints: pa.Array) -> pa.Array | None:
+    """The integers in int8 or int16 when they all fit and that is narrower, else None."""
+    if len(ints) == ints.null_count:
+        return None
+    bounds = pc.min_max(ints)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    for width, typ in ((8, pa.int8()), (16, pa.int16())):
+        if width < ints.type.bit_width and -(2 ** (width - 1)) <= lo and hi < 2 ** (width - 1):
+            return ints.cast(typ)
+    return None
+
+
 def _sample_size(array: pa.Array, codec: str) -> int:
     """Compressed size of four runs of rows spread over the array (through numpy: slicing an
-    Arrow array keeps its whole buffers)."""
-    values = array.to_numpy(zero_copy_only=False)
+    Arrow array keeps its whole buffers); dictionaries are measured by their indices."""
+    if pa.types.is_dictionary(array.type):
+        array = array.indices
+    values = array.fill_null(0).to_numpy(zero_copy_only=False)
     run = _SAMPLE // 4
     starts = np.linspace(0, max(0, len(values) - run), 4).astype(np.int64)
     sample = np.concatenate([values[s:s + run] for s in starts])
@@ -171,8 +203,8 @@ def _delta(array: pa.Array, batch_rows: int) -> pa.Array | None:
 def _decode_array(array: pa.Array, how: str, target: pa.DataType) -> pa.Array:
     """One pass per step, straight into the output type (this runs on every read).
 
-    Deltas of a scaled column are summed in float64: the partial sums are integers below
-    2**53, so the sum is exact, and the in-place division then rounds once, as on write.
+    Deltas of a scaled column are summed as int64 and divided once: the same k / 10**d as the
+    encoder checked, so the result is bit for bit the value written.
     Outputs live in Arrow's memory pool, which keeps freed memory for reuse: fresh numpy
     arrays of this size cost page faults that measured 5-10x the arithmetic.
     """
@@ -187,14 +219,17 @@ def _decode_array(array: pa.Array, how: str, target: pa.DataType) -> pa.Array:
         dtype = target.to_pandas_dtype()
     else:
         dtype = np.int32 if target.bit_width == 32 else np.int64
-    buffer = pa.allocate_buffer(len(values) * np.dtype(dtype).itemsize)
-    out = np.frombuffer(buffer, dtype=dtype)
-    if delta:   # the partial sums are the original values, so they fit the output type
+    buffer, out = _pool_array(len(values), dtype)
+    if digits is not None:
+        if delta:   # integer running sum (a float one is latency-bound), then one division
+            _, sums = _pool_array(len(values), np.int64)
+            np.cumsum(values, dtype=np.int64, out=sums)
+            values = sums
+        np.divide(values, 10.0 ** digits, out=out, casting="unsafe")
+    elif delta:   # the partial sums are the original values, so they fit the output type
         np.cumsum(values, dtype=dtype, out=out)
     else:
         np.copyto(out, values, casting="unsafe")
-    if digits is not None:
-        out /= 10.0 ** digits
     validity = None
     if array.null_count:
         validity = array.buffers()[0] if array.offset == 0 else \
@@ -203,3 +238,9 @@ def _decode_array(array: pa.Array, how: str, target: pa.DataType) -> pa.Array:
     decoded = pa.Array.from_buffers(physical, len(values), [validity, buffer],
                                     null_count=array.null_count)
     return decoded if decoded.type == target else decoded.view(target)
+
+
+def _pool_array(n: int, dtype) -> tuple[pa.Buffer, np.ndarray]:
+    """A writable numpy array over a buffer from Arrow's memory pool."""
+    buffer = pa.allocate_buffer(n * np.dtype(dtype).itemsize)
+    return buffer, np.frombuffer(buffer, dtype=dtype)
