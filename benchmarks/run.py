@@ -125,8 +125,8 @@ def price_check(frame) -> float:
 
 
 def duck_arrow(cursor):
-    """DuckDB result -> pyarrow Table (the method was renamed in DuckDB 2)."""
-    fetch = getattr(cursor, "to_arrow_table", None) or cursor.fetch_arrow_table
+    """DuckDB relation -> pyarrow Table (the method was renamed in DuckDB 2)."""
+    fetch = getattr(cursor, "to_arrow_table", None) or cursor.arrow
     return fetch()
 
 
@@ -303,7 +303,7 @@ def scenario_read(bench: Bench) -> None:
         return run
 
     def duck_read():
-        out = duck_arrow(duck.execute("SELECT * FROM q"))
+        out = duck_arrow(duck.sql("SELECT * FROM q"))
         return out.num_rows, price_check(out)
 
     def parquet_read():
@@ -335,7 +335,7 @@ def scenario_read(bench: Bench) -> None:
         return run
 
     def duck_point():
-        out = duck_arrow(duck.execute("SELECT * FROM q WHERE symbol = ?", [POINT_SYMBOL]))
+        out = duck_arrow(duck.sql(f"SELECT * FROM q WHERE symbol = '{POINT_SYMBOL}'"))
         return out.num_rows, price_check(out)
 
     def parquet_point():
