@@ -229,6 +229,7 @@ def scenario_ingest(bench: Bench) -> None:
         return rows, check
 
     contenders = {"hfq load_csv (zstd)": hfq_load("zstd"), "hfq load_csv (lz4)": hfq_load("lz4"),
+                  "hfq load_csv (no codec)": hfq_load("none"),
                   "pyarrow read_csv only (no store)": pyarrow_parse,
                   "DuckDB read_csv -> table": duck_load,
                   "Parquet (pyarrow csv + zstd)": parquet_write,
@@ -236,6 +237,7 @@ def scenario_ingest(bench: Bench) -> None:
     results = measure(bench, "ingest", contenders, repeats=1 if not bench.quick else 1,
                       warmup=False)
     sizes = {"hfq load_csv (zstd)": "hfq_zstd", "hfq load_csv (lz4)": "hfq_lz4",
+             "hfq load_csv (no codec)": "hfq_none",
              "DuckDB read_csv -> table": "duck.db", "Parquet (pyarrow csv + zstd)": "parquet",
              "ArcticDB (pandas read_csv + write)": "arctic"}
     for res in results:
@@ -257,7 +259,7 @@ def scenario_read(bench: Bench) -> None:
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
     tables = {}
-    for codec in ("zstd", "lz4"):
+    for codec in ("zstd", "lz4", "none"):
         t = taq_table(bench, os.path.join(base, f"hfq_{codec}"), codec)
         t.db.load_csv("quotes", files, progress=False)
         tables[codec] = t
@@ -320,6 +322,8 @@ def scenario_read(bench: Bench) -> None:
         "hfq -> pandas (zstd)": hfq_read("zstd", "pandas"),
         "hfq -> pyarrow (lz4)": hfq_read("lz4", "arrow"),
         "hfq -> pandas (lz4)": hfq_read("lz4", "pandas"),
+        "hfq -> pyarrow (no codec)": hfq_read("none", "arrow"),
+        "hfq -> pandas (no codec)": hfq_read("none", "pandas"),
         "pickle.load (pandas, str objects)": load_pickle(pkl),
         "pickle.load (pandas, categoricals)": load_pickle(pkl_cat),
         "ArcticDB LMDB read -> pandas": arctic_read,

@@ -13,7 +13,8 @@ has structure a general compressor does not see.  Two encodings close most of th
   in that width; general compressors find more in one byte a value than in four.
 
 For each column the encoder compresses a sample of the plain and the encoded form with the
-file's codec and keeps the encoding only when it is measurably smaller.  The encoding is written
+file's codec (without a codec: compares their widths) and keeps the encoding only when it is
+measurably smaller.  The encoding is written
 into the field metadata (``hfq.enc``), so every file is self-describing; decoding needs nothing
 from the catalog.
 """
@@ -68,47 +69,74 @@ def decode(table: pa.Table, logical: pa.Schema) -> pa.Table:
 
 
 # -- choosing ---------------------------------------------------------------------------------
+_RECIPES = {
+    "float": ("scale", "scale,narrow", "scale,delta", "scale,delta,narrow"),
+    "int": ("narrow", "delta", "delta,narrow"),
+    "temporal": ("delta", "delta,narrow"),
+    "dictionary": ("narrow",),
+}
+
+
 def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Array, str]:
-    typ = array.type
-    candidates: list[tuple[pa.Array, str]] = []
-    if pa.types.is_float64(typ):
-        scaled = _scale(array)
-        if scaled is not None:
-            ints, digits = scaled
-            candidates += _with_narrow(ints, f"scale:{digits}")
-            delta = _delta(ints, batch_rows)
-            if delta is not None:
-                candidates += _with_narrow(delta, f"scale:{digits},delta")
-    elif pa.types.is_dictionary(typ):
-        indices = _narrow(array.indices)
-        if indices is not None:
-            candidates.append((pa.DictionaryArray.from_arrays(indices, array.dictionary),
-                               "narrow"))
-    elif (pa.types.is_integer(typ) or pa.types.is_time(typ) or pa.types.is_date(typ)
-          or pa.types.is_timestamp(typ)):
-        narrow = _narrow(array) if pa.types.is_integer(typ) else None
-        if narrow is not None:
-            candidates.append((narrow, "narrow"))
-        delta = _delta(array, batch_rows)
-        if delta is not None:
-            candidates += _with_narrow(delta, "delta")
-    if not candidates or codec is None:
+    """The encoding that makes a sample smallest, applied to the whole column.
+
+    Candidates are tried on a sample of the column (four runs of rows); the winner is then
+    applied to every value, and if it does not hold there (a value that is not an exact
+    decimal, or too wide for int8) the next best is tried, down to no encoding at all.
+    """
+    recipes = _RECIPES.get(_kind(array.type), ())
+    if not recipes or len(array) < 2:
         return array, ""
-    best, best_how = array, ""
-    plain = _sample_size(array, codec)
-    best_size = min(plain * _MIN_GAIN, plain - _MIN_SAVED)
-    for candidate, how in candidates:
-        size = _sample_size(candidate, codec)
-        if size < best_size:
-            best, best_how, best_size = candidate, how, size
-    return best, best_how
+    sample = _sample(array)
+    plain = _size(sample, codec)
+    limit = min(plain * _MIN_GAIN, plain - _MIN_SAVED)
+    ranked = []
+    for recipe in recipes:
+        encoded = _apply(sample, recipe, batch_rows)
+        if encoded is not None:
+            ranked.append((_size(encoded[0], codec), recipe))
+    for size, recipe in sorted(ranked):
+        if size >= limit:
+            break
+        encoded = _apply(array, recipe, batch_rows)
+        if encoded is not None:
+            return encoded
+    return array, ""
 
 
-def _with_narrow(ints: pa.Array, how: str) -> list[tuple[pa.Array, str]]:
-    """The candidate, and its narrower-integer twin when one fits (decoding is the same: the
-    decoder reads any integer width)."""
-    narrow = _narrow(ints)
-    return [(ints, how)] + ([(narrow, how)] if narrow is not None else [])
+def _kind(typ: pa.DataType) -> str:
+    if pa.types.is_float64(typ):
+        return "float"
+    if pa.types.is_dictionary(typ):
+        return "dictionary"
+    if pa.types.is_integer(typ):
+        return "int"
+    if pa.types.is_time(typ) or pa.types.is_date(typ) or pa.types.is_timestamp(typ):
+        return "temporal"
+    return ""
+
+
+def _apply(array: pa.Array, recipe: str, batch_rows: int) -> tuple[pa.Array, str] | None:
+    """``array`` encoded by ``recipe`` with its metadata tag, or None where it does not hold."""
+    steps = recipe.split(",")
+    if pa.types.is_dictionary(array.type):
+        indices = _narrow(array.indices)
+        return None if indices is None else \
+            (pa.DictionaryArray.from_arrays(indices, array.dictionary), "narrow")
+    tags = []
+    if steps[0] == "scale":
+        scaled = _scale(array)
+        if scaled is None:
+            return None
+        array, digits = scaled
+        tags.append(f"scale:{digits}")
+    for step, transform in (("delta", lambda a: _delta(a, batch_rows)), ("narrow", _narrow)):
+        if step in steps:
+            array = transform(array)
+            if array is None:
+                return None
+            tags.append(step)
+    return array, ",".join(tags)
 
 
 def _narrow(ints: pa.Array) -> pa.Array | None:
@@ -123,16 +151,24 @@ def _narrow(ints: pa.Array) -> pa.Array | None:
     return None
 
 
-def _sample_size(array: pa.Array, codec: str) -> int:
-    """Compressed size of four runs of rows spread over the array (through numpy: slicing an
-    Arrow array keeps its whole buffers); dictionaries are measured by their indices."""
+def _sample(array: pa.Array) -> pa.Array:
+    """Four runs of rows spread over the array (runs, so deltas inside them are typical)."""
+    if len(array) <= _SAMPLE:
+        return array
+    run = _SAMPLE // 4
+    starts = np.linspace(0, len(array) - run, 4).astype(np.int64).tolist()
+    return pa.concat_arrays([array.slice(s, run) for s in starts])
+
+
+def _size(array: pa.Array, codec: str | None) -> int:
+    """Bytes the values take compressed (without a codec: their width); dictionaries are
+    measured by their indices."""
     if pa.types.is_dictionary(array.type):
         array = array.indices
     values = array.fill_null(0).to_numpy(zero_copy_only=False)
-    run = _SAMPLE // 4
-    starts = np.linspace(0, max(0, len(values) - run), 4).astype(np.int64)
-    sample = np.concatenate([values[s:s + run] for s in starts])
-    return _codec(codec).compress(pa.py_buffer(sample)).size
+    if codec is None:
+        return values.nbytes
+    return _codec(codec).compress(pa.py_buffer(np.ascontiguousarray(values))).size
 
 
 @functools.cache
