@@ -29,7 +29,7 @@ from typing import Any
 from hfq.errors import CommitConflictError, HfqError, TableExistsError, TableNotFoundError
 from hfq.partition import Compo, Scheme, scheme_from_json
 from hfq.schema import Schema, check_name
-from hfq.storage.store import Store, temp_name, temp_owner_alive
+from hfq.storage.store import HOST, Store, pid_alive, temp_name, temp_owner_alive
 
 __all__ = ["Catalog", "Manifest", "Transaction"]
 
@@ -56,13 +56,15 @@ class Manifest:
     op: str = "create"
     committed_at: float = field(default_factory=time.time)
     options: dict[str, Any] = field(default_factory=dict)
+    table_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Random per creation: a writer that began before a drop + recreate cannot commit."""
 
     def to_json(self) -> dict:
         return {
             "format": FORMAT, "table": self.table, "version": self.version,
             "schema": self.schema.to_json(), "partition_by": self.partition_by.to_json(),
             "sort_by": list(self.sort_by), "op": self.op, "committed_at": self.committed_at,
-            "options": self.options, "partitions": self.partitions,
+            "options": self.options, "table_id": self.table_id, "partitions": self.partitions,
         }
 
     @classmethod
@@ -75,7 +77,7 @@ class Manifest:
                    partition_by=scheme_from_json(data["partition_by"]),
                    sort_by=tuple(data["sort_by"]), partitions=data["partitions"],
                    op=data["op"], committed_at=data["committed_at"],
-                   options=data.get("options", {}))
+                   options=data.get("options", {}), table_id=data["table_id"])
 
     @property
     def rows(self) -> int:
@@ -142,47 +144,61 @@ class Catalog:
         tmp = temp_name(final)
         self.store.write_bytes(tmp, json.dumps(manifest.to_json(), separators=(",", ":"))
                                .encode(), sync=sync)
-        return self.store.create_exclusive(tmp, final)
+        won = self.store.create_exclusive(tmp, final)
+        if won and sync:
+            self.store.fsync(f"{manifest.table}/{_VERSIONS}")
+        return won
 
     # -- maintenance --------------------------------------------------------------------------
     def vacuum(self, name: str, *, keep_versions: int | None = None,
                grace_s: float = 3600.0) -> dict:
         """Remove files no kept version references; optionally forget old versions.
 
-        Temporary files of writers that are no longer running (on this host) go at once; other
-        unreferenced files only once older than ``grace_s`` seconds, so a writer that is still
-        about to commit is never robbed of its files.
+        Never removed: files of a writer still running on this host, files younger than
+        ``grace_s`` whose writer runs elsewhere, and the files of the newest ``keep_versions``
+        versions.  A version is forgotten only once a newer one has been committed for
+        ``grace_s`` seconds, so a reader that planned against it recently can still read it.
+        Files of writers that died on this host before committing go at once.
         """
+        files = self.store.walk_files(name)   # anything written after this walk is not touched
         versions = self.versions(name)
         if not versions:
             raise TableNotFoundError(f"no table {name!r} in {self.store.url}")
+        now = time.time()
         forgotten = 0
         if keep_versions is not None:
             if keep_versions < 1:
                 raise ValueError("keep_versions must be at least 1")
-            for v in versions[:-keep_versions]:
-                self.store.remove(f"{name}/{_VERSIONS}/{_version_name(v)}")
-                forgotten += 1
-            versions = versions[-keep_versions:]
+            for old, newer in zip(versions[:-keep_versions], versions[1:]):
+                if now - self.snapshot(name, newer).committed_at >= grace_s:
+                    self.store.remove(f"{name}/{_VERSIONS}/{_version_name(old)}")
+                    forgotten += 1
         referenced: set[str] = set()
-        for v in versions:
-            try:
-                referenced |= self.snapshot(name, v).files()
-            except FileNotFoundError:
-                continue
-        now = time.time()
+        for v in self.versions(name):   # listed again: commits may have landed meanwhile
+            referenced |= self.snapshot(name, v).files()
         removed = 0
-        for rel, mtime in self.store.walk_files(name):
+        for rel, mtime in files:
             base = rel.rsplit("/", 1)[-1]
             if base.startswith(".tmp~"):
-                if not temp_owner_alive(base) or now - mtime > grace_s:
-                    self.store.remove(rel)
-                    removed += 1
+                doomed = not temp_owner_alive(base) or now - mtime > grace_s
             elif rel.startswith(f"{name}/data/") and rel not in referenced:
-                if now - mtime >= grace_s:
-                    self.store.remove(rel)
-                    removed += 1
+                alive = _writer_alive(base)
+                doomed = alive is False or (alive is None and now - mtime >= grace_s)
+            else:
+                doomed = False
+            if doomed:
+                self.store.remove(rel)
+                removed += 1
         return {"files_removed": removed, "versions_forgotten": forgotten}
+
+
+def _writer_alive(file_name: str) -> bool | None:
+    """For a fragment named by :meth:`Transaction.new_file`: is its writer running?  None when
+    it cannot be told (another host, or a name hfq did not make)."""
+    parts = file_name.split("-")
+    if len(parts) < 5 or parts[1] != HOST or not parts[2].isdigit():
+        return None
+    return pid_alive(int(parts[2]))
 
 
 class Transaction:
@@ -194,7 +210,7 @@ class Transaction:
     def __init__(self, catalog: Catalog, base: Manifest) -> None:
         self.catalog = catalog
         self.base = base
-        self.id = f"{int(time.time() * 1000):013d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.id = f"{int(time.time() * 1000):013d}-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.added: dict[str, tuple[list, list[dict]]] = {}   # path -> (key, fragments)
         self.removed: dict[str, set[str]] = {}               # path -> files replaced
         self._counter = itertools.count(1)
@@ -216,27 +232,35 @@ class Transaction:
         self.added.clear()
 
     def commit(self, op: str, *, sync: bool = False) -> Manifest:
-        """Publish base + this change as the next version; rebase onto concurrent commits."""
+        """Publish the newest version + this change as the next version.
+
+        Every attempt starts from the newest committed version (not from the base): a version
+        number below the head may be free again after ``vacuum(keep_versions=...)``.  A
+        publish that still lands below the head (versions forgotten meanwhile) is withdrawn
+        and retried, so a commit is only reported once it is the head.
+        """
+        store = self.catalog.store
         if sync:
             for _, fragments in self.added.values():
                 for fragment in fragments:
-                    self.catalog.store.fsync(fragment["file"])
-        head = self.base
+                    store.fsync(fragment["file"])
+                    store.fsync(fragment["file"].rsplit("/", 1)[0])
         for _ in range(_MAX_ATTEMPTS):
-            manifest = self._apply(head, op)
-            if self.catalog._publish(manifest, sync=sync):
-                return manifest
             head = self.catalog.snapshot(self.base.table)
+            manifest = self._apply(head, op)
+            if not self.catalog._publish(manifest, sync=sync):
+                continue
+            if self.catalog.versions(self.base.table)[-1] == manifest.version:
+                return manifest
+            store.remove(f"{manifest.table}/{_VERSIONS}/{_version_name(manifest.version)}")
         raise CommitConflictError(f"table {self.base.table!r}: gave up after {_MAX_ATTEMPTS} "
                                   "attempts to commit against concurrent writers")
 
     def _apply(self, head: Manifest, op: str) -> Manifest:
-        if head.version != self.base.version and (
-                head.schema != self.base.schema or head.sort_by != self.base.sort_by
-                or head.partition_by != self.base.partition_by):
+        if head.table_id != self.base.table_id:
             raise CommitConflictError(
-                f"table {head.table!r} was recreated with another schema while this "
-                f"{op} was running (version {self.base.version} -> {head.version})")
+                f"table {head.table!r} was dropped and created again while this {op} was "
+                "running; nothing was committed")
         partitions = {p: {"key": v["key"], "fragments": list(v["fragments"])}
                       for p, v in head.partitions.items()}
         for path, files in self.removed.items():
@@ -253,4 +277,5 @@ class Transaction:
         partitions = {p: v for p, v in sorted(partitions.items()) if v["fragments"]}
         return Manifest(table=head.table, version=head.version + 1, schema=head.schema,
                         partition_by=head.partition_by, sort_by=head.sort_by,
-                        partitions=partitions, op=op, options=head.options)
+                        partitions=partitions, op=op, options=head.options,
+                        table_id=head.table_id)

@@ -82,15 +82,16 @@ class Value(Scheme):
         return {"kind": "value", "column": self.column, "by": self.by}
 
     def _codes(self, column):
-        if self.by == "day":
-            seconds = pc.cast(column, pa.timestamp("s", tz=column.type.tz)).cast(pa.int64())
-            days = np.floor_divide(seconds.to_numpy(), 86400).astype(np.int32)
-            column = pa.chunked_array([pa.array(days, pa.int32()).cast(pa.date32())])
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
         if column.null_count:
             raise SchemaMismatchError(
                 f"partition column {self.column!r} has {column.null_count} null values")
+        if self.by == "day":   # the UTC calendar day, whatever the unit
+            ticks = column.cast(pa.timestamp(column.type.unit)).cast(pa.int64())
+            per_day = 86400 * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[column.type.unit]
+            days = np.floor_divide(ticks.to_numpy(), per_day).astype(np.int32)
+            column = pa.chunked_array([pa.array(days, pa.int32()).cast(pa.date32())])
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
         enc = pc.dictionary_encode(column).combine_chunks()
         codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         return codes, [_jsonable(v) for v in enc.dictionary.to_pylist()]
@@ -101,9 +102,10 @@ class Value(Scheme):
     def _may_match(self, value, lo, hi, members):
         if members is not None and value not in members:
             return False
-        if lo is not None and value < lo:
+        day = str(value)[:10]   # date bounds against a date or an ISO (UTC) timestamp key
+        if lo is not None and day < lo:
             return False
-        return hi is None or value <= hi
+        return hi is None or day <= hi
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,8 @@ class Range(Scheme):
             return value in {self.bucket(m) for m in members}
         if lo is not None and value < self.bucket(lo):
             return False
-        return hi is None or value <= self.bucket(hi)
+        # "2024-01-02" sorts before every instant of that day: bound the day's end instead
+        return hi is None or value <= self.bucket(f"{hi}\uffff")
 
 
 @dataclass(frozen=True)
@@ -272,6 +275,8 @@ def encode_component(text: str) -> str:
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:   # one spelling per instant, so text order is time order
+            value = value.astimezone(dt.timezone.utc)
         return value.isoformat()
     if isinstance(value, dt.date):
         return value.isoformat()

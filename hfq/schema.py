@@ -59,7 +59,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 def check_name(name: str, what: str) -> str:
     """Return ``name`` if it is a safe identifier, else raise :class:`InvalidNameError`."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidNameError(
             f"invalid {what} name {name!r}: use 1-128 letters, digits or '_', "
             "not starting with a digit")
@@ -212,6 +212,12 @@ def _cast(col: pa.ChunkedArray, ctype: ColumnType) -> pa.ChunkedArray:
                 raise ValueError("time-zone aware timestamps need a TIMESTAMP/DATETIME with tz")
     if pa.types.is_floating(typ) and pa.types.is_integer(target):
         raise ValueError("floats are not converted to integers implicitly")
+    if pa.types.is_floating(typ) and pa.types.is_floating(target) \
+            and target.bit_width < typ.bit_width:
+        raise ValueError("floats are not narrowed implicitly (precision would be lost)")
+    if pa.types.is_timestamp(typ) and pa.types.is_date(target):
+        raise ValueError("timestamps are not cut to dates implicitly (the time of day would "
+                         "be lost)")
     return col.cast(target, safe=True)
 
 

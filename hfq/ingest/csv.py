@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 import fsspec
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from hfq.errors import CsvError
@@ -178,6 +180,7 @@ class _BlockReader:
         self._fh = f.open()
         self._carry = b""
         self._offset = 0
+        self._checkpoint = (0, 1)   # (byte offset, line number there), for line_at
 
     def read_header(self) -> bytes:
         line = self.peek_line()
@@ -194,15 +197,21 @@ class _BlockReader:
         return self._carry.split(b"\n", 1)[0]
 
     def line_at(self, offset: int) -> int:
-        """1-based line number of the byte at ``offset`` (reads the file again; errors only)."""
-        line, done = 1, 0
+        """1-based line number of the byte at ``offset`` (reads the file again; errors only).
+
+        Counting resumes from the last offset asked for, so the bad blocks of one file cost
+        one extra read of it in all, not one each.
+        """
+        done, line = self._checkpoint if offset >= self._checkpoint[0] else (0, 1)
         with self.file.open() as fh:
+            fh.seek(done)
             while done < offset:
                 chunk = fh.read(min(1 << 24, offset - done))
                 if not chunk:
                     break
                 line += chunk.count(b"\n")
                 done += len(chunk)
+        self._checkpoint = (done, line)
         return line
 
     def __iter__(self) -> Iterator[tuple[memoryview | bytes, int]]:
@@ -287,23 +296,70 @@ def _parse_block(block: memoryview | bytes, offset: int, ctx: _FileContext,
     try:
         return _convert(_arrow_parse(block, ctx), ctx), []
     except (pa.ArrowInvalid, ValueError) as exc:
-        block = bytes(block)
+        lines = bytes(block).split(b"\n")
         first_line = ctx.reader.line_at(offset)
-        bad = _find_bad_rows(block, first_line, ctx, first_only=on_error == "raise")
-        if on_error == "raise" or not bad:
-            if bad:
-                line, column, reason, _ = bad[0]
-                raise CsvError(f"{ctx.path}:{line}: column {column!r}: {reason}",
-                               path=ctx.path, line=line, column=column) from None
-            last = first_line + block.count(b"\n") - 1
-            raise CsvError(f"{ctx.path}: lines {first_line}-{last}: {exc}",
-                           path=ctx.path) from None
+        first_only = on_error == "raise"
+        # the validators name the value and the reason; where they see nothing wrong (a value
+        # they accept and Arrow does not), bisect the block with Arrow itself
+        bad = _find_bad_rows(lines, first_line, ctx, first_only) or \
+            _bisect_bad_rows(lines, first_line, ctx, first_only)
+        if not bad:
+            raise CsvError(f"{ctx.path}: lines {first_line}-{first_line + len(lines) - 1}: "
+                           f"{_first_line_of(exc)}", path=ctx.path) from None
+        if first_only:
+            line, column, reason, _ = bad[0]
+            raise CsvError(f"{ctx.path}:{line}: column {column!r}: {reason}",
+                           path=ctx.path, line=line, column=column) from None
         bad_lines = {b[0] - first_line for b in bad}
-        lines = block.split(b"\n")
         good = b"\n".join(x for i, x in enumerate(lines) if i not in bad_lines)
         table = _convert(_arrow_parse(good, ctx), ctx) if good.strip() else \
             ctx.schema.arrow.empty_table()
         return table, [(ctx.path, *b) for b in bad]
+
+
+def _bisect_bad_rows(lines: list[bytes], first_line: int, ctx: _FileContext,
+                     first_only: bool) -> list[tuple]:
+    """Rows Arrow itself refuses, found by halving: about log2(lines) parses per bad row."""
+    bad: list[tuple] = []
+
+    def check(lo: int, hi: int) -> None:
+        chunk = b"\n".join(lines[lo:hi])
+        if (first_only and bad) or not chunk.strip():
+            return
+        try:
+            _convert(_arrow_parse(chunk, ctx), ctx)
+        except (pa.ArrowInvalid, ValueError) as exc:
+            if hi - lo == 1:
+                text = lines[lo].decode("utf-8", errors="replace").rstrip("\r")
+                bad.append((first_line + lo, _column_of(exc, ctx), _first_line_of(exc), text))
+                return
+            middle = (lo + hi) // 2
+            check(lo, middle)
+            check(middle, hi)
+
+    check(0, len(lines))
+    return bad
+
+
+class _ColumnError(ValueError):
+    """A conversion that failed in one named column."""
+
+    def __init__(self, column: str, exc: Exception) -> None:
+        super().__init__(f"{_first_line_of(exc)}")
+        self.column = column
+
+
+def _column_of(exc: Exception, ctx: _FileContext) -> str | None:
+    if isinstance(exc, _ColumnError):
+        return exc.column
+    match = re.search(r"column #(\d+)", str(exc))
+    if match and int(match[1]) < len(ctx.names):
+        return ctx.names[int(match[1])]
+    return None
+
+
+def _first_line_of(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _arrow_parse(block: bytes, ctx: _FileContext) -> pa.Table:
@@ -324,14 +380,27 @@ def _convert(table: pa.Table, ctx: _FileContext) -> pa.Table:
         col = table.column(name).combine_chunks() if table.num_rows else \
             pa.array([], type=table.column(name).type)
         kind = ctype.name
-        if kind == "DATE" and pa.types.is_int32(col.type):
-            col = compact_dates(col)
-        elif kind in ("SECOND", "TIME"):
-            col = _times(col, ctype.arrow)
-        elif kind in ("DATETIME", "TIMESTAMP"):
-            col = _timestamps(col, ctype.arrow)
+        try:
+            if kind == "DATE" and pa.types.is_int32(col.type):
+                col = compact_dates(col)
+            elif kind in ("SECOND", "TIME"):
+                col = _times(_nulls_to_null(col, ctx.nulls), ctype.arrow)
+            elif kind in ("DATETIME", "TIMESTAMP"):
+                col = _timestamps(_nulls_to_null(col, ctx.nulls), ctype.arrow)
+        except (ValueError, pa.ArrowInvalid) as exc:
+            raise _ColumnError(name, exc) from None
         out[name] = col
     return ctx.schema.conform(pa.table(out), where=ctx.path)
+
+
+def _nulls_to_null(col: pa.Array, nulls: frozenset[str]) -> pa.Array:
+    """Texts that mean null (read as strings, so the parser kept them) become nulls."""
+    if not nulls or len(col) == 0:
+        return col
+    is_null = pc.is_in(col, value_set=pa.array(sorted(nulls), pa.string()))
+    if not pc.any(is_null).as_py():
+        return col
+    return pc.if_else(is_null, pa.scalar(None, pa.string()), col)
 
 
 def _times(col: pa.Array, target: pa.DataType) -> pa.Array:
@@ -365,12 +434,12 @@ def _timestamps(col: pa.Array, target: pa.DataType) -> pa.Array:
     return parsed.to_arrow().cast(target)
 
 
-def _find_bad_rows(block: bytes, first_line: int, ctx: _FileContext,
+def _find_bad_rows(lines: list[bytes], first_line: int, ctx: _FileContext,
                    first_only: bool) -> list[tuple]:
     """Exact pass: (line, column, reason, raw row) of every row that cannot load."""
     bad = []
     types = [ctx.schema[n] for n in ctx.names]
-    for i, raw in enumerate(block.split(b"\n")):
+    for i, raw in enumerate(lines):
         if not raw.strip():
             continue
         line = first_line + i

@@ -164,7 +164,8 @@ def _keep_batches(fragment: dict, f: Filters) -> tuple[list[int], bool]:
                 lo, hi = str(mm[0])[:10], str(mm[1])[:10]
                 if (f.date_lo and hi < f.date_lo) or (f.date_hi and lo > f.date_hi):
                     continue
-                inside &= (not f.date_lo or lo >= f.date_lo) and (not f.date_hi or hi <= f.date_hi)
+                inside &= (not f.date_lo or lo >= f.date_lo) and \
+                    (not f.date_hi or hi <= f.date_hi) and not mm[2]   # nulls never match
             else:
                 inside = False
         if f.symbol_column and f.symbols is not None:
@@ -173,7 +174,7 @@ def _keep_batches(fragment: dict, f: Filters) -> tuple[list[int], bool]:
                 hits = [s for s in f.symbols if isinstance(s, str) and mm[0] <= s <= mm[1]]
                 if not hits:
                     continue
-                inside &= mm[0] == mm[1]
+                inside &= mm[0] == mm[1] and not mm[2]   # nulls never match
             else:
                 inside = False
         keep.append(i)

@@ -144,11 +144,17 @@ class Scan:
         if not unit.exact:
             table = _filter_rows(table, f)
         if self.where is not None and table.num_rows:
-            mask = pl.from_arrow(table.select(self._where_columns)).select(
-                self.where.fill_null(False)).to_series().to_arrow()
-            if mask.type != pa.bool_():
-                raise SchemaMismatchError(f"where= must give booleans, it gave {mask.type}")
-            table = table.filter(mask)
+            if self._where_columns:
+                frame = pl.from_arrow(table.select(self._where_columns))
+            else:   # a constant expression: evaluate it once per row all the same
+                frame = pl.DataFrame({"_": pl.repeat(0, table.num_rows, eager=True)})
+            mask = frame.select(self.where.fill_null(False)).to_series()
+            if mask.dtype != pl.Boolean:
+                raise SchemaMismatchError(f"where= must give booleans, it gave {mask.dtype}")
+            if len(mask) == 1 and table.num_rows != 1:
+                table = table if mask[0] else table.slice(0, 0)
+            else:
+                table = table.filter(mask.to_arrow())
         return table.select(self.columns) if table.column_names != self.columns else table
 
 

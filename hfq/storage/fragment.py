@@ -105,13 +105,15 @@ def _batch_stats(table: pa.Table, batch_rows: int, columns: Sequence[str]) -> li
 
 
 def _min_max(column: pa.ChunkedArray) -> list | None:
+    """[min, max, null count] of the non-null values (None when all are null)."""
+    nulls = column.null_count
     if pa.types.is_dictionary(column.type):
         column = pa.chunked_array([c.dictionary.take(pc.unique(c.indices).drop_null())
                                    for c in column.chunks], type=column.type.value_type)
     if len(column) == 0 or column.null_count == len(column):
         return None
     result = pc.min_max(column)
-    return [_json(result["min"].as_py()), _json(result["max"].as_py())]
+    return [_json(result["min"].as_py()), _json(result["max"].as_py()), nulls]
 
 
 def _json(value):

@@ -19,7 +19,7 @@ from typing import Any
 import fsspec
 import pyarrow as pa
 
-__all__ = ["Store", "temp_name"]
+__all__ = ["HOST", "Store", "pid_alive", "temp_name", "temp_owner_alive"]
 
 HOST = hashlib.blake2b(socket.gethostname().encode(), digest_size=4).hexdigest()
 
@@ -33,19 +33,18 @@ def temp_name(final: str) -> str:
 
 def temp_owner_alive(name: str) -> bool:
     """For a name made by :func:`temp_name`: is the process that wrote it still running here?"""
-    base = name.rsplit("/", 1)[-1]
-    parts = base.split("~", 4)
-    if len(parts) != 5 or parts[0] != ".tmp":
+    parts = name.rsplit("/", 1)[-1].split("~", 4)
+    if len(parts) != 5 or parts[0] != ".tmp" or not parts[2].isdigit():
         return False
-    host, pid = parts[1], parts[2]
-    try:
-        pid_int = int(pid)
-    except ValueError:
-        return False
-    if host != HOST:
+    if parts[1] != HOST:
         return True  # another machine's writer: we cannot tell, so assume alive
+    return pid_alive(int(parts[2]))
+
+
+def pid_alive(pid: int) -> bool:
+    """Is process ``pid`` running on this host?"""
     try:
-        os.kill(pid_int, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:

@@ -155,3 +155,63 @@ def test_invalid_table_names(db):
             db.create_table(bad, SCHEMA, partition_by=hfq.Value("d"))
         with pytest.raises(hfq.errors.InvalidNameError):
             db[bad]
+
+
+PX = Schema({"symbol": SYMBOL, "d": DATE, "px": hfq.schema.DOUBLE})
+
+
+def px_rows(sym, n=3):
+    return pa.table({"symbol": pa.array([sym] * n).dictionary_encode(),
+                     "d": pa.array([18628] * n, pa.int32()).cast(pa.date32()),
+                     "px": pa.array([1.0 + i for i in range(n)])})
+
+
+def slow_writer(db, table, sym):
+    from hfq.ingest.writer import PartitionWriter
+    writer = PartitionWriter(db.catalog, table.snapshot(), db.settings)
+    writer.write(PX.conform(px_rows(sym)))
+    return writer
+
+
+def test_commit_after_vacuum_forgot_versions_is_the_new_head(db):
+    t = db.create_table("t", PX, partition_by=hfq.Value("d"), sort_by=("symbol",))
+    writer = slow_writer(db, t, "SLOW")           # starts from version 0
+    for sym in "ABC":
+        t.append(px_rows(sym))
+    assert t.vacuum(keep_versions=1, grace_s=0)["versions_forgotten"] == 3
+    committed = writer.finish("append")
+    assert committed.version == t.version == 4
+    assert sorted(set(t.scan().to_arrow()["symbol"].to_pylist())) == ["A", "B", "C", "SLOW"]
+
+
+def test_writer_from_before_a_drop_cannot_commit_into_the_new_table(db):
+    t = db.create_table("t", PX, partition_by=hfq.Value("d"), sort_by=("symbol",))
+    t.append(px_rows("OLD"))
+    writer = slow_writer(db, t, "W")
+    db.drop_table("t")
+    t2 = db.create_table("t", PX, partition_by=hfq.Value("d"), sort_by=("symbol",))
+    t2.append(px_rows("NEW"))
+    with pytest.raises(hfq.errors.CommitConflictError, match="dropped and created again"):
+        writer.finish("append")
+    writer.abort()
+    assert t2.scan().to_arrow()["symbol"].to_pylist() == ["NEW"] * 3
+
+
+def test_vacuum_keeps_what_a_recent_reader_and_a_live_writer_need(db):
+    t = db.create_table("t", PX, partition_by=hfq.Value("d"), sort_by=("symbol",))
+    t.append(px_rows("A"))
+    t.append(px_rows("B"))
+    scan = t.scan()                               # a reader planned against version 2
+    t.compact()
+    t.vacuum(keep_versions=1)                     # default grace: version 2 is too recent
+    assert scan.to_arrow().num_rows == 6
+    writer = slow_writer(db, t, "W")
+    writer._spill()                               # its fragment is on disk, not committed
+    old = time.time() - 7200
+    for rel, _ in db.store.walk_files("t/data"):
+        os.utime(db.store.path(rel), (old, old))  # ... and looks two hours old
+    t.vacuum()                                    # but its writer (this process) is alive
+    writer.finish("append")
+    assert t.scan().count() == 9
+    t.vacuum(keep_versions=1, grace_s=0)
+    assert t.scan().count() == 9 and t.verify() >= 1

@@ -165,3 +165,59 @@ def test_csv_five_times_the_memory_budget(tmp_path):
     expected = pa.Table.from_batches(synth.taq_batches(dates=("2007-08-01",),
                                                        rows_per_day=40_000, symbols=50))
     assert canonical(t.scan().to_arrow()).equals(canonical(expected))
+
+
+def test_empty_times_and_timestamps_are_nulls(tmp_path, db):
+    sch = hfq.schema.Schema({"symbol": hfq.schema.SYMBOL, "date": hfq.schema.DATE,
+                             "time": hfq.schema.SECOND, "ts": hfq.schema.DATETIME,
+                             "px": hfq.schema.DOUBLE})
+    t = db.create_table("q", sch, partition_by=hfq.Value("date"), sort_by=("symbol", "time"))
+    path = write(tmp_path / "nt.csv", "symbol,date,time,ts,px\n"
+                 "A,2024-01-02,09:30:00,2024-01-02 09:30:00,1.5\n"
+                 "A,2024-01-02,,2024-01-02 09:30:01,\n"
+                 "A,2024-01-02,09:30:02,,2.5\n")
+    assert db.load_csv("q", path).rows == 3
+    got = t.scan().to_polars()
+    assert got["time"].null_count() == 1 and got["ts"].null_count() == 1
+    assert got["px"].null_count() == 1
+
+
+@pytest.mark.parametrize("bad", ["A,2024-01-02,1_000,1.0", "A,2024-01-02,+5,1.0",
+                                 "A,2024-01-02,5,1_0", "A,20240102,5,1.0",
+                                 "A,2024-01-02,\u0663,1.0"])
+def test_values_only_arrow_refuses_are_still_located(tmp_path, db, bad):
+    """The validators accept these; the loader then asks Arrow itself, line by line."""
+    sch = hfq.schema.Schema({"symbol": hfq.schema.SYMBOL, "date": hfq.schema.DATE,
+                             "n": hfq.schema.INT, "x": hfq.schema.DOUBLE})
+    db.create_table("q", sch, partition_by=hfq.Value("date"), sort_by=("symbol",))
+    body = "symbol,date,n,x\nA,2024-01-02,1,1.0\n" + bad + "\nB,2024-01-02,2,2.0\n"
+    path = write(tmp_path / "d.csv", body)
+    with pytest.raises(CsvError, match=r"d.csv:3: column ") as info:
+        db.load_csv("q", path)
+    assert info.value.line == 3
+    report = db.load_csv("q", path, on_error="skip", reject_path=str(tmp_path / "rej.csv"))
+    assert (report.rows, report.rejected) == (2, 1)
+
+
+def test_line_numbers_of_many_bad_blocks_read_the_file_about_once(tmp_path, monkeypatch):
+    db = hfq.connect(str(tmp_path / "db"), csv_block_bytes=2048, memory_budget=1 << 20)
+    db.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+    rows = [f"S{i % 7},20070801,9:{i % 60:02d}:00,1.5,1.6,1,1,12,N," for i in range(3000)]
+    for i in range(0, 3000, 97):
+        rows[i] = "S1,20070801,9:30:00,1.5,bad,1,1,12,N,"
+    path = write(tmp_path / "many.csv", HEADER + "\n".join(rows) + "\n")
+    from hfq.ingest import csv as csv_module
+    read = []
+    original = csv_module._BlockReader.line_at
+
+    def counting(self, offset):
+        before = self._checkpoint[0] if offset >= self._checkpoint[0] else 0
+        read.append(offset - before)
+        return original(self, offset)
+
+    monkeypatch.setattr(csv_module._BlockReader, "line_at", counting)
+    report = db.load_csv("quotes", path, on_error="skip", reject_path=str(tmp_path / "r.csv"))
+    assert report.rejected == len(range(0, 3000, 97))
+    rejected = pl.read_csv(tmp_path / "r.csv", infer_schema=False)["line"].cast(int).to_list()
+    assert rejected == [i + 2 for i in range(0, 3000, 97)]
+    assert sum(read) <= os.path.getsize(path)
