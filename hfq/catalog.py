@@ -22,6 +22,7 @@ import json
 import os
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ FORMAT = 1
 _VERSIONS = "_versions"
 _TRASH = ".trash"
 _MAX_ATTEMPTS = 10_000
+_CACHED_MANIFESTS = 64
 
 
 def _version_name(version: int) -> str:
@@ -92,6 +94,9 @@ class Catalog:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # manifests never change once published: parsed ones are kept, keyed by path and
+        # checked against the file's identity (a dropped and recreated table reuses numbers)
+        self._manifests: OrderedDict[str, tuple[tuple, Manifest]] = OrderedDict()
 
     # -- tables -------------------------------------------------------------------------------
     def tables(self) -> list[str]:
@@ -128,8 +133,18 @@ class Catalog:
             version = head
         elif not 0 <= version <= head:
             raise TableNotFoundError(f"table {name!r} has versions 0..{head}, not {version}")
-        raw = self.store.read_bytes(f"{name}/{_VERSIONS}/{_version_name(version)}")
-        return Manifest.from_json(json.loads(raw))
+        path = f"{name}/{_VERSIONS}/{_version_name(version)}"
+        stamp = self.store.stamp(path)
+        cached = self._manifests.get(path)
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            self._manifests.move_to_end(path)
+            return cached[1]
+        manifest = Manifest.from_json(json.loads(self.store.read_bytes(path)))
+        if stamp is not None:
+            self._manifests[path] = (stamp, manifest)
+            if len(self._manifests) > _CACHED_MANIFESTS:
+                self._manifests.popitem(last=False)
+        return manifest
 
     def versions(self, name: str) -> list[int]:
         return sorted(int(n[:-5]) for n in self.store.listdir(f"{name}/{_VERSIONS}")

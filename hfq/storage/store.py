@@ -202,6 +202,14 @@ class Store:
         elif self.fs.exists(self.path(rel)):
             self.fs.rm(self.path(rel), recursive=True)
 
+    def stamp(self, rel: str) -> tuple | None:
+        """What identifies this file's contents cheaply (local: inode, size, mtime), or None
+        where that cannot be had."""
+        if not self.local:
+            return None
+        st = os.stat(self.path(rel))
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def size(self, rel: str) -> int:
         if self.local:
             return os.stat(self.path(rel)).st_size
