@@ -34,7 +34,7 @@ class Table:
     def __init__(self, db: Database, name: str) -> None:
         self.db = db
         self.name = name
-        self._manifest: Manifest = db.catalog.snapshot(name)  # raises TableNotFoundError
+        db.catalog.snapshot(name)  # raises TableNotFoundError for an unknown name
 
     def __repr__(self) -> str:
         m = self.snapshot()
