@@ -111,7 +111,7 @@ def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: 
                 ThreadPoolExecutor(max_workers=1) as parser:
             for f in files:
                 rows_before = writer.rows
-                blocks = _blocks(f, settings.csv_block_bytes)
+                blocks = _BlockReader(f, settings.csv_block_bytes)
                 ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls)
                 pending = None
                 for block, offset in blocks:
@@ -155,10 +155,6 @@ def _size(f) -> int:
         return int(f.fs.size(f.path))
     except (OSError, TypeError, ValueError):
         return 0
-
-
-def _blocks(f, block_bytes: int) -> _BlockReader:
-    return _BlockReader(f, block_bytes)
 
 
 class _BlockReader:

@@ -89,9 +89,7 @@ class Scan:
             return schema.empty_table()
         if len(units) == 1:
             return self._read_unit(units[0])
-        with ThreadPoolExecutor(max_workers=self.settings.threads) as pool:
-            tables = list(pool.map(self._read_unit, units))
-        return pa.concat_tables(tables)
+        return pa.concat_tables(self.iter_arrow(lookahead=len(units)))
 
     def to_polars(self) -> pl.DataFrame:
         return pl.from_arrow(self.to_arrow())

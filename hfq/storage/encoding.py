@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "encode", "shared_codec"]
 
 ENC = b"hfq.enc"
 TYPE = b"hfq.type"
@@ -168,13 +168,14 @@ def _size(array: pa.Array, codec: str | None) -> int:
     values = array.fill_null(0).to_numpy(zero_copy_only=False)
     if codec is None:
         return values.nbytes
-    return _codec(codec).compress(pa.py_buffer(np.ascontiguousarray(values))).size
+    return shared_codec(codec).compress(pa.py_buffer(np.ascontiguousarray(values))).size
 
 
 @functools.cache
-def _codec(name: str) -> pa.Codec:
-    """Making a codec costs milliseconds (it allocates its context): make each one once."""
-    return pa.Codec(name, 1 if name == "zstd" else None)
+def shared_codec(name: str, level: int = 1) -> pa.Codec:
+    """A shared codec (making one costs milliseconds: it allocates its context); the level
+    applies to zstd only.  Samples are measured at level 1, files written at the setting's."""
+    return pa.Codec(name, level if name == "zstd" else None)
 
 
 def _scale(array: pa.Array) -> tuple[pa.Array, int] | None:

@@ -7,7 +7,6 @@ columns), which the planner uses to read only the batches a query can need.
 
 from __future__ import annotations
 
-import functools
 import zlib
 from collections.abc import Iterable, Sequence
 
@@ -29,9 +28,9 @@ def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Setting
     """Write ``table`` (already sorted) to ``rel`` atomically and return its catalog entry."""
     codec = None if settings.compression == "none" else settings.compression
     physical = encoding.encode(table, codec, settings.batch_rows)
-    options = ipc.IpcWriteOptions(
-        compression=None if codec is None else _codec(codec, settings.compression_level),
-        use_threads=False)
+    compression = None if codec is None else \
+        encoding.shared_codec(codec, settings.compression_level)
+    options = ipc.IpcWriteOptions(compression=compression, use_threads=False)
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, physical.schema, options=options) as writer:
         writer.write_table(physical, max_chunksize=settings.batch_rows)
@@ -85,11 +84,6 @@ def verify_fragment(store: Store, fragment: dict) -> None:
             f"partition file {fragment['file']!r} is corrupt: {len(data)} bytes with CRC-32 "
             f"{zlib.crc32(data):08x}, the catalog recorded {fragment['bytes']} bytes with "
             f"{fragment['crc32']:08x}")
-
-
-@functools.cache
-def _codec(name: str, level: int) -> pa.Codec:
-    return pa.Codec(name, level if name == "zstd" else None)
 
 
 def _batch_stats(table: pa.Table, batch_rows: int, columns: Sequence[str]) -> list[dict]:
