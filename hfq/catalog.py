@@ -23,7 +23,7 @@ import os
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,8 @@ from hfq.partition import Compo, Scheme, scheme_from_json
 from hfq.schema import Schema, check_name
 from hfq.storage.store import HOST, Store, pid_alive, temp_name, temp_owner_alive
 
-__all__ = ["Catalog", "Manifest", "Transaction"]
+__all__ = ["Catalog", "Manifest", "Transaction", "list_table_files", "remove_table_files",
+           "sweep"]
 
 FORMAT = 1
 _VERSIONS = "_versions"
@@ -116,10 +117,7 @@ class Catalog:
 
     def drop(self, name: str) -> None:
         self.snapshot(name)  # raises TableNotFoundError
-        trash = f"{_TRASH}/{name}-{uuid.uuid4().hex}"
-        self.store.makedirs(_TRASH)
-        self.store.rename(name, trash)
-        self.store.remove_tree(trash)
+        remove_table_files(self.store, name)
 
     # -- versions -----------------------------------------------------------------------------
     def snapshot(self, name: str, version: int | None = None) -> Manifest:
@@ -165,46 +163,76 @@ class Catalog:
         return won
 
     # -- maintenance --------------------------------------------------------------------------
-    def vacuum(self, name: str, *, keep_versions: int | None = None,
-               grace_s: float = 3600.0) -> dict:
-        """Remove files no kept version references; optionally forget old versions.
+    def forget_versions(self, name: str, keep_versions: int, grace_s: float) -> int:
+        """Forget all but the newest ``keep_versions`` versions; returns how many went.
 
-        Never removed: files of a writer still running on this host, files younger than
-        ``grace_s`` whose writer runs elsewhere, and the files of the newest ``keep_versions``
-        versions.  A version is forgotten only once a newer one has been committed for
-        ``grace_s`` seconds, so a reader that planned against it recently can still read it.
-        Files of writers that died on this host before committing go at once.
+        A version is forgotten only once a newer one has been committed for ``grace_s``
+        seconds, so a reader that planned against it recently can still read it.
         """
-        files = self.store.walk_files(name)   # anything written after this walk is not touched
+        if keep_versions < 1:
+            raise ValueError("keep_versions must be at least 1")
         versions = self.versions(name)
         if not versions:
             raise TableNotFoundError(f"no table {name!r} in {self.store.url}")
         now = time.time()
         forgotten = 0
-        if keep_versions is not None:
-            if keep_versions < 1:
-                raise ValueError("keep_versions must be at least 1")
-            for old, newer in zip(versions[:-keep_versions], versions[1:]):
-                if now - self.snapshot(name, newer).committed_at >= grace_s:
-                    self.store.remove(f"{name}/{_VERSIONS}/{_version_name(old)}")
-                    forgotten += 1
-        referenced: set[str] = set()
-        for v in self.versions(name):   # listed again: commits may have landed meanwhile
-            referenced |= self.snapshot(name, v).files()
-        removed = 0
-        for rel, mtime in files:
-            base = rel.rsplit("/", 1)[-1]
-            if base.startswith(".tmp~"):
-                doomed = not temp_owner_alive(base) or now - mtime > grace_s
-            elif rel.startswith(f"{name}/data/") and rel not in referenced:
-                alive = _writer_alive(base)
-                doomed = alive is False or (alive is None and now - mtime >= grace_s)
-            else:
-                doomed = False
-            if doomed:
-                self.store.remove(rel)
-                removed += 1
-        return {"files_removed": removed, "versions_forgotten": forgotten}
+        for old, newer in zip(versions[:-keep_versions], versions[1:]):
+            if now - self.snapshot(name, newer).committed_at >= grace_s:
+                self.store.remove(f"{name}/{_VERSIONS}/{_version_name(old)}")
+                forgotten += 1
+        return forgotten
+
+    def kept_manifests(self, name: str) -> list[Manifest]:
+        """Every version still on record (what vacuum must keep the files of)."""
+        out = []
+        for v in self.versions(name):
+            try:
+                out.append(self.snapshot(name, v))
+            except (FileNotFoundError, TableNotFoundError):   # forgotten meanwhile
+                continue
+        return out
+
+
+def list_table_files(store: Store, table: str) -> list[tuple[str, float]]:
+    """A node's files of ``table`` (the first step of a sweep: list before looking at the
+    catalog, so a file committed after the listing is never touched)."""
+    return store.walk_files(table)
+
+
+def sweep(store: Store, table: str, referenced: set[str], grace_s: float,
+          files: list[tuple[str, float]]) -> int:
+    """Remove from ``files`` (listed *before* ``referenced`` was computed) the data files no
+    kept version places on this node, and leftover temporary files.
+
+    Never removed: files of a writer still running on this host, and files younger than
+    ``grace_s`` whose writer runs elsewhere.  Files of writers that died on this host before
+    committing go at once.
+    """
+    now = time.time()
+    removed = 0
+    for rel, mtime in files:
+        base = rel.rsplit("/", 1)[-1]
+        if base.startswith(".tmp~"):
+            doomed = not temp_owner_alive(base) or now - mtime > grace_s
+        elif rel.startswith(f"{table}/data/") and rel not in referenced:
+            alive = _writer_alive(base)
+            doomed = alive is False or (alive is None and now - mtime >= grace_s)
+        else:
+            doomed = False
+        if doomed:
+            store.remove(rel)
+            removed += 1
+    return removed
+
+
+def remove_table_files(store: Store, table: str) -> None:
+    """Delete a table's directory: renamed away first, so no reader sees half of it."""
+    if not store.exists(table):
+        return
+    trash = f"{_TRASH}/{table}-{uuid.uuid4().hex}"
+    store.makedirs(_TRASH)
+    store.rename(table, trash)
+    store.remove_tree(trash)
 
 
 def _writer_alive(file_name: str) -> bool | None:
@@ -222,12 +250,15 @@ class Transaction:
     A transaction never writes into another's files: its fragment names carry its own id.
     """
 
-    def __init__(self, catalog: Catalog, base: Manifest) -> None:
+    def __init__(self, catalog: Catalog | None, base: Manifest,
+                 remove: Callable[[list[dict]], None] | None = None) -> None:
         self.catalog = catalog
         self.base = base
+        self._remove = remove
         self.id = f"{int(time.time() * 1000):013d}-{HOST}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.added: dict[str, tuple[list, list[dict]]] = {}   # path -> (key, fragments)
         self.removed: dict[str, set[str]] = {}               # path -> files replaced
+        self.moved: dict[str, list[str]] = {}                # file -> the nodes now holding it
         self._counter = itertools.count(1)
 
     def new_file(self, partition: str) -> str:
@@ -240,8 +271,15 @@ class Transaction:
     def replace(self, partition: str, files: Iterable[str]) -> None:
         self.removed.setdefault(partition, set()).update(files)
 
+    def move(self, file: str, nodes: list[str]) -> None:
+        """Record that ``file`` (already copied there) is now held by ``nodes``."""
+        self.moved[file] = list(nodes)
+
     def abort(self) -> None:
-        for _, fragments in self.added.values():
+        fragments = [f for _, frags in self.added.values() for f in frags]
+        if self._remove is not None:
+            self._remove(fragments)
+        elif self.catalog is not None:
             for fragment in fragments:
                 self.catalog.store.remove(fragment["file"])
         self.added.clear()
@@ -254,12 +292,7 @@ class Transaction:
         publish that still lands below the head (versions forgotten meanwhile) is withdrawn
         and retried, so a commit is only reported once it is the head.
         """
-        store = self.catalog.store
-        if sync:
-            for _, fragments in self.added.values():
-                for fragment in fragments:
-                    store.fsync(fragment["file"])
-                    store.fsync(fragment["file"].rsplit("/", 1)[0])
+        store = self.catalog.store   # files were fsynced when written (``sync=True``)
         for _ in range(_MAX_ATTEMPTS):
             head = self.catalog.snapshot(self.base.table)
             manifest = self._apply(head, op)
@@ -289,6 +322,11 @@ class Transaction:
         for path, (key, fragments) in self.added.items():
             entry = partitions.setdefault(path, {"key": key, "fragments": []})
             entry["fragments"].extend(fragments)
+        if self.moved:   # files compacted away meanwhile simply are not moved
+            for entry in partitions.values():
+                entry["fragments"] = [{**f, "nodes": self.moved[f["file"]]}
+                                      if f["file"] in self.moved else f
+                                      for f in entry["fragments"]]
         partitions = {p: v for p, v in sorted(partitions.items()) if v["fragments"]}
         return Manifest(table=head.table, version=head.version + 1, schema=head.schema,
                         partition_by=head.partition_by, sort_by=head.sort_by,

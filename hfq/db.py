@@ -3,37 +3,120 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfq import config
 from hfq.catalog import Catalog
 from hfq.config import Settings
-from hfq.errors import SchemaMismatchError, TableNotFoundError
+from hfq.errors import HfqError, SchemaMismatchError, TableNotFoundError
 from hfq.partition import Compo, Scheme, check_scheme
+from hfq.runtime.node import NodeInfo, node_identity
 from hfq.schema import Schema
 from hfq.storage.store import Store
 from hfq.table import Table
+
+if TYPE_CHECKING:
+    from hfq.runtime.cluster import Runtime
 
 __all__ = ["Database", "connect"]
 
 
 class Database:
-    """Tables under one root directory (a local path or an fsspec URL)."""
+    """Tables under one catalog root, their files on the nodes of a Ray cluster.
+
+    Embedded (``hfq.connect(root)``): the root is both the catalog and the one node's data
+    directory, and the one-node Ray cluster this process owns starts on first use of compute
+    (:meth:`Table.map_reduce`, :meth:`rebalance`).  Reads and writes of the local node's files
+    never need Ray.  Attached (``hfq.connect(address=...)``): the catalog is on the head node
+    (or ``catalog=``), partitions on every node's ``HFQ_NODE_ROOT``.
+    """
 
     def __init__(self, root: str, *, storage_options: dict | None = None,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, runtime: Runtime | None = None,
+                 local: tuple[str, str] | None = None, default_node: str | None = None) -> None:
+        from hfq.runtime.nodes import Nodes
         self.settings = settings or config.get()
         self.store = Store(str(root), storage_options or {})
         self.store.makedirs("")
         self.catalog = Catalog(self.store)
+        self._runtime = runtime
+        if runtime is None:   # embedded: the root is this process's node
+            name = node_identity(self.store)
+            self.nodes = Nodes(name, self.store, None)
+        else:
+            name, local_root = local if local else (None, None)
+            self.nodes = Nodes(name, Store(local_root) if local_root else None, runtime,
+                               default=default_node)
 
     def __repr__(self) -> str:
-        return f"<hfq.Database {self.store.url!r}: {len(self.tables())} tables>"
+        where = "embedded" if self._runtime is None or self._runtime.owned else "cluster"
+        return (f"<hfq.Database {self.store.url!r} ({where}, {len(self.nodes.alive())} "
+                f"nodes): {len(self.tables())} tables>")
+
+    # -- cluster ------------------------------------------------------------------------------
+    @property
+    def runtime(self) -> Runtime:
+        """The Ray runtime (for an embedded database: started now if it is not running)."""
+        if self._runtime is None:
+            if not self.store.local:
+                raise HfqError(f"compute on the nodes needs a local root; {self.store.url} is "
+                               "not one")
+            from hfq.runtime.cluster import Runtime
+            self._runtime = Runtime.embedded(self.store.root, cpus=self.settings.threads)
+            if self._runtime.alive() != [self.nodes.local]:
+                raise HfqError(f"the embedded node server did not find node "
+                               f"{self.nodes.local} at {self.store.root}")
+            self.nodes.runtime = self._runtime
+        return self._runtime
+
+    def cluster_nodes(self):
+        """The nodes, with the runtime started and the list of live nodes refreshed."""
+        self.runtime.refresh()
+        return self.nodes
+
+    def node_info(self):
+        """One row per live node: name, root, Ray node id, CPUs, partitions and bytes held."""
+        import polars as pl
+        infos = self.runtime.infos() if self._runtime is not None else []
+        held: dict[str, list[int]] = {}
+        for name in self.tables():
+            for part in self.catalog.snapshot(name).partitions.values():
+                for fragment in part["fragments"]:
+                    for node in self.nodes.holders(fragment):
+                        entry = held.setdefault(node, [0, 0])
+                        entry[0] += 1
+                        entry[1] += fragment["bytes"]
+        if not infos:
+            infos = [NodeInfo(self.nodes.local, self.store.root)]
+        return pl.DataFrame([{"node": i.name, "root": i.root, "ray_node_id": i.ray_node_id,
+                              "cpus": i.cpus, "files": held.get(i.name, [0, 0])[0],
+                              "bytes": held.get(i.name, [0, 0])[1]} for i in infos],
+                            schema={"node": pl.String, "root": pl.String,
+                                    "ray_node_id": pl.String, "cpus": pl.Int64,
+                                    "files": pl.Int64, "bytes": pl.Int64})
+
+    def rebalance(self, tables: Iterable[str] | None = None) -> dict[str, int]:
+        """Move partitions to where placement puts them over the live nodes (after nodes
+        joined or left); returns files moved per table.
+
+        Copies are made (and checked against the catalog's CRC-32) before one commit per
+        table switches readers to them; the old copies stay until :meth:`Table.vacuum`, so
+        no reader, old or new, ever finds a partition missing.
+        """
+        nodes = self.cluster_nodes()
+        return {name: _rebalance(self, name, nodes) for name in (tables or self.tables())}
+
+    def close(self) -> None:
+        """Stop the embedded Ray cluster if this database started it."""
+        if self._runtime is not None and self._runtime.owned:
+            self._runtime.shutdown()
+            self._runtime = None
+            self.nodes.runtime = None
 
     # -- tables -------------------------------------------------------------------------------
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
                      sort_by: Sequence[str] = (), date_column: str | None = None,
-                     symbol_column: str | None = None) -> Table:
+                     symbol_column: str | None = None, replicas: int | None = None) -> Table:
         """Create an empty table.
 
         Parameters
@@ -49,6 +132,8 @@ class Database:
         date_column, symbol_column
             The columns ``scan(dates=..., symbols=...)`` filter on (default: the first DATE
             column and the first SYMBOL sort column).
+        replicas
+            Copies of each partition, on distinct nodes (default ``min(2, live nodes)``).
         """
         if not isinstance(schema, Schema):
             raise TypeError(f"schema must be an hfq Schema (e.g. hfq.schemas.TAQ), "
@@ -59,8 +144,11 @@ class Database:
             if column is not None and column not in schema:
                 raise SchemaMismatchError(f"column {column!r} is not in the schema; columns: "
                                           f"{', '.join(schema.names)}")
+        if replicas is not None and (not isinstance(replicas, int) or replicas < 1):
+            raise ValueError(f"replicas must be a positive int, not {replicas!r}")
         options = {k: v for k, v in (("date_column", date_column),
-                                     ("symbol_column", symbol_column)) if v}
+                                     ("symbol_column", symbol_column),
+                                     ("replicas", replicas)) if v}
         self.catalog.create(name, schema, partition_by, sort_by, options)
         return Table(self, name)
 
@@ -78,8 +166,14 @@ class Database:
         return self.catalog.tables()
 
     def drop_table(self, name: str) -> None:
-        """Remove a table and all its files."""
+        """Remove a table and all its files, on every live node."""
         self.catalog.drop(name)
+        if self._runtime is None or name in self:   # re-created meanwhile: vacuum's job
+            return
+        import ray
+        refs = [self._runtime.server(n).drop.remote(name) for n in self._runtime.alive()
+                if self._runtime.info(n).root != self.store.root]
+        ray.get(refs)
 
     # -- ingest -------------------------------------------------------------------------------
     def load_csv(self, table: str, paths: str | Iterable[str], *, on_error: str = "raise",
@@ -96,11 +190,19 @@ class Database:
 
 
 def connect(root: str | None = None, *, address: str | None = None,
-            storage_options: dict | None = None, **settings: Any) -> Database:
-    """Open (creating if needed) the hfq database at ``root``.
+            catalog: str | None = None, storage_options: dict | None = None,
+            **settings: Any) -> Database:
+    """Open an hfq database: embedded at ``root``, or on the Ray cluster at ``address``.
 
-    ``root`` defaults to ``HFQ_ROOT`` or ``./hfq_data``.  Keyword settings (``compression``,
-    ``memory_budget``, ``threads``, ...) override :mod:`hfq.config` for this handle.
+    Embedded (no ``address``): ``root`` defaults to ``HFQ_ROOT`` or ``./hfq_data``; a one-node
+    Ray cluster owned by this process starts when compute first needs it.
+
+    Cluster (``address="auto"``, ``"host:port"`` or ``"ray://host:10001"``): partitions live
+    under each node's ``HFQ_NODE_ROOT``; the catalog under the head node's root, or at
+    ``catalog`` (a path or fsspec URL this process can reach) when the driver is elsewhere.
+
+    Keyword settings (``compression``, ``memory_budget``, ``threads``, ...) override
+    :mod:`hfq.config` for this handle.
 
     Examples
     --------
@@ -109,9 +211,73 @@ def connect(root: str | None = None, *, address: str | None = None,
     >>> db.tables()
     []
     """
-    if address is not None:
-        raise NotImplementedError(
-            "connecting to a Ray cluster (address=...) arrives with the cluster runtime; "
-            "hfq.connect(root) runs embedded")
     snapshot = config.get().replace(**settings) if settings else config.get()
-    return Database(root or snapshot.root, storage_options=storage_options, settings=snapshot)
+    if address is None:
+        if catalog is not None:
+            raise ValueError("catalog= is for clusters (with address=); embedded, pass root")
+        return Database(root or snapshot.root, storage_options=storage_options,
+                        settings=snapshot)
+    if root is not None:
+        raise ValueError("with address=, each node's root is its HFQ_NODE_ROOT; pass "
+                         "catalog= to put the catalog somewhere other than the head node")
+    from hfq.runtime.cluster import Runtime
+    runtime = Runtime.attach(address)
+    if not runtime.alive():
+        raise HfqError(f"no hfq node server could start on the cluster at {address!r}")
+    local = runtime.local_name()
+    local_root = runtime.info(local).root if local else None
+    if local_root is not None and not _is_node_root(local_root, local):
+        local = local_root = None   # a driver on the node, but not seeing its disk
+    head = runtime.head_name()
+    if catalog is None:
+        if head is None or not _is_node_root(runtime.info(head).root, head):
+            raise HfqError("this process cannot see the head node's disk, where the catalog "
+                           "lives; run the driver on the head node (ray job submit) or pass "
+                           "catalog= a path or URL every driver can reach")
+        catalog = runtime.info(head).root
+    return Database(catalog, storage_options=storage_options, settings=snapshot,
+                    runtime=runtime, local=(local, local_root) if local else None,
+                    default_node=head)
+
+
+def _is_node_root(root: str, name: str) -> bool:
+    """Is ``root`` on this machine's disk, the root of node ``name``?"""
+    import os
+    if not os.path.isdir(root):
+        return False
+    try:
+        return node_identity(Store(root)) == name
+    except HfqError:
+        return False
+
+
+def _rebalance(db: Database, name: str, nodes) -> int:
+    """Copy each partition to its placement over the live nodes, then commit the move."""
+    import ray
+
+    from hfq.catalog import Transaction
+    from hfq.runtime.placement import place, replica_count
+    m = db.catalog.snapshot(name)
+    alive = nodes.alive()
+    k = replica_count(m.options.get("replicas"), alive, name)
+    txn = Transaction(db.catalog, m)
+    copies = []
+    for path, part in m.partitions.items():
+        target = place(path, alive, k)
+        for fragment in part["fragments"]:
+            held = nodes.holders(fragment)
+            if set(held) == set(target):
+                continue
+            sources = [n for n in held if n in alive]
+            if not sources:
+                continue   # no live copy to move: nothing to do until a holder returns
+            for dest in target:
+                if dest not in held:
+                    copies.append(nodes.runtime.server(dest).pull.remote(
+                        fragment["file"], sources[0],
+                        {"bytes": fragment["bytes"], "crc32": fragment["crc32"]}))
+            txn.move(fragment["file"], target)
+    ray.get(copies)
+    if txn.moved:
+        txn.commit("rebalance")
+    return len(txn.moved)

@@ -14,6 +14,7 @@ __all__ = [
     "CsvError",
     "HfqError",
     "InvalidNameError",
+    "PartitionUnavailableError",
     "SchemaMismatchError",
     "TableExistsError",
     "TableNotFoundError",
@@ -60,3 +61,11 @@ class CommitConflictError(HfqError, RuntimeError):
 
 class CorruptPartitionError(HfqError, OSError):
     """A partition file whose checksum or contents do not match the catalog."""
+
+
+class PartitionUnavailableError(HfqError, RuntimeError):
+    """Partitions that no live node holds: the answer would be incomplete, so there is none."""
+
+    def __init__(self, message: str, partitions: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.partitions = list(partitions or [])

@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from hfq.catalog import Manifest, Transaction
+from hfq.config import Settings
 from hfq.errors import CsvError
 from hfq.ingest.parse import check_field, compact_dates, hms_seconds
 from hfq.ingest.writer import PartitionWriter
@@ -34,8 +36,9 @@ from hfq.schema import Schema
 
 if TYPE_CHECKING:
     from hfq.db import Database
+    from hfq.runtime.nodes import Nodes
 
-__all__ = ["LoadReport", "load_csv"]
+__all__ = ["LoadReport", "load_csv", "load_files"]
 
 
 @dataclass
@@ -82,6 +85,10 @@ def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: 
              null_values: Iterable[str] = ("",)) -> LoadReport:
     """Load CSV files into ``table`` as one atomic commit.
 
+    On a cluster the files are shared out among the nodes (by size), each node parses its
+    files and writes the partitions to the nodes that hold them, and the driver commits all of
+    it as one version; the paths must be readable from every node (a shared disk or a URL).
+
     Parameters
     ----------
     paths
@@ -97,43 +104,115 @@ def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: 
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     started = time.perf_counter()
-    target = db[table]
-    base = target.snapshot()
+    base = db[table].snapshot()
     settings = db.settings
     files = _expand(paths, db.store.storage_options)
     report = LoadReport(table=table, files=[f.path for f in files])
     total = sum(_size(f) for f in files)
-    bar = _progress(progress, settings.progress, total, f"load {table}")
-    rejects: list[tuple] = []
-    nulls = frozenset(null_values)
+    options = {"on_error": on_error, "sync": sync, "delimiter": delimiter, "header": header,
+               "null_values": tuple(null_values)}
+    nodes = db.nodes
+    txn = Transaction(db.catalog, base, remove=nodes.remove)
+    alive = nodes.alive()
     try:
-        with PartitionWriter(db.catalog, base, settings, sync=sync) as writer, \
-                ThreadPoolExecutor(max_workers=1) as parser:
-            for f in files:
-                rows_before = writer.rows
-                blocks = _BlockReader(f, settings.csv_block_bytes)
-                ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls)
-                pending = None
-                for block, offset in blocks:
-                    job = (parser.submit(_parse_block, block, offset, ctx, on_error),
-                           len(block))
-                    if pending is not None:
-                        _take(pending, writer, rejects, bar)
-                    pending = job
-                if pending is not None:
-                    _take(pending, writer, rejects, bar)
-                report.per_file[f.path] = writer.rows - rows_before
-            report.rows = writer.rows
-            if rejects:
-                report.reject_path = _write_rejects(reject_path, table, rejects)
-                report.rejected = len(rejects)
-            report.version = writer.finish("load_csv").version
-    finally:
-        if bar is not None:
-            bar.close()
+        if nodes.local is not None and alive == [nodes.local]:
+            bar = _progress(progress, settings.progress, total, f"load {table}")
+            try:
+                result = load_files(nodes, base, files, settings, bar=bar, **options)
+            finally:
+                if bar is not None:
+                    bar.close()
+            results = [result]
+        else:
+            results = _load_on_nodes(nodes, base, files, settings, options, progress)
+        rejects: list[tuple] = []
+        for result in results:
+            for path, (key, fragments) in result["added"].items():
+                for fragment in fragments:
+                    txn.add(path, key, fragment)
+            report.per_file.update(result["per_file"])
+            report.rows += result["rows"]
+            rejects.extend(result["rejects"])
+        if rejects:
+            report.reject_path = _write_rejects(reject_path, table, rejects)
+            report.rejected = len(rejects)
+        report.version = txn.commit("load_csv", sync=sync).version
+    except BaseException:
+        txn.abort()
+        raise
     report.bytes = total
     report.seconds = time.perf_counter() - started
     return report
+
+
+def load_files(nodes: Nodes, base: Manifest, files: list, settings: Settings, *,
+               on_error: str, sync: bool, delimiter: str, header: bool,
+               null_values: tuple[str, ...], bar=None) -> dict:
+    """Parse ``files`` (fsspec OpenFiles or paths) and write their partitions; commit nothing.
+
+    Returns ``{"added": {partition: (key, fragments)}, "per_file", "rows", "rejects"}``.  On
+    any error the fragments written are removed and the error raised.
+    """
+    if files and isinstance(files[0], str):
+        files = _expand(files, {})
+    rejects: list[tuple] = []
+    per_file: dict[str, int] = {}
+    nulls = frozenset(null_values)
+    with PartitionWriter(None, nodes, base, settings, sync=sync) as writer, \
+            ThreadPoolExecutor(max_workers=1) as parser:
+        for f in files:
+            rows_before = writer.rows
+            blocks = _BlockReader(f, settings.csv_block_bytes)
+            ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls)
+            pending = None
+            for block, offset in blocks:
+                job = (parser.submit(_parse_block, block, offset, ctx, on_error), len(block))
+                if pending is not None:
+                    _take(pending, writer, rejects, bar)
+                pending = job
+            if pending is not None:
+                _take(pending, writer, rejects, bar)
+            per_file[f.path] = writer.rows - rows_before
+        added = writer.flush()
+        return {"added": dict(added), "per_file": per_file, "rows": writer.rows,
+                "rejects": rejects}
+
+
+def _load_on_nodes(nodes: Nodes, base: Manifest, files: list, settings: Settings,
+                   options: dict, progress: bool | None) -> list[dict]:
+    """Share ``files`` out among the live nodes (largest first, to the least loaded) and load
+    them there in parallel; every node's result, or the first error (after removing what
+    every node wrote)."""
+    import ray
+    alive = nodes.alive()
+    shares: dict[str, list] = {n: [] for n in alive}
+    load = dict.fromkeys(alive, 0)
+    for f in sorted(files, key=_size, reverse=True):
+        name = min(alive, key=lambda n: (load[n], n))
+        shares[name].append(f.fs.unstrip_protocol(f.path))
+        load[name] += max(1, _size(f))
+    refs = {nodes.runtime.server(n).load_csv.remote(base, paths, settings, options): n
+            for n, paths in shares.items() if paths}
+    bar = _progress(progress, settings.progress, len(files), f"load {base.table}")
+    results, error = [], None
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        try:
+            results.append(ray.get(ready[0]))
+            if bar is not None:
+                bar.update(len(shares[refs[ready[0]]]))
+        except ray.exceptions.RayTaskError as exc:
+            error = error or (exc.cause if isinstance(exc.cause, BaseException) else exc)
+        except Exception as exc:  # noqa: BLE001 - a node died: the load cannot be whole
+            error = error or exc
+    if bar is not None:
+        bar.close()
+    if error is not None:
+        for result in results:
+            nodes.remove([f for _, frags in result["added"].values() for f in frags])
+        raise error
+    return results
 
 
 # -- files and blocks -------------------------------------------------------------------------

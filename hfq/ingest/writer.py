@@ -18,7 +18,8 @@ import pyarrow as pa
 from hfq.catalog import Catalog, Manifest, Transaction
 from hfq.config import Settings
 from hfq.partition import key_path
-from hfq.storage.fragment import read_fragment, write_fragment
+from hfq.runtime.nodes import Nodes
+from hfq.storage.fragment import encode_fragment
 from hfq.storage.sort import sort_rows
 
 __all__ = ["PartitionWriter"]
@@ -27,14 +28,16 @@ __all__ = ["PartitionWriter"]
 class PartitionWriter:
     """Collects rows for one transaction on one table; use as a context manager."""
 
-    def __init__(self, catalog: Catalog, base: Manifest, settings: Settings, *,
-                 sync: bool = False, budget: int | None = None) -> None:
+    def __init__(self, catalog: Catalog | None, nodes: Nodes, base: Manifest,
+                 settings: Settings, *, sync: bool = False, budget: int | None = None) -> None:
         self.catalog = catalog
+        self.nodes = nodes
         self.base = base
         self.settings = settings
         self.sync = sync
         self.budget = budget if budget is not None else settings.memory_budget // 2
-        self.txn = Transaction(catalog, base)
+        self.txn = Transaction(catalog, base, remove=nodes.remove)
+        self._replicas = base.options.get("replicas")
         self.rows = 0
         self._buffers: dict[str, tuple[list, list[tuple[pa.Table, np.ndarray | None]]]] = {}
         self._buffered = 0
@@ -75,9 +78,15 @@ class PartitionWriter:
 
     def finish(self, op: str) -> Manifest:
         """Write every buffer, merge spills, and commit; returns the new version."""
+        self.flush()
+        return self.txn.commit(op, sync=self.sync)
+
+    def flush(self) -> dict[str, tuple[list, list[dict]]]:
+        """Write every buffer and merge spills; the fragments written, by partition (for a
+        driver that commits the work of several nodes as one version)."""
         self._spill()
         self._merge_spills()
-        return self.txn.commit(op, sync=self.sync)
+        return self.txn.added
 
     def abort(self) -> None:
         self._buffers.clear()
@@ -103,9 +112,16 @@ class PartitionWriter:
         return path, key, self._write(path, key, table)
 
     def _write(self, path: str, key: list, table: pa.Table) -> dict:
+        """Sort, encode once, and put the same bytes on every node the partition goes to."""
         rows = sort_rows(table, self.base.sort_by)
-        return write_fragment(self.catalog.store, self.txn.new_file(path), rows,
-                              settings=self.settings, stats_columns=self._stats_columns)
+        data, entry = encode_fragment(rows, settings=self.settings,
+                                      stats_columns=self._stats_columns)
+        existing = self.base.partitions.get(path, {}).get("fragments", [])
+        nodes = self.nodes.targets(path, self.nodes.holders(existing[0]) if existing else [],
+                                   self._replicas, self.base.table)
+        rel = self.txn.new_file(path)
+        self.nodes.put(rel, data, nodes, sync=self.sync)
+        return {"file": rel, **entry, "nodes": nodes}
 
     def _merge_spills(self) -> None:
         """One fragment per partition per transaction where it fits in the budget."""
@@ -115,14 +131,12 @@ class PartitionWriter:
 
         def merge(item):
             path, key, fragments = item
-            table = pa.concat_tables(read_fragment(self.catalog.store, f, logical)
-                                     for f in fragments)
+            table = pa.concat_tables(self.nodes.read_fragment(f, logical) for f in fragments)
             return path, fragments, self._write(path, key, table)
 
         for path, old, new in self._pool.map(merge, merges):
             self.txn.added[path] = (self.txn.added[path][0], [new])
-            for fragment in old:
-                self.catalog.store.remove(fragment["file"])
+            self.nodes.remove(old)
 
     def _decoded_size(self, fragments: list[dict]) -> int:
         """A generous estimate of the fragments' size in memory (8 bytes a value)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from hfq.config import Settings
 from hfq.errors import SchemaMismatchError
 from hfq.query.plan import Filters, Plan, Unit, make_plan
+from hfq.schema import Schema
 from hfq.storage.fragment import read_fragment
 from hfq.storage.sort import sort_rows
 
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
     import pandas
 
     from hfq.catalog import Manifest
+    from hfq.runtime.nodes import Nodes
     from hfq.storage.store import Store
 
-__all__ = ["Scan"]
+__all__ = ["ReadSpec", "Scan", "read_unit"]
 
 
 class Scan:
@@ -37,7 +39,7 @@ class Scan:
     Build one with :meth:`hfq.Table.scan`.
     """
 
-    def __init__(self, store: Store, manifest: Manifest, settings: Settings, *,
+    def __init__(self, nodes: Nodes, manifest: Manifest, settings: Settings, *,
                  columns: Sequence[str] | None, where: pl.Expr | None, filters: Filters) -> None:
         schema = manifest.schema
         self.columns = list(columns) if columns is not None else schema.names
@@ -52,12 +54,14 @@ class Scan:
                 raise SchemaMismatchError(f"where= uses column {name!r}, which table "
                                           f"{manifest.table!r} does not have; columns: "
                                           f"{', '.join(schema.names)}")
-        self.store = store
+        self.nodes = nodes
         self.manifest = manifest
         self.settings = settings
         self.where = where
         self.filters = filters
         self.plan: Plan = make_plan(manifest, self.columns, filters, where)
+        self.spec = ReadSpec(manifest.schema, manifest.sort_by, self.columns, where,
+                             self._where_columns, filters)
 
     def __repr__(self) -> str:
         return self.explain()
@@ -68,18 +72,14 @@ class Scan:
 
     # -- execution ----------------------------------------------------------------------------
     def iter_arrow(self, *, lookahead: int | None = None) -> Iterator[pa.Table]:
-        """One Arrow table per partition, in partition order, reading ahead in parallel."""
-        units = self.plan.units
+        """One Arrow table per partition, in partition order, reading ahead in parallel.
+
+        Partitions held by this process's node are read from the memory-mapped files here;
+        the others by their nodes' servers, in parallel, arriving as Arrow.
+        """
         depth = lookahead or self.settings.threads * 2
-        with ThreadPoolExecutor(max_workers=self.settings.threads) as pool:
-            pending = [pool.submit(self._read_unit, u) for u in units[:depth]]
-            nxt = len(pending)
-            while pending:
-                table = pending.pop(0).result()
-                if nxt < len(units):
-                    pending.append(pool.submit(self._read_unit, units[nxt]))
-                    nxt += 1
-                yield table
+        yield from self.nodes.read_units(self.spec, self.plan.units,
+                                         threads=self.settings.threads, window=depth)
 
     def to_arrow(self) -> pa.Table:
         """Every matching row as one Arrow table, chunked by partition."""
@@ -87,9 +87,8 @@ class Scan:
         units = self.plan.units
         if not units:
             return schema.empty_table()
-        if len(units) == 1:
-            return self._read_unit(units[0])
-        return pa.concat_tables(self.iter_arrow(lookahead=len(units)))
+        tables = list(self.iter_arrow(lookahead=len(units)))
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def to_polars(self) -> pl.DataFrame:
         return pl.from_arrow(self.to_arrow())
@@ -121,39 +120,53 @@ class Scan:
                 rows += table.num_rows
         return rows
 
-    # -- one partition --------------------------------------------------------------------------
-    def _read_unit(self, unit: Unit) -> pa.Table:
-        f = self.filters
-        need = list(self.columns)
-        extra = list(self._where_columns)
-        if not unit.exact:
-            extra += [c for c in (f.date_column if (f.date_lo or f.date_hi) else None,
-                                  f.symbol_column if f.symbols is not None else None) if c]
-        if len(unit.fragments) > 1:
-            extra += list(self.manifest.sort_by)
-        read_cols = list(dict.fromkeys(need + extra))
-        logical = self.manifest.schema.arrow
-        parts = [read_fragment(self.store, frag, logical, columns=read_cols, batches=batches)
-                 for frag, batches in zip(unit.fragments, unit.batches)
-                 if batches is None or batches]
-        table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-        if len(parts) > 1:
-            table = sort_rows(table, self.manifest.sort_by)
-        if not unit.exact:
-            table = _filter_rows(table, f)
-        if self.where is not None and table.num_rows:
-            if self._where_columns:
-                frame = pl.from_arrow(table.select(self._where_columns))
-            else:   # a constant expression: evaluate it once per row all the same
-                frame = pl.DataFrame({"_": pl.repeat(0, table.num_rows, eager=True)})
-            mask = frame.select(self.where.fill_null(False)).to_series()
-            if mask.dtype != pl.Boolean:
-                raise SchemaMismatchError(f"where= must give booleans, it gave {mask.dtype}")
-            if len(mask) == 1 and table.num_rows != 1:
-                table = table if mask[0] else table.slice(0, 0)
-            else:
-                table = table.filter(mask.to_arrow())
-        return table.select(self.columns) if table.column_names != self.columns else table
+@dataclass(frozen=True)
+class ReadSpec:
+    """What to read from each partition; small and picklable, shipped to the nodes."""
+
+    schema: Schema
+    sort_by: tuple[str, ...]
+    columns: list[str]
+    where: pl.Expr | None
+    where_columns: list[str]
+    filters: Filters
+
+
+def read_unit(store: Store, spec: ReadSpec, unit: Unit) -> pa.Table:
+    """One partition's matching rows, from the files under ``store`` (the node's root)."""
+    f = spec.filters
+    need = list(spec.columns)
+    extra = list(spec.where_columns)
+    if not unit.exact:
+        extra += [c for c in (f.date_column if (f.date_lo or f.date_hi) else None,
+                              f.symbol_column if f.symbols is not None else None) if c]
+    if len(unit.fragments) > 1:
+        extra += list(spec.sort_by)
+    read_cols = list(dict.fromkeys(need + extra))
+    logical = spec.schema.arrow
+    parts = [read_fragment(store, frag, logical, columns=read_cols, batches=batches)
+             for frag, batches in zip(unit.fragments, unit.batches)
+             if batches is None or batches]
+    if not parts:
+        return spec.schema.select(spec.columns).arrow.empty_table()
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    if len(parts) > 1:
+        table = sort_rows(table, spec.sort_by)
+    if not unit.exact:
+        table = _filter_rows(table, f)
+    if spec.where is not None and table.num_rows:
+        if spec.where_columns:
+            frame = pl.from_arrow(table.select(spec.where_columns))
+        else:   # a constant expression: evaluate it once per row all the same
+            frame = pl.DataFrame({"_": pl.repeat(0, table.num_rows, eager=True)})
+        mask = frame.select(spec.where.fill_null(False)).to_series()
+        if mask.dtype != pl.Boolean:
+            raise SchemaMismatchError(f"where= must give booleans, it gave {mask.dtype}")
+        if len(mask) == 1 and table.num_rows != 1:
+            table = table if mask[0] else table.slice(0, 0)
+        else:
+            table = table.filter(mask.to_arrow())
+    return table.select(spec.columns) if table.column_names != spec.columns else table
 
 
 def _filter_rows(table: pa.Table, f: Filters) -> pa.Table:

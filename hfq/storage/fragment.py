@@ -20,12 +20,16 @@ from hfq.errors import CorruptPartitionError
 from hfq.storage import encoding
 from hfq.storage.store import Store, temp_name
 
-__all__ = ["read_fragment", "verify_fragment", "write_fragment"]
+__all__ = ["encode_fragment", "put_file", "read_fragment", "verify_fragment", "write_fragment"]
 
 
-def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Settings,
-                   stats_columns: Sequence[str] = (), sync: bool = False) -> dict:
-    """Write ``table`` (already sorted) to ``rel`` atomically and return its catalog entry."""
+def encode_fragment(table: pa.Table, *, settings: Settings,
+                    stats_columns: Sequence[str] = ()) -> tuple[pa.Buffer, dict]:
+    """Encode ``table`` (already sorted) as IPC file bytes and its catalog entry (no ``file``).
+
+    Encoding once and copying the same bytes to every replica keeps the replicas identical:
+    one size and one CRC-32 in the catalog check them all.
+    """
     codec = None if settings.compression == "none" else settings.compression
     physical = encoding.encode(table, codec, settings.batch_rows)
     compression = None if codec is None else \
@@ -35,12 +39,7 @@ def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Setting
     with ipc.new_file(sink, physical.schema, options=options) as writer:
         writer.write_table(physical, max_chunksize=settings.batch_rows)
     data = sink.getvalue()
-    tmp = temp_name(rel)
-    store.makedirs(rel.rsplit("/", 1)[0])
-    store.write_bytes(tmp, data.to_pybytes() if not store.local else data, sync=sync)
-    store.rename(tmp, rel)
-    return {
-        "file": rel,
+    return data, {
         "rows": table.num_rows,
         "bytes": data.size,
         "crc32": zlib.crc32(data),
@@ -48,13 +47,37 @@ def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Setting
     }
 
 
+def put_file(store: Store, rel: str, data: pa.Buffer | bytes, *, sync: bool = False) -> None:
+    """Write ``data`` to ``rel`` atomically (a temporary name, then a rename)."""
+    tmp = temp_name(rel)
+    store.makedirs(rel.rsplit("/", 1)[0])
+    if not store.local and isinstance(data, pa.Buffer):
+        data = data.to_pybytes()
+    store.write_bytes(tmp, data, sync=sync)
+    store.rename(tmp, rel)
+    if sync:
+        store.fsync(rel.rsplit("/", 1)[0])
+
+
+def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Settings,
+                   stats_columns: Sequence[str] = (), sync: bool = False) -> dict:
+    """Write ``table`` (already sorted) to ``rel`` atomically and return its catalog entry."""
+    data, entry = encode_fragment(table, settings=settings, stats_columns=stats_columns)
+    put_file(store, rel, data, sync=sync)
+    return {"file": rel, **entry}
+
+
 def read_fragment(store: Store, fragment: dict, logical: pa.Schema, *,
                   columns: Sequence[str] | None = None,
-                  batches: Iterable[int] | None = None) -> pa.Table:
-    """Read a fragment (optionally only some columns and some record batches) as logical Arrow."""
+                  batches: Iterable[int] | None = None,
+                  data: pa.Buffer | None = None) -> pa.Table:
+    """Read a fragment (optionally only some columns and some record batches) as logical Arrow.
+
+    ``data``: the file's bytes, fetched from another node (then ``store`` is not used).
+    """
     names = logical.names if columns is None else list(columns)
     try:
-        source = store.open_arrow(fragment["file"])
+        source = store.open_arrow(fragment["file"]) if data is None else pa.BufferReader(data)
     except FileNotFoundError:
         raise CorruptPartitionError(
             f"partition file {fragment['file']!r} is missing from {store.url}") from None

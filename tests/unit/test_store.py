@@ -132,8 +132,9 @@ def test_multi_file_partitions_read_sorted_and_compact(quotes):
 def test_partitions_listing(quotes):
     quotes.append(taq())
     parts = quotes.partitions()
-    assert parts.columns == ["partition", "key", "rows", "bytes", "files", "version",
+    assert parts.columns == ["partition", "key", "rows", "bytes", "files", "nodes", "version",
                              "checksum"]
+    assert parts["nodes"].to_list() == [[quotes.db.nodes.local]] * 10   # the embedded node
     assert parts["rows"].sum() == 40_000
     assert parts.height == 10
     assert set(parts["version"]) == {1}

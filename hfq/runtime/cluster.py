@@ -1,0 +1,195 @@
+"""The driver's (or a server's) view of the Ray cluster: which hfq nodes are alive, and their
+servers.
+
+One :class:`~hfq.runtime.server.NodeServer` actor runs per Ray node, hard-pinned to it, named
+after the Ray node so every process finds the same one.  :class:`Runtime` starts the missing
+ones, keeps their :class:`~hfq.runtime.node.NodeInfo`, and forgets a node as soon as a call to it
+fails with a dead actor.  Two ways in:
+
+* :meth:`Runtime.embedded`: ``hfq.connect()`` -- a one-node Ray cluster owned by this process
+  (``address="local"``), its one server given the database root explicitly.
+* :meth:`Runtime.attach`: ``hfq.connect(address=...)`` -- a running cluster; each node's server
+  takes its root from the node's ``HFQ_NODE_ROOT``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import threading
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from hfq.errors import HfqError
+from hfq.runtime.node import NodeInfo
+
+__all__ = ["NAMESPACE", "Runtime", "dead_actor_errors"]
+
+NAMESPACE = "hfq"
+
+
+def dead_actor_errors() -> tuple[type[BaseException], ...]:
+    """Errors that mean "that node (or its server) is gone", not "the work failed"."""
+    from ray import exceptions as rex
+    return tuple(e for e in (rex.RayActorError, rex.ActorUnschedulableError,
+                             getattr(rex, "ActorUnavailableError", None),
+                             rex.NodeDiedError, rex.OwnerDiedError) if e is not None)
+
+
+class Runtime:
+    """Live hfq nodes of one Ray cluster and a handle on each one's server."""
+
+    def __init__(self, *, owned: bool, embedded_root: str | None, create: bool = True) -> None:
+        self.owned = owned
+        self.embedded_root = embedded_root
+        self.create = create
+        self._lock = threading.RLock()
+        self._servers: dict[str, object] = {}     # node name -> actor handle
+        self._infos: dict[str, NodeInfo] = {}     # node name -> info
+        self._by_ray_id: dict[str, str] = {}     # ray node id -> node name
+        self._dead: set[str] = set()              # ray node ids seen dead
+        self.refresh()
+
+    # -- ways in ------------------------------------------------------------------------------
+    @classmethod
+    def embedded(cls, root: str, *, cpus: int) -> Runtime:
+        """A one-node Ray cluster owned by this process (reuses Ray if already initialised)."""
+        owned = not ray.is_initialized()
+        if owned:
+            ray.init(address="local", num_cpus=cpus, namespace=NAMESPACE,
+                     include_dashboard=False, log_to_driver=True,
+                     object_store_memory=_object_store_bytes())
+            atexit.register(_shutdown_quietly)
+        return cls(owned=owned, embedded_root=root)
+
+    @classmethod
+    def attach(cls, address: str) -> Runtime:
+        """Every node of the running cluster at ``address`` ("auto", "host:port", "ray://...")."""
+        owned = False
+        if not ray.is_initialized():
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=True)
+        return cls(owned=owned, embedded_root=None)
+
+    @classmethod
+    def inside(cls) -> Runtime:
+        """From within a server: look up the other servers, start none."""
+        return cls(owned=False, embedded_root=None, create=False)
+
+    def shutdown(self) -> None:
+        if self.owned and ray.is_initialized():
+            ray.shutdown()
+
+    # -- nodes --------------------------------------------------------------------------------
+    def refresh(self) -> list[str]:
+        """Find servers for nodes that joined, forget nodes that left; the live node names."""
+        with self._lock:
+            nodes = [n for n in ray.nodes() if n["Alive"]]
+            alive_ids = {n["NodeID"] for n in nodes}
+            for ray_id in list(self._by_ray_id):
+                if ray_id not in alive_ids:
+                    self._forget(ray_id)
+            if self.embedded_root is not None:
+                here = ray.get_runtime_context().get_node_id()
+                nodes = [n for n in nodes if n["NodeID"] == here]
+            new = [n for n in nodes if n["NodeID"] not in self._by_ray_id
+                   and n["NodeID"] not in self._dead]
+            handles = [(n, self._server_for(n)) for n in new]
+            handles = [(n, h) for n, h in handles if h is not None]
+            infos = ray.get([h.info.remote() for _, h in handles]) if handles else []
+            for (n, handle), info in zip(handles, infos):
+                if info.name in self._servers and self._infos[info.name].ray_node_id != n["NodeID"]:
+                    raise HfqError(
+                        f"two Ray nodes ({self._infos[info.name].ray_node_id[:12]} and "
+                        f"{n['NodeID'][:12]}) use the same hfq node root {info.root}; give each "
+                        "node its own HFQ_NODE_ROOT")
+                self._servers[info.name] = handle
+                self._infos[info.name] = info
+                self._by_ray_id[n["NodeID"]] = info.name
+            return self.alive()
+
+    def alive(self) -> list[str]:
+        with self._lock:
+            return sorted(self._servers)
+
+    def info(self, name: str) -> NodeInfo:
+        return self._infos[name]
+
+    def infos(self) -> list[NodeInfo]:
+        with self._lock:
+            return [self._infos[n] for n in sorted(self._servers)]
+
+    def server(self, name: str):
+        with self._lock:
+            try:
+                return self._servers[name]
+            except KeyError:
+                raise HfqError(f"hfq node {name} is not alive") from None
+
+    def mark_dead(self, name: str) -> None:
+        """A call to ``name`` failed with a dead actor: stop sending it work."""
+        with self._lock:
+            info = self._infos.get(name)
+            if info is not None and info.ray_node_id:
+                self._dead.add(info.ray_node_id)
+                self._forget(info.ray_node_id)
+
+    def local_name(self) -> str | None:
+        """The hfq node this process runs on, if it has one."""
+        here = ray.get_runtime_context().get_node_id()
+        with self._lock:
+            return self._by_ray_id.get(here)
+
+    def head_name(self) -> str | None:
+        with self._lock:
+            for n in ray.nodes():
+                if n["Alive"] and "node:__internal_head__" in n.get("Resources", {}):
+                    return self._by_ray_id.get(n["NodeID"])
+        return None
+
+    # -- internals ----------------------------------------------------------------------------
+    def _forget(self, ray_id: str) -> None:
+        name = self._by_ray_id.pop(ray_id, None)
+        if name is not None:
+            self._servers.pop(name, None)
+            self._infos.pop(name, None)
+
+    def _server_for(self, node: dict):
+        from hfq.runtime.server import NodeServer
+        ray_id = node["NodeID"]
+        cpus = max(1, int(node.get("Resources", {}).get("CPU", 1)))
+        name = f"hfq-server-{ray_id}"
+        if self.embedded_root is not None:
+            digest = hashlib.blake2b(self.embedded_root.encode(), digest_size=6).hexdigest()
+            name += f"-{digest}"
+        if not self.create:
+            try:
+                return ray.get_actor(name, namespace=NAMESPACE)
+            except ValueError:
+                return None
+        env = {"POLARS_MAX_THREADS": str(cpus), "NUMBA_NUM_THREADS": str(cpus),
+               "OMP_NUM_THREADS": str(cpus), "RAYON_NUM_THREADS": str(cpus)}
+        return NodeServer.options(
+            name=name, namespace=NAMESPACE, get_if_exists=True,
+            lifetime=None if self.owned or self.embedded_root else "detached",
+            num_cpus=cpus, max_concurrency=4 * cpus + 8, max_restarts=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(ray_id, soft=False),
+            runtime_env={"env_vars": env},
+        ).remote(root=self.embedded_root, cpus=cpus)
+
+
+def _object_store_bytes() -> int:
+    import os
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    return int(min(4 << 30, max(256 << 20, total // 8)))
+
+
+def _shutdown_quietly() -> None:
+    try:
+        if ray.is_initialized():
+            ray.shutdown()
+    except Exception:  # noqa: BLE001 - interpreter exit: nothing left to report to
+        pass

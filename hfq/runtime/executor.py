@@ -1,0 +1,192 @@
+"""Run one piece of work per partition on a node that holds it, with failover.
+
+Each unit goes to the least-loaded live node that holds all its files; a node that runs out of
+its own work steals queued units it also holds.  When a node dies mid-job, its queued and
+unfinished units are sent to another holder, so every partition is counted exactly once; when no
+live node holds some partition, :class:`~hfq.errors.PartitionUnavailableError` names them all --
+never a silently partial answer.  Units the calling process can do itself (``local``) run in its
+threads, reading the memory-mapped files directly.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from hfq.errors import PartitionUnavailableError
+from hfq.runtime.cluster import dead_actor_errors
+
+if TYPE_CHECKING:
+    from hfq.query.plan import Unit
+    from hfq.runtime.nodes import Nodes
+
+__all__ = ["execute"]
+
+
+def execute(nodes: Nodes, units: Sequence[Unit], submit: Callable[[Any, Unit], Any],
+            on_result: Callable[[int, Any], None], *,
+            local: Callable[[Unit], Any] | None = None, threads: int = 1,
+            progress: bool = False, label: str = "") -> None:
+    """Call ``submit(server, unit)`` (an ObjectRef) or ``local(unit)`` once per unit that
+    succeeds; ``on_result(index, value)`` as results arrive, in any order."""
+    bar = _bar(progress, len(units), label)
+    state = _State(nodes, units)
+    pool = ThreadPoolExecutor(max_workers=threads) if local is not None else None
+    futures: dict[Future, int] = {}
+    refs: dict[Any, tuple[int, str]] = {}
+    try:
+        if local is not None and nodes.local is not None:
+            for i in state.take_local(nodes.local):
+                futures[pool.submit(local, units[i])] = i
+        while state.pending or refs or futures:
+            for name, i in state.dispatch(lambda n: sum(1 for _, m in refs.values() if m == n)):
+                try:
+                    refs[submit(nodes.runtime.server(name), units[i])] = (i, name)
+                except dead_actor_errors():
+                    nodes.runtime.mark_dead(name)
+                    state.node_died(name, [i])
+            done_futures = [f for f in futures if f.done()]
+            if not done_futures and refs:
+                ready, _ = ray.wait(list(refs), num_returns=1,
+                                    timeout=0.005 if futures else None)
+            elif not done_futures and futures:
+                wait_futures(list(futures), return_when=FIRST_COMPLETED)
+                continue
+            else:
+                ready = []
+            for f in done_futures:
+                i = futures.pop(f)
+                on_result(i, f.result())
+                if bar is not None:
+                    bar.update(1)
+            for ref in ready:
+                i, name = refs.pop(ref)
+                try:
+                    value = ray.get(ref)
+                except dead_actor_errors():
+                    nodes.runtime.mark_dead(name)
+                    state.node_died(name, [i])
+                    continue
+                except ray.exceptions.RayTaskError as exc:
+                    cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+                    cause.add_note(f"while running partition {units[i].partition} on hfq node "
+                                   f"{name}")
+                    raise cause from None
+                on_result(i, value)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        for ref in refs:
+            ray.cancel(ref)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+
+
+class _State:
+    """Queues of unit indices per node, with load counted in rows."""
+
+    def __init__(self, nodes: Nodes, units: Sequence[Unit]) -> None:
+        self.nodes = nodes
+        self.units = units
+        self.alive = set(nodes.alive())
+        self.queues: dict[str, deque[int]] = {n: deque() for n in self.alive}
+        self.load: dict[str, int] = dict.fromkeys(self.alive, 0)
+        self.pending = 0
+        lost = []
+        for i in range(len(units)):
+            if not self._enqueue(i):
+                lost.append(i)
+        self._raise_lost(lost)
+
+    def _holders(self, i: int) -> list[str]:
+        return [n for n in self.nodes.unit_holders(self.units[i]) if n in self.alive]
+
+    def _enqueue(self, i: int) -> bool:
+        holders = self._holders(i)
+        if not holders:
+            return False
+        name = min(holders, key=lambda n: (self.load[n], n))
+        self.queues[name].append(i)
+        self.load[name] += max(1, self.units[i].rows)
+        self.pending += 1
+        return True
+
+    def take_local(self, name: str) -> list[int]:
+        """Every unit the local node holds (they run in this process, not through Ray)."""
+        taken = []
+        for queue in self.queues.values():
+            keep = deque()
+            for i in queue:
+                (taken if name in self._holders(i) else keep).append(i)
+            queue.clear()
+            queue.extend(keep)
+        self.pending -= len(taken)
+        return taken
+
+    def dispatch(self, inflight: Callable[[str], int]):
+        """(node, unit) pairs to submit now: up to two calls in flight per CPU of a node."""
+        out = []
+        if self.nodes.runtime is None:   # no Ray: everything ran locally
+            return out
+        for name in sorted(self.alive):
+            room = 2 * self.nodes.runtime.info(name).cpus - inflight(name)
+            while room > 0:
+                i = self._next_for(name)
+                if i is None:
+                    break
+                out.append((name, i))
+                room -= 1
+        return out
+
+    def _next_for(self, name: str) -> int | None:
+        if self.queues[name]:
+            self.pending -= 1
+            return self.queues[name].popleft()
+        # steal from the back of the fullest queue a unit this node also holds
+        for other in sorted(self.queues, key=lambda n: -len(self.queues[n])):
+            queue = self.queues[other]
+            for k in range(len(queue) - 1, -1, -1):
+                if name in self._holders(queue[k]):
+                    i = queue[k]
+                    del queue[k]
+                    self.pending -= 1
+                    return i
+        return None
+
+    def node_died(self, name: str, unfinished: list[int]) -> None:
+        """Send ``name``'s queued and ``unfinished`` units to other holders."""
+        if name in self.alive:
+            self.alive.discard(name)
+            queued = list(self.queues.pop(name, ()))
+            self.pending -= len(queued)
+            self.load.pop(name, None)
+        else:
+            queued = []
+        lost = [i for i in [*unfinished, *queued] if not self._enqueue(i)]
+        self._raise_lost(lost)
+
+    def _raise_lost(self, lost: list[int]) -> None:
+        if not lost:
+            return
+        parts = sorted({self.units[i].partition for i in lost})
+        where = sorted({n for i in lost for n in self.nodes.unit_holders(self.units[i])})
+        raise PartitionUnavailableError(
+            f"{len(parts)} partition(s) have no live copy (held by {', '.join(where) or 'no node'}"
+            f", none alive): {', '.join(parts[:20])}{' ...' if len(parts) > 20 else ''}; "
+            "no partial result was returned -- restart those nodes (their data is on their "
+            "disks) and run again", parts)
+
+
+def _bar(progress: bool, total: int, label: str):
+    if not progress or total <= 1:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="partition", desc=label, file=sys.stderr, leave=False)

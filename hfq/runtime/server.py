@@ -1,0 +1,174 @@
+"""The server actor: one per node, pinned to it, owning the partition files under its root.
+
+It does the work that must happen where the files are -- reads, map functions, CSV loads,
+copies, deletes -- and returns small results (or Arrow tables, never pickled frames).  It is a
+threaded actor: control calls (info, copies) are never stuck behind long map calls, and compute
+calls share a semaphore sized to the CPUs the actor holds, which is also what polars and numba
+are told to use (``POLARS_MAX_THREADS``, ``NUMBA_NUM_THREADS`` in its environment).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from typing import Any
+
+import ray
+
+from hfq.runtime.node import NodeInfo, node_identity, root_from_env
+from hfq.storage.store import Store
+
+__all__ = ["NodeServer", "apply_map"]
+
+
+def apply_map(fn, table) -> Any:
+    """Run a user map function on one partition (a polars DataFrame) and make its result cheap
+    to ship: a polars DataFrame travels as Arrow and is rebuilt by :func:`unwrap_result`."""
+    import polars as pl
+    result = fn(pl.from_arrow(table) if not isinstance(table, pl.DataFrame) else table)
+    if isinstance(result, pl.DataFrame):
+        return _Frame(result.to_arrow())
+    return result
+
+
+class _Frame:
+    """A polars DataFrame in transit, as Arrow (pickling a DataFrame is ~70x slower)."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table) -> None:
+        self.table = table
+
+
+def unwrap_result(value: Any) -> Any:
+    if isinstance(value, _Frame):
+        import polars as pl
+        return pl.from_arrow(value.table)
+    return value
+
+
+@ray.remote
+class NodeServer:
+    """Serves one node's root (``root`` when given -- the embedded case -- else HFQ_NODE_ROOT)."""
+
+    def __init__(self, root: str | None = None, cpus: int = 1) -> None:
+        root = os.path.abspath(os.path.expanduser(root or root_from_env()))
+        self.store = Store(root)
+        self.name = node_identity(self.store)
+        self.cpus = cpus
+        # numba caches compiled kernels on this node's disk, the same directory for every job
+        os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, ".cache", "numba"))
+        self._compute = threading.Semaphore(cpus)
+        self._functions: dict[str, Any] = {}
+        self._runtime = None
+        self._lock = threading.Lock()
+
+    # -- identity -----------------------------------------------------------------------------
+    def info(self) -> NodeInfo:
+        return NodeInfo(name=self.name, root=self.store.root,
+                        ray_node_id=ray.get_runtime_context().get_node_id(), cpus=self.cpus,
+                        host=socket.gethostname())
+
+    def ping(self) -> str:
+        return self.name
+
+    # -- files --------------------------------------------------------------------------------
+    def put_file(self, rel: str, data, sync: bool = False) -> str:
+        from hfq.storage.fragment import put_file
+        put_file(self.store, rel, data, sync=sync)
+        return self.name
+
+    def get_file(self, rel: str):
+        import pyarrow as pa
+        with self.store.open_arrow(rel) as source:
+            return pa.py_buffer(source.read_buffer().to_pybytes())
+
+    def pull(self, rel: str, source: str, expect: dict, sync: bool = False) -> str:
+        """Copy ``rel`` from node ``source`` unless this node already has it intact."""
+        import zlib
+
+        from hfq.storage.fragment import put_file
+        if self.store.exists(rel) and self.store.size(rel) == expect["bytes"]:
+            if zlib.crc32(self.store.read_bytes(rel)) == expect["crc32"]:
+                return self.name
+        data = ray.get(self._nodes().runtime.server(source).get_file.remote(rel))
+        if data.size != expect["bytes"] or zlib.crc32(data) != expect["crc32"]:
+            from hfq.errors import CorruptPartitionError
+            raise CorruptPartitionError(f"copy of {rel} from {source} does not match the "
+                                        "catalog's size and checksum")
+        put_file(self.store, rel, data, sync=sync)
+        return self.name
+
+    def remove_files(self, rels: list[str]) -> int:
+        for rel in rels:
+            self.store.remove(rel)
+        return len(rels)
+
+    def verify(self, fragments: list[dict]) -> list[str]:
+        """Problems found (empty when every file matches the catalog)."""
+        from hfq.errors import CorruptPartitionError
+        from hfq.storage.fragment import verify_fragment
+        problems = []
+        for fragment in fragments:
+            try:
+                verify_fragment(self.store, fragment)
+            except CorruptPartitionError as exc:
+                problems.append(f"{self.name}: {exc}")
+        return problems
+
+    def list_files(self, table: str) -> list[tuple[str, float]]:
+        from hfq.catalog import list_table_files
+        return list_table_files(self.store, table)
+
+    def sweep(self, table: str, referenced: set[str], grace_s: float,
+              files: list[tuple[str, float]]) -> int:
+        """Remove this node's files of ``table`` that no kept version places here."""
+        from hfq.catalog import sweep
+        return sweep(self.store, table, referenced, grace_s, files)
+
+    def drop(self, table: str) -> None:
+        from hfq.catalog import remove_table_files
+        remove_table_files(self.store, table)
+
+    # -- compute ------------------------------------------------------------------------------
+    def read(self, spec, unit):
+        from hfq.query.scan import read_unit
+        with self._compute:
+            return read_unit(self.store, spec, unit)
+
+    def map(self, spec, units: list, fn_key: str, fn_blob: bytes) -> list:
+        """``fn`` on each unit (one partition as a polars DataFrame); the results in order."""
+        from hfq.query.scan import read_unit
+        fn = self._function(fn_key, fn_blob)
+        out = []
+        with self._compute:
+            for unit in units:
+                out.append(apply_map(fn, read_unit(self.store, spec, unit)))
+        return out
+
+    def load_csv(self, base, files: list[str], settings, options: dict) -> dict:
+        """Parse ``files`` and write their partitions to the nodes placement picks; commit
+        nothing (the driver commits every node's fragments as one version)."""
+        from hfq.ingest.csv import load_files
+        with self._compute:
+            return load_files(self._nodes(), base, files, settings, **options)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _function(self, key: str, blob: bytes):
+        with self._lock:
+            fn = self._functions.get(key)
+            if fn is None:
+                from ray import cloudpickle
+                fn = self._functions[key] = cloudpickle.loads(blob)
+                if len(self._functions) > 64:
+                    self._functions.pop(next(iter(self._functions)))
+            return fn
+
+    def _nodes(self):
+        from hfq.runtime.cluster import Runtime
+        from hfq.runtime.nodes import Nodes
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = Runtime.inside()
+            return Nodes(self.name, self.store, self._runtime)
