@@ -27,6 +27,7 @@ from hfq.runtime.node import NodeInfo
 __all__ = ["NAMESPACE", "Runtime", "dead_actor_errors"]
 
 NAMESPACE = "hfq"
+_START_TIMEOUT_S = 120.0
 
 
 def dead_actor_errors() -> tuple[type[BaseException], ...]:
@@ -95,9 +96,18 @@ class Runtime:
             new = [n for n in nodes if n["NodeID"] not in self._by_ray_id
                    and n["NodeID"] not in self._dead]
             handles = [(n, self._server_for(n)) for n in new]
-            handles = [(n, h) for n, h in handles if h is not None]
-            infos = ray.get([h.info.remote() for _, h in handles]) if handles else []
-            for (n, handle), info in zip(handles, infos):
+            handles = [(n, h, h.info.remote()) for n, h in handles if h is not None]
+            found = []
+            for n, handle, ref in handles:
+                try:
+                    found.append((n, handle, ray.get(ref, timeout=_START_TIMEOUT_S)))
+                except dead_actor_errors():     # the node died just now
+                    self._dead.add(n["NodeID"])
+                except ray.exceptions.RayTaskError as exc:   # e.g. no HFQ_NODE_ROOT there
+                    raise HfqError(f"the hfq server on Ray node {n['NodeID'][:12]} "
+                                   f"({n['NodeManagerAddress']}) could not start: "
+                                   f"{exc.cause if exc.cause else exc}") from None
+            for n, handle, info in found:
                 if info.name in self._servers and self._infos[info.name].ray_node_id != n["NodeID"]:
                     raise HfqError(
                         f"two Ray nodes ({self._infos[info.name].ray_node_id[:12]} and "
