@@ -200,13 +200,15 @@ def list_table_files(store: Store, table: str) -> list[tuple[str, float]]:
 
 
 def sweep(store: Store, table: str, referenced: set[str], grace_s: float,
-          files: list[tuple[str, float]]) -> int:
+          files: list[tuple[str, float]], committed: set[str] | None = None) -> int:
     """Remove from ``files`` (listed *before* ``referenced`` was computed) the data files no
     kept version places on this node, and leftover temporary files.
 
-    Never removed: files of a writer still running on this host, and files younger than
-    ``grace_s`` whose writer runs elsewhere.  Files of writers that died on this host before
-    committing go at once.
+    ``committed``: every file any kept version references, on any node.  A file in it but not
+    placed here is a stale copy (left by a rebalance) and goes once older than ``grace_s`` (a
+    copy a rebalance is making right now is younger).  Otherwise never removed: files of a
+    writer still running on this host, and files younger than ``grace_s`` whose writer runs
+    elsewhere; files of writers that died on this host before committing go at once.
     """
     now = time.time()
     removed = 0
@@ -215,8 +217,11 @@ def sweep(store: Store, table: str, referenced: set[str], grace_s: float,
         if base.startswith(".tmp~"):
             doomed = not temp_owner_alive(base) or now - mtime > grace_s
         elif rel.startswith(f"{table}/data/") and rel not in referenced:
-            alive = _writer_alive(base)
-            doomed = alive is False or (alive is None and now - mtime >= grace_s)
+            if committed is not None and rel in committed:
+                doomed = now - mtime >= grace_s
+            else:
+                alive = _writer_alive(base)
+                doomed = alive is False or (alive is None and now - mtime >= grace_s)
         else:
             doomed = False
         if doomed:

@@ -168,14 +168,16 @@ class Table:
         listings = {n: self._on_node(n, "list_files", self.name) for n in alive}
         listings = {n: (v if n == nodes.local else _get(v)) for n, v in listings.items()}
         referenced: dict[str, set[str]] = {n: set() for n in alive}
+        committed: set[str] = set()
         for m in catalog.kept_manifests(self.name):
             for part in m.partitions.values():
                 for fragment in part["fragments"]:
+                    committed.add(fragment["file"])
                     for name in nodes.holders(fragment):
                         if name in referenced:
                             referenced[name].add(fragment["file"])
-        removed = [self._on_node(n, "sweep", self.name, referenced[n], grace, listings[n])
-                   for n in alive]
+        removed = [self._on_node(n, "sweep", self.name, referenced[n], grace, listings[n],
+                                 committed) for n in alive]
         removed = sum(v if isinstance(v, int) else _get(v) for v in removed)
         return {"files_removed": removed, "versions_forgotten": forgotten}
 

@@ -122,10 +122,10 @@ class NodeServer:
         return list_table_files(self.store, table)
 
     def sweep(self, table: str, referenced: set[str], grace_s: float,
-              files: list[tuple[str, float]]) -> int:
+              files: list[tuple[str, float]], committed: set[str]) -> int:
         """Remove this node's files of ``table`` that no kept version places here."""
         from hfq.catalog import sweep
-        return sweep(self.store, table, referenced, grace_s, files)
+        return sweep(self.store, table, referenced, grace_s, files, committed)
 
     def drop(self, table: str) -> None:
         from hfq.catalog import remove_table_files
