@@ -171,6 +171,9 @@ class _State:
         else:
             queued = []
         lost = [i for i in [*unfinished, *queued] if not self._enqueue(i)]
+        if lost:   # name every partition that cannot finish now, not only this node's
+            lost += [i for queue in self.queues.values() for i in queue
+                     if not self._holders(i)]
         self._raise_lost(lost)
 
     def _raise_lost(self, lost: list[int]) -> None:
