@@ -8,15 +8,24 @@ contenders agree on the result before any time counts, and writes ``report.md`` 
 ``results.json`` to ``--out``.  Page caches are warm (dropping them needs root on the host,
 which this sandbox does not allow), so every read figure is a warm-cache figure.
 
-Scenarios (more arrive with the cluster runtime and the analytics):
+Scenarios run by default (one process, no Ray):
 
 * ``ingest`` -- raw TAQ CSV -> each store: rows/s and bytes on disk.
 * ``read``   -- one full day into Python (arrow / polars / pandas), and one symbol of one day.
+
+Cluster scenarios (run them with ``--only``; each starts local multi-node Ray clusters, one at a
+time, 1 CPU per node, see ``hfq.testing.local_cluster``):
+
+* ``scaling``      -- a full-table numba map-reduce on 1 node, then on 2 nodes: rows/s, ratio.
+* ``overhead``     -- hundreds of tiny partitions: scheduling cost per partition, in ms.
+* ``scan_kernel``  -- that map-reduce end to end vs the bare numba kernel on in-memory numpy.
+* ``cluster_read`` -- one day spread over 2 nodes into pandas / arrow, vs ``pickle.load``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -29,6 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,6 +73,9 @@ class Bench:
     repeats: int
     quick: bool
     results: list[Result] = field(default_factory=list)
+    summary: dict[str, list[str]] = field(default_factory=dict)   # scenario -> report lines
+    cache: dict = field(default_factory=dict)                     # data shared by scenarios
+    session: ClusterSession | None = None                         # the one running cluster
 
     @property
     def work(self) -> str:
@@ -106,10 +119,13 @@ def measure(bench: Bench, scenario: str, contenders: dict[str, Callable[[], tupl
 
 
 def agree(scenario: str, results: list[Result]) -> None:
-    """Every contender must return the same rows (count, and a checksum of prices)."""
+    """Every contender must return the same rows (count, and a checksum of prices -- or a
+    tuple of numbers, compared element by element)."""
     first = results[0]
     for res in results[1:]:
-        if res.rows != first.rows or not np.isclose(res.check, first.check, rtol=1e-9):
+        if res.rows != first.rows or not np.allclose(np.asarray(res.check, dtype=float),
+                                                     np.asarray(first.check, dtype=float),
+                                                     rtol=1e-9, atol=0):
             raise AssertionError(
                 f"{scenario}: {res.contender} returned {res.rows} rows / check {res.check}, "
                 f"{first.contender} returned {first.rows} rows / check {first.check}")
@@ -369,7 +385,384 @@ def scenario_read(bench: Bench) -> None:
     duck.close()
 
 
-SCENARIOS = {"ingest": scenario_ingest, "read": scenario_read}
+# -- cluster scenarios: the kernel and map functions ---------------------------------------------
+#
+# Map functions run in the node servers, which cannot import this file (benchmarks/ is not on
+# their path), so they must travel by value.  cloudpickle pickles functions of ``__main__`` by
+# value; when run.py is imported under another name, ClusterSession registers the module by
+# value.  The numba dispatcher goes along: numba pickles its Python function, and each server
+# compiles it on first call or loads it from its node's NUMBA_CACHE_DIR (``cache=True``).
+
+OPEN_NS = (9 * 3600 + 30 * 60) * 10**9            # 09:30:00, nanoseconds since midnight
+CLOSE_NS = (15 * 3600 + 59 * 60 + 59) * 10**9     # 15:59:59, inclusive
+SPREAD_COLUMNS = ["bid", "ofr", "time"]
+
+
+@numba.njit(cache=True, nogil=True)
+def spread_kernel(bid, ofr, tod_ns, lo, hi):
+    """(count, sum) of the relative quoted spread (ofr - bid) / (ofr + bid) * 2 over the rows
+    with ofr > bid > 0 and lo <= time <= hi: the published spread query, one pass."""
+    n = 0
+    total = 0.0
+    for i in range(bid.shape[0]):
+        b = bid[i]
+        o = ofr[i]
+        t = tod_ns[i]
+        if o > b and b > 0.0 and t >= lo and t <= hi:
+            n += 1
+            total += (o - b) / (o + b) * 2.0
+    return n, total
+
+
+def spread_map(df) -> tuple[int, float]:
+    """One partition (polars) -> (count, sum); times of day as int64 ns (polars' physical)."""
+    n, total = spread_kernel(df["bid"].to_numpy(), df["ofr"].to_numpy(),
+                             df["time"].to_physical().to_numpy(), OPEN_NS, CLOSE_NS)
+    return int(n), float(total)
+
+
+def merge_spread(a: tuple[int, float], b: tuple[int, float]) -> tuple[int, float]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def one_per_partition(df) -> int:
+    return 1
+
+
+def spread_oracle(table) -> tuple[int, float]:
+    """The same query in polars, on the in-memory source rows (no hfq, no numba)."""
+    import polars as pl
+    bid, ofr = pl.col("bid"), pl.col("ofr")
+    out = (pl.from_arrow(table.select(SPREAD_COLUMNS))
+           .filter((ofr > bid) & (bid > 0) &
+                   pl.col("time").is_between(pl.time(9, 30), pl.time(15, 59, 59)))
+           .select(pl.len(), ((ofr - bid) / (ofr + bid) * 2).sum()))
+    return int(out.item(0, 0)), float(out.item(0, 1))
+
+
+# -- cluster scenarios: data and clusters --------------------------------------------------------
+@dataclass
+class TaqData:
+    """The synthetic rows every cluster scenario loads, with what checks them."""
+
+    table: object            # pyarrow Table, every day
+    oracle: tuple[int, float]
+    arrays: tuple            # bid, ofr, time-of-day ns: numpy, for the bare kernel
+
+    @property
+    def rows(self) -> int:
+        return self.table.num_rows
+
+
+def cluster_data(bench: Bench) -> TaqData:
+    if "taq" not in bench.cache:
+        import polars as pl
+
+        from hfq.demo import trading_days
+        bench.log(f"  generating {bench.days} x {bench.rows:,} rows of TAQ in memory ...")
+        table = synth.taq_table(dates=trading_days(DAY, bench.days), rows_per_day=bench.rows,
+                                symbols=min(8000, max(50, bench.rows // 500)))
+        frame = pl.from_arrow(table.select(SPREAD_COLUMNS))
+        arrays = (frame["bid"].to_numpy(), frame["ofr"].to_numpy(),
+                  frame["time"].to_physical().to_numpy())
+        bench.cache["taq"] = TaqData(table, spread_oracle(table), arrays)
+    return bench.cache["taq"]
+
+
+class ClusterSession:
+    """At most one local Ray cluster at a time (two at once would share the same cores), with
+    the tables loaded into it; scenarios that need the same cluster share it."""
+
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
+        self.nodes = 0
+        self.db = None
+        self.tables: dict[str, hfq.Table] = {}
+        self._stack: contextlib.ExitStack | None = None
+
+    def connect(self, nodes: int):
+        """The database on a running ``nodes``-node cluster (stopping any other one first)."""
+        if self.nodes == nodes:
+            return self.db
+        self.close()
+        from hfq.testing import local_cluster
+        if __name__ != "__main__":      # imported: map functions must still travel by value
+            from ray import cloudpickle
+            cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        root = os.path.join(self.bench.work, f"cluster_{nodes}n")
+        shutil.rmtree(root, ignore_errors=True)
+        for i in range(nodes):
+            # fixed node names (hfq keeps a node's name in <its root>/.hfq-node, and
+            # local_cluster's node i has root <root>/node<i>): placement, and so the split of
+            # a 1-replica table over the nodes, is then the same in every run
+            os.makedirs(os.path.join(root, f"node{i}"))
+            with open(os.path.join(root, f"node{i}", ".hfq-node"), "w") as fh:
+                json.dump({"name": f"node-{i}", "format": 1}, fh)
+        # the driver holds the other node's half of a day in its object store (~50 B a row)
+        store_mb = max(256, min(4096, self.bench.rows * 64 >> 20))
+        self.bench.log(f"  starting a local Ray cluster: {nodes} node(s) x 1 CPU ...")
+        stack = contextlib.ExitStack()
+        try:
+            lc = stack.enter_context(local_cluster(nodes, cpus_per_node=1, root=root,
+                                                   object_store_mb=store_mb))
+            self.db = lc.connect(progress="never")
+        except BaseException:
+            stack.close()
+            raise
+        self._stack, self.nodes = stack, nodes
+        return self.db
+
+    def table(self, name: str, data: TaqData, *, replicas: int) -> hfq.Table:
+        """``data`` loaded once into this cluster as table ``name``."""
+        if name not in self.tables:
+            buckets = max(8, min(100, self.bench.rows // 200_000))
+            table = self.db.create_table(
+                name, hfq.schemas.TAQ, sort_by=("symbol", "time"), replicas=replicas,
+                partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", buckets)))
+            start = time.perf_counter()
+            table.append(data.table)
+            self.bench.log(f"  loaded {data.rows:,} rows into {name!r} (replicas={replicas}, "
+                           f"{len(table.snapshot().partitions)} partitions) in "
+                           f"{time.perf_counter() - start:.1f} s")
+            self.tables[name] = table
+        return self.tables[name]
+
+    def close(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self.nodes, self.db, self.tables = None, 0, None, {}
+
+
+def session(bench: Bench) -> ClusterSession:
+    if bench.session is None:
+        bench.session = ClusterSession(bench)
+    return bench.session
+
+
+def spread_job(table: hfq.Table, rows: int) -> Callable[[], tuple]:
+    def run():
+        return rows, table.map_reduce(spread_map, merge_spread, columns=SPREAD_COLUMNS,
+                                      progress=False)
+    return run
+
+
+def check_oracle(scenario: str, name: str, got: tuple[int, float],
+                 oracle: tuple[int, float]) -> None:
+    """Counts exactly; sums to rounding (the oracle adds in another order)."""
+    if got[0] != oracle[0] or not np.isclose(got[1], oracle[1], rtol=1e-9, atol=0):
+        raise AssertionError(f"{scenario}: {name} gave {got}, the polars oracle {oracle}")
+
+
+def mrows(rows: int, seconds: float) -> float:
+    return rows / seconds / 1e6
+
+
+# -- scenario: scaling ---------------------------------------------------------------------------
+def scenario_scaling(bench: Bench) -> None:
+    """The same rows and map-reduce job on 1 node, then on 2 nodes (1 CPU each; one cluster
+    at a time).  The headline 2-node table keeps 2 replicas, the default: every node can run
+    every partition, so the scheduler balances the work.  With 1 replica the split is what
+    rendezvous hashing makes of ~10 uneven partitions, and the ratio would measure that luck
+    (it is timed too, for reference)."""
+    data = cluster_data(bench)
+    sess = session(bench)
+    runs: list[Result] = []
+    for nodes in (1, 2):
+        sess.connect(nodes)
+        name = f"hfq map_reduce, {nodes} node{'s' if nodes > 1 else ''} x 1 CPU"
+        contenders = {name: spread_job(sess.table("quotes", data, replicas=nodes), data.rows)}
+        if nodes == 2:
+            r1 = sess.table("quotes_r1", data, replicas=1)
+            contenders[f"{name}, 1 replica"] = spread_job(r1, data.rows)
+        runs += measure(bench, "scaling", contenders)
+    for res in runs:   # bit for bit across node counts; the oracle to rounding
+        check_oracle("scaling", res.contender, res.check, data.oracle)
+        if res.check != runs[0].check:
+            raise AssertionError(f"scaling: {res.contender} gave {res.check}, "
+                                 f"{runs[0].contender} {runs[0].check}")
+    one, two, two_r1 = runs
+    parts = r1.partitions()
+    held: dict[str, int] = {}
+    for rows, nodes in zip(parts["rows"], parts["nodes"].to_list()):
+        held[nodes[0]] = held.get(nodes[0], 0) + rows
+    bound = data.rows / max(held.values())
+    split = " / ".join(f"{v / data.rows:.0%}" for v in held.values())
+    ratio, ratio_r1 = one.median / two.median, one.median / two_r1.median
+    one.notes = f"(count, sum) = {one.check}"
+    two.notes = (f"{ratio:.2f}x the 1-node rate (target >= 1.8x); 2 replicas; same answer "
+                 "bit for bit")
+    two_r1.notes = (f"{ratio_r1:.2f}x the 1-node rate; rows split {split} by placement "
+                    f"(bound {bound:.2f}x)")
+    bench.summary["scaling"] = [
+        f"- 2 nodes / 1 node: **{ratio:.2f}x** (target >= 1.8x: "
+        f"{'met' if ratio >= 1.8 else 'not met'}); "
+        f"{mrows(one.rows, one.median):.2f} -> {mrows(two.rows, two.median):.2f} M rows/s.",
+        f"- With 1 replica per partition: {ratio_r1:.2f}x; placement put {split} of the rows "
+        f"on the two nodes, which caps the speed-up at {bound:.2f}x.",
+        f"- Every run gave the same answer bit for bit (count {one.check[0]:,}, sum "
+        f"{one.check[1]!r}); it matches the polars oracle (count exact, sum to 1e-9)."]
+
+
+# -- scenario: overhead --------------------------------------------------------------------------
+def scenario_overhead(bench: Bench) -> None:
+    """Hundreds of partitions of ~20 rows; the map function returns 1.  Per partition: the
+    map-reduce's wall time minus the same reads + map calls in this process, one by one."""
+    from hfq import reduce as hr
+    from hfq.demo import trading_days
+    from hfq.query.scan import read_unit
+    from hfq.runtime.server import apply_map
+    from hfq.storage.store import Store
+    sess = session(bench)
+    db = sess.connect(2)
+    buckets = -(-(100 if bench.quick else 500) // bench.days)
+    if "small" not in sess.tables:
+        table = db.create_table("small", hfq.schemas.TAQ, sort_by=("symbol", "time"),
+                                partition_by=hfq.Compo(hfq.Value("date"),
+                                                       hfq.Hash("symbol", buckets)))
+        table.append(synth.taq_table(dates=trading_days(DAY, bench.days),
+                                     rows_per_day=20 * buckets, symbols=4 * buckets, seed=1))
+        sess.tables["small"] = table
+    table = sess.tables["small"]
+    parts, rows = len(table.snapshot().partitions), len(table)
+    stores = {i.name: Store(i.root) for i in db.runtime.infos()}
+    local = db.nodes.local
+
+    def on_cluster():
+        return rows, table.map_reduce(one_per_partition, hr.Sum(), columns=["bid"],
+                                      progress=False)
+
+    def in_process():
+        scan = table.scan(columns=["bid"])
+        reducer = hr.Sum()
+        state = reducer.identity()
+        for unit in scan.plan.units:
+            holders = db.nodes.unit_holders(unit)
+            store = stores[local if local in holders else holders[0]]
+            state = reducer.merge(state, apply_map(one_per_partition,
+                                                   read_unit(store, scan.spec, unit)))
+        return rows, reducer.finalize(state)
+
+    cluster, inproc = measure(bench, "overhead", {
+        f"hfq map_reduce, {parts} partitions, 2 nodes x 1 CPU": on_cluster,
+        "same reads + map calls in-process, one by one": in_process})
+    if cluster.check != parts:
+        raise AssertionError(f"overhead: map_reduce counted {cluster.check} of {parts} "
+                             "partitions")
+    per = (cluster.median - inproc.median) / parts * 1e3
+    cluster.notes = (f"overhead {per:.2f} ms per partition (target <= 2 ms); "
+                     f"{cluster.median / parts * 1e3:.2f} ms wall per partition")
+    inproc.notes = f"{inproc.median / parts * 1e3:.2f} ms per partition"
+    bench.summary["overhead"] = [
+        f"- {parts} partitions of ~{rows // parts} rows: (map_reduce wall - in-process) / "
+        f"partitions = **{per:.2f} ms** (target <= 2 ms: {'met' if per <= 2 else 'not met'})."]
+
+
+# -- scenario: scan_kernel -----------------------------------------------------------------------
+def scenario_scan_kernel(bench: Bench) -> None:
+    """The spread job end to end on 2 nodes (read from disk, decode, polars, kernel, ship,
+    merge) vs the bare kernel on in-memory numpy arrays in this process: rates per core."""
+    data = cluster_data(bench)
+    sess = session(bench)
+    db = sess.connect(2)
+    table = sess.table("quotes", data, replicas=2)
+    cpus = sum(i.cpus for i in db.runtime.infos())
+    bid, ofr, tod = data.arrays
+    spread_kernel(bid[:8], ofr[:8], tod[:8], OPEN_NS, CLOSE_NS)   # compile (or load) first
+
+    def bare():
+        n, total = spread_kernel(bid, ofr, tod, OPEN_NS, CLOSE_NS)
+        return data.rows, (int(n), float(total))
+
+    e2e, raw = measure(bench, "scan_kernel", {
+        "hfq map_reduce end to end, 2 nodes x 1 CPU": spread_job(table, data.rows),
+        "numba kernel on in-memory numpy, 1 core": bare})
+    for res in (e2e, raw):
+        check_oracle("scan_kernel", res.contender, res.check, data.oracle)
+    e2e_core = mrows(e2e.rows, e2e.median) / cpus
+    raw_core = mrows(raw.rows, raw.median)
+    ratio = e2e_core / raw_core
+    e2e.notes = f"{e2e_core:.2f} M rows/s per core; {ratio:.0%} of the bare kernel (target >= 50%)"
+    raw.notes = f"{raw_core:.2f} M rows/s per core"
+    bench.summary["scan_kernel"] = [
+        f"- Per core: end to end **{e2e_core:.2f}** vs bare kernel **{raw_core:.2f}** M rows/s "
+        f"= **{ratio:.0%}** (target >= 50%: {'met' if ratio >= 0.5 else 'not met'})."]
+
+
+# -- scenario: cluster_read ----------------------------------------------------------------------
+def scenario_cluster_read(bench: Bench) -> None:
+    """One day, its partitions on 2 nodes with 1 replica (the other node's share travels
+    through Ray), into pandas and arrow in this driver, vs ``pickle.load`` of the same day."""
+    import pyarrow.compute as pc
+    data = cluster_data(bench)
+    sess = session(bench)
+    db = sess.connect(2)
+    table = sess.table("quotes_r1", data, replicas=1)
+    parts = table.partitions()
+    day = [k[0] == DAY for k in parts["key"].to_list()]
+    day_rows = sum(r for r, d in zip(parts["rows"], day) if d)
+    remote = sum(r for r, d, n in zip(parts["rows"], day, parts["nodes"].to_list())
+                 if d and db.nodes.local not in n)
+    source = data.table.filter(pc.equal(data.table.column("date"),
+                                        pa_date(DAY)))
+    frame = table.scan(dates=DAY).to_pandas()
+    agree("cluster_read", [Result("cluster_read", "source rows", [0.0], source.num_rows,
+                                  check=price_check(source)),
+                           Result("cluster_read", "hfq", [0.0], len(frame),
+                                  check=price_check(frame))])
+    base = os.path.join(bench.work, "cluster_read")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    pkl, pkl_cat = os.path.join(base, "day.pkl"), os.path.join(base, "day_categorical.pkl")
+    with open(pkl_cat, "wb") as fh:
+        pickle.dump(frame, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    with open(pkl, "wb") as fh:   # text as Python strings, as a pandas user holds it
+        pickle.dump(frame.astype({"symbol": object, "ex": object, "mmid": object}), fh,
+                    protocol=pickle.HIGHEST_PROTOCOL)
+    del frame, source
+    gc.collect()
+
+    def hfq_read(fmt):
+        def run():
+            out = getattr(db["quotes_r1"].scan(dates=DAY), f"to_{fmt}")()
+            return len(out), price_check(out)
+        return run
+
+    def load_pickle(path):
+        def run():
+            with open(path, "rb") as fh:
+                df = pickle.load(fh)
+            return len(df), price_check(df)
+        return run
+
+    results = measure(bench, "cluster_read", {
+        "hfq 2 nodes -> pandas": hfq_read("pandas"),
+        "hfq 2 nodes -> pyarrow": hfq_read("arrow"),
+        "pickle.load (pandas, str objects)": load_pickle(pkl),
+        "pickle.load (pandas, categoricals)": load_pickle(pkl_cat)})
+    pandas_r, arrow_r, pickle_r = results[0], results[1], results[2]
+    share = f"{remote / day_rows:.0%} of the day's rows from the other node"
+    for res in (pandas_r, arrow_r):
+        res.notes = f"{pickle_r.median / res.median:.2f}x pickle.load (str objects); {share}"
+    pandas_r.notes += "; target >= 3x"
+    speed = pickle_r.median / pandas_r.median
+    bench.summary["cluster_read"] = [
+        f"- {day_rows:,} rows, {share} (1 replica): into pandas **{speed:.2f}x** "
+        f"`pickle.load` of the same day with str objects (target >= 3x: "
+        f"{'met' if speed >= 3 else 'not met'}); into arrow "
+        f"{pickle_r.median / arrow_r.median:.2f}x."]
+
+
+def pa_date(day: str):
+    import datetime as dt
+
+    import pyarrow as pa
+    return pa.scalar(dt.date.fromisoformat(day), type=pa.date32())
+
+
+SCENARIOS = {"ingest": scenario_ingest, "read": scenario_read, "scaling": scenario_scaling,
+             "overhead": scenario_overhead, "scan_kernel": scenario_scan_kernel,
+             "cluster_read": scenario_cluster_read}
+DEFAULT_SCENARIOS = ("ingest", "read")   # the cluster scenarios run when named in --only
 
 
 # -- report --------------------------------------------------------------------------------------
@@ -378,7 +771,7 @@ def report(bench: Bench) -> str:
              f"{bench.days} day(s) x {bench.rows:,} rows of synthetic TAQ; "
              f"{os.cpu_count()} cores; Python {platform.python_version()}; "
              f"median of {bench.repeats} runs after a warm-up (ingest: one run, no warm-up); "
-             "warm page cache (the sandbox cannot drop caches).", ""]
+             "warm page cache (the sandbox cannot drop caches)."]
     for scenario in dict.fromkeys(r.scenario for r in bench.results):
         rows = [r for r in bench.results if r.scenario == scenario]
         ours = [r for r in rows if r.contender.startswith("hfq")]
@@ -391,6 +784,8 @@ def report(bench: Bench) -> str:
             rate = f"{r.rows / r.median / 1e6:,.2f}" if timed else ""
             size = f"{r.bytes:,}" if r.bytes else ""
             lines.append(f"| {r.contender} | {secs} | {rate} | {size} | {r.notes} |")
+        if bench.summary.get(scenario):
+            lines += ["", *bench.summary[scenario]]
         if ours and peers:
             lines += ["", "Speed-up of hfq over each peer (peer time / hfq time; above 1: hfq "
                       "is faster):", "",
@@ -418,9 +813,14 @@ def main(argv=None) -> int:
     bench = Bench(out=args.out, rows=args.rows, days=args.days, repeats=args.repeats,
                   quick=args.quick)
     os.makedirs(bench.work, exist_ok=True)
-    for name in args.only or list(SCENARIOS):
-        bench.log(f"[{name}]")
-        SCENARIOS[name](bench)
+    chosen = args.only or DEFAULT_SCENARIOS
+    try:
+        for name in [n for n in SCENARIOS if n in chosen]:   # cluster ones in a sane order
+            bench.log(f"[{name}]")
+            SCENARIOS[name](bench)
+    finally:
+        if bench.session is not None:
+            bench.session.close()
     text = report(bench)
     with open(os.path.join(args.out, "report.md"), "w") as fh:
         fh.write(text)
