@@ -24,12 +24,19 @@ __all__ = ["Settings", "get", "override"]
 _COMPRESSIONS = ("zstd", "lz4", "none")
 
 
-def _default_budget() -> int:
+def _memory() -> int:
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        total = 8 << 30
-    return int(min(8 << 30, max(256 << 20, total // 4)))
+        return 8 << 30
+
+
+def _default_budget() -> int:
+    return int(min(8 << 30, max(256 << 20, _memory() // 4)))
+
+
+def _default_cache() -> int:
+    return int(min(4 << 30, _memory() // 8))
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,9 @@ class Settings:
     memory_budget: int = field(default_factory=lambda: _default_budget())
     """Bytes an ingest may hold in memory at once (parsed blocks and partition buffers);
     default a quarter of the machine's memory, at most 8 GiB."""
+    cache_bytes: int = field(default_factory=lambda: _default_cache())
+    """Decoded columns each node server keeps in memory for map functions (0: none); default
+    an eighth of the machine's memory, at most 4 GiB."""
     csv_block_bytes: int = 32 << 20
     """Bytes of CSV text parsed at a time."""
     threads: int = max(1, os.cpu_count() or 1)
@@ -63,6 +73,8 @@ class Settings:
         for name in ("batch_rows", "memory_budget", "csv_block_bytes", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
+        if self.cache_bytes < 0:
+            raise ValueError(f"cache_bytes must be 0 or more, not {self.cache_bytes!r}")
         if self.csv_block_bytes * 2 > self.memory_budget:
             raise ValueError("memory_budget must hold at least two CSV blocks "
                              f"({self.csv_block_bytes} bytes each), not {self.memory_budget}")
@@ -83,7 +95,7 @@ def _from_env() -> Settings:
         raw = os.environ.get(f"HFQ_{f.name.upper()}")
         if raw is None:
             continue
-        kind = int if f.name == "memory_budget" else type(f.default)
+        kind = int if f.name in ("memory_budget", "cache_bytes") else type(f.default)
         try:
             values[f.name] = kind(raw)
         except ValueError:

@@ -62,7 +62,8 @@ class Database:
                 raise HfqError(f"compute on the nodes needs a local root; {self.store.url} is "
                                "not one")
             from hfq.runtime.cluster import Runtime
-            self._runtime = Runtime.embedded(self.store.root, cpus=self.settings.threads)
+            self._runtime = Runtime.embedded(self.store.root, cpus=self.settings.threads,
+                                             cache_bytes=self.settings.cache_bytes)
             if self._runtime.alive() != [self.nodes.local]:
                 raise HfqError(f"the embedded node server did not find node "
                                f"{self.nodes.local} at {self.store.root}")
@@ -221,7 +222,7 @@ def connect(root: str | None = None, *, address: str | None = None,
         raise ValueError("with address=, each node's root is its HFQ_NODE_ROOT; pass "
                          "catalog= to put the catalog somewhere other than the head node")
     from hfq.runtime.cluster import Runtime
-    runtime = Runtime.attach(address)
+    runtime = Runtime.attach(address, cache_bytes=snapshot.cache_bytes)
     if not runtime.alive():
         raise HfqError(f"no hfq node server could start on the cluster at {address!r}")
     local = runtime.local_name()

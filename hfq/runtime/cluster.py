@@ -41,8 +41,10 @@ def dead_actor_errors() -> tuple[type[BaseException], ...]:
 class Runtime:
     """Live hfq nodes of one Ray cluster and a handle on each one's server."""
 
-    def __init__(self, *, owned: bool, embedded_root: str | None, create: bool = True) -> None:
+    def __init__(self, *, owned: bool, embedded_root: str | None, create: bool = True,
+                 cache_bytes: int = 0) -> None:
         self.owned = owned
+        self.cache_bytes = cache_bytes
         self.embedded_root = embedded_root
         self.create = create
         self._lock = threading.RLock()
@@ -54,7 +56,7 @@ class Runtime:
 
     # -- ways in ------------------------------------------------------------------------------
     @classmethod
-    def embedded(cls, root: str, *, cpus: int) -> Runtime:
+    def embedded(cls, root: str, *, cpus: int, cache_bytes: int = 0) -> Runtime:
         """A one-node Ray cluster owned by this process (reuses Ray if already initialised)."""
         owned = not ray.is_initialized()
         if owned:
@@ -62,15 +64,15 @@ class Runtime:
                      include_dashboard=False, log_to_driver=True,
                      object_store_memory=_object_store_bytes())
             atexit.register(_shutdown_quietly)
-        return cls(owned=owned, embedded_root=root)
+        return cls(owned=owned, embedded_root=root, cache_bytes=cache_bytes)
 
     @classmethod
-    def attach(cls, address: str) -> Runtime:
+    def attach(cls, address: str, *, cache_bytes: int = 0) -> Runtime:
         """Every node of the running cluster at ``address`` ("auto", "host:port", "ray://...")."""
         owned = False
         if not ray.is_initialized():
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=True)
-        return cls(owned=owned, embedded_root=None)
+        return cls(owned=owned, embedded_root=None, cache_bytes=cache_bytes)
 
     @classmethod
     def inside(cls) -> Runtime:
@@ -185,7 +187,7 @@ class Runtime:
             num_cpus=cpus, max_concurrency=4 * cpus + 8, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(ray_id, soft=False),
             runtime_env={"env_vars": env},
-        ).remote(root=self.embedded_root, cpus=cpus)
+        ).remote(root=self.embedded_root, cpus=cpus, cache_bytes=self.cache_bytes)
 
 
 def _object_store_bytes() -> int:

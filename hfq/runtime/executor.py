@@ -29,28 +29,33 @@ if TYPE_CHECKING:
 __all__ = ["execute"]
 
 
-def execute(nodes: Nodes, units: Sequence[Unit], submit: Callable[[Any, Unit], Any],
+def execute(nodes: Nodes, units: Sequence[Unit],
+            submit: Callable[[Any, list[Unit]], Any],
             on_result: Callable[[int, Any], None], *,
             local: Callable[[Unit], Any] | None = None, threads: int = 1,
             progress: bool = False, label: str = "") -> None:
-    """Call ``submit(server, unit)`` (an ObjectRef) or ``local(unit)`` once per unit that
-    succeeds; ``on_result(index, value)`` as results arrive, in any order."""
+    """Call ``submit(server, units)`` (an ObjectRef of one value per unit) or ``local(unit)``
+    until every unit has succeeded once; ``on_result(index, value)`` as results arrive, in
+    any order.  A node's queue goes out in chunks (fewer calls when there are many small
+    partitions), shrinking to single units as it empties so the tail stays balanced."""
     bar = _bar(progress, len(units), label)
     state = _State(nodes, units)
     pool = ThreadPoolExecutor(max_workers=threads) if local is not None else None
     futures: dict[Future, int] = {}
-    refs: dict[Any, tuple[int, str]] = {}
+    refs: dict[Any, tuple[list[int], str]] = {}
     try:
         if local is not None and nodes.local is not None:
             for i in state.take_local(nodes.local):
                 futures[pool.submit(local, units[i])] = i
         while state.pending or refs or futures:
-            for name, i in state.dispatch(lambda n: sum(1 for _, m in refs.values() if m == n)):
+            for name, chunk in state.dispatch(
+                    lambda n: sum(1 for _, m in refs.values() if m == n)):
                 try:
-                    refs[submit(nodes.runtime.server(name), units[i])] = (i, name)
+                    refs[submit(nodes.runtime.server(name), [units[i] for i in chunk])] = \
+                        (chunk, name)
                 except dead_actor_errors():
                     nodes.runtime.mark_dead(name)
-                    state.node_died(name, [i])
+                    state.node_died(name, chunk)
             done_futures = [f for f in futures if f.done()]
             if not done_futures and refs:
                 ready, _ = ray.wait(list(refs), num_returns=1,
@@ -66,21 +71,21 @@ def execute(nodes: Nodes, units: Sequence[Unit], submit: Callable[[Any, Unit], A
                 if bar is not None:
                     bar.update(1)
             for ref in ready:
-                i, name = refs.pop(ref)
+                chunk, name = refs.pop(ref)
                 try:
-                    value = ray.get(ref)
+                    values = ray.get(ref)
                 except dead_actor_errors():
                     nodes.runtime.mark_dead(name)
-                    state.node_died(name, [i])
+                    state.node_died(name, chunk)
                     continue
                 except ray.exceptions.RayTaskError as exc:
-                    cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-                    cause.add_note(f"while running partition {units[i].partition} on hfq node "
-                                   f"{name}")
-                    raise cause from None
-                on_result(i, value)
+                    # the server noted which partition failed; raise what the user's code
+                    # raised, not Ray's wrapper
+                    raise (exc.cause if isinstance(exc.cause, BaseException) else exc) from None
+                for i, value in zip(chunk, values, strict=True):
+                    on_result(i, value)
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(len(chunk))
     finally:
         for ref in refs:
             ray.cancel(ref)
@@ -132,24 +137,29 @@ class _State:
         return taken
 
     def dispatch(self, inflight: Callable[[str], int]):
-        """(node, unit) pairs to submit now: up to two calls in flight per CPU of a node."""
+        """(node, unit indexes) to submit now: up to two calls in flight per CPU of a node,
+        each with up to an eighth of what the node has queued per call slot (at most 16)."""
         out = []
         if self.nodes.runtime is None:   # no Ray: everything ran locally
             return out
         for name in sorted(self.alive):
-            room = 2 * self.nodes.runtime.info(name).cpus - inflight(name)
+            slots = 2 * self.nodes.runtime.info(name).cpus
+            room = slots - inflight(name)
             while room > 0:
-                i = self._next_for(name)
-                if i is None:
+                size = max(1, min(16, len(self.queues[name]) // (8 * slots)))
+                chunk = self._next_for(name, size)
+                if not chunk:
                     break
-                out.append((name, i))
+                out.append((name, chunk))
                 room -= 1
         return out
 
-    def _next_for(self, name: str) -> int | None:
-        if self.queues[name]:
-            self.pending -= 1
-            return self.queues[name].popleft()
+    def _next_for(self, name: str, size: int) -> list[int]:
+        queue = self.queues[name]
+        if queue:
+            chunk = [queue.popleft() for _ in range(min(size, len(queue)))]
+            self.pending -= len(chunk)
+            return chunk
         # steal from the back of the fullest queue a unit this node also holds
         for other in sorted(self.queues, key=lambda n: -len(self.queues[n])):
             queue = self.queues[other]
@@ -158,8 +168,8 @@ class _State:
                     i = queue[k]
                     del queue[k]
                     self.pending -= 1
-                    return i
-        return None
+                    return [i]
+        return []
 
     def node_died(self, name: str, unfinished: list[int]) -> None:
         """Send ``name``'s queued and ``unfinished`` units to other holders."""

@@ -136,7 +136,7 @@ class Nodes:
             def keep(i, value, out=out):
                 out[i] = value
 
-            execute(self, chunk, lambda server, unit: server.read.remote(spec, unit), keep,
+            execute(self, chunk, lambda server, batch: server.read.remote(spec, batch), keep,
                     local=lambda unit: read_unit(self.store, spec, unit), threads=threads)
             yield from out
 
@@ -156,6 +156,6 @@ class Nodes:
         key = hashlib.blake2b(blob, digest_size=16).hexdigest()
         blob_ref = ray.put(blob)
         execute(self, units,
-                lambda server, unit: server.map.remote(spec, [unit], key, blob_ref),
-                lambda i, value: on_result(i, unwrap_result(value[0])),
+                lambda server, batch: server.map.remote(spec, batch, key, blob_ref),
+                lambda i, value: on_result(i, unwrap_result(value)),
                 progress=progress, label=label)

@@ -52,7 +52,8 @@ def unwrap_result(value: Any) -> Any:
 class NodeServer:
     """Serves one node's root (``root`` when given -- the embedded case -- else HFQ_NODE_ROOT)."""
 
-    def __init__(self, root: str | None = None, cpus: int = 1) -> None:
+    def __init__(self, root: str | None = None, cpus: int = 1, cache_bytes: int = 0) -> None:
+        from hfq.storage.cache import ColumnCache
         root = os.path.abspath(os.path.expanduser(root or root_from_env()))
         self.store = Store(root)
         self.name = node_identity(self.store)
@@ -60,6 +61,7 @@ class NodeServer:
         # numba caches compiled kernels on this node's disk, the same directory for every job
         os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, ".cache", "numba"))
         self._compute = threading.Semaphore(cpus)
+        self.cache = ColumnCache(cache_bytes)
         self._functions: dict[str, Any] = {}
         self._runtime = None
         self._lock = threading.Lock()
@@ -132,10 +134,11 @@ class NodeServer:
         remove_table_files(self.store, table)
 
     # -- compute ------------------------------------------------------------------------------
-    def read(self, spec, unit):
+    def read(self, spec, units: list) -> list:
+        """Each unit's matching rows as an Arrow table (shipped through the object store)."""
         from hfq.query.scan import read_unit
         with self._compute:
-            return read_unit(self.store, spec, unit)
+            return [read_unit(self.store, spec, unit) for unit in units]
 
     def map(self, spec, units: list, fn_key: str, fn_blob: bytes) -> list:
         """``fn`` on each unit (one partition as a polars DataFrame); the results in order."""
@@ -144,8 +147,16 @@ class NodeServer:
         out = []
         with self._compute:
             for unit in units:
-                out.append(apply_map(fn, read_unit(self.store, spec, unit)))
+                try:
+                    out.append(apply_map(fn, read_unit(self.store, spec, unit, self.cache)))
+                except Exception as exc:
+                    exc.add_note(f"while running partition {unit.partition} on hfq node "
+                                 f"{self.name}")
+                    raise
         return out
+
+    def cache_stats(self) -> dict:
+        return self.cache.stats()
 
     def load_csv(self, base, files: list[str], settings, options: dict) -> dict:
         """Parse ``files`` and write their partitions to the nodes placement picks; commit

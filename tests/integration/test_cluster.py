@@ -128,6 +128,23 @@ def test_servers_use_the_cpus_they_hold_and_a_node_local_numba_cache(db, quotes)
         assert cache == os.path.join(root, ".cache", "numba")
 
 
+def test_repeated_jobs_reuse_decoded_columns_and_give_the_same_answer(db, quotes, data):
+    import ray
+
+    def stats():
+        return [ray.get(db.runtime.server(n).cache_stats.remote()) for n in db.nodes.alive()]
+
+    def job():
+        return quotes.map_reduce(lambda df: hr.Sum().of(df["ofr"]), hr.Sum(), columns=["ofr"])
+
+    first = job()
+    hits = sum(s["hits"] for s in stats())
+    assert job() == first == pytest.approx(float(np.sum(data.column("ofr").to_numpy())))
+    # most partitions came from memory (work stealing may send one to its other replica)
+    assert sum(s["hits"] for s in stats()) >= hits + 12
+    assert all(s["bytes"] <= s["capacity"] for s in stats())
+
+
 def test_map_function_errors_name_the_partition(quotes):
     def boom(df):
         raise ZeroDivisionError("user bug")
