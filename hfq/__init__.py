@@ -15,7 +15,7 @@ Examples
 
 from __future__ import annotations
 
-from hfq import config, errors, schema, synth
+from hfq import config, errors, reduce, schema, synth
 from hfq import schema as schemas
 from hfq.db import Database, connect
 from hfq.errors import HfqError
@@ -25,7 +25,7 @@ from hfq.table import Table
 
 __all__ = [
     "Compo", "Database", "Hash", "HfqError", "Range", "Scan", "Table", "Value", "config",
-    "connect", "errors", "schema", "schemas", "synth",
+    "connect", "errors", "reduce", "schema", "schemas", "synth",
 ]
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh database root per test, small data, no Ray (unit tier)."""
+"""Shared fixtures: a fresh database root per test, small data; private Ray settings."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ import pytest
 import hfq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Ray clusters the tests start stay private: their own temp directory (not /tmp/ray, which
+# other Ray users on this machine share) and no auth token written to ~/.ray
+os.environ.setdefault("RAY_TMPDIR", f"/tmp/hfq-tests-{os.getpid()}")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 
 @pytest.fixture

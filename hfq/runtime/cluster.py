@@ -17,12 +17,13 @@ from __future__ import annotations
 import atexit
 import hashlib
 import threading
+import time
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from hfq.errors import HfqError
-from hfq.runtime.node import NodeInfo
+from hfq.runtime.node import NodeInfo, code_fingerprint
 
 __all__ = ["NAMESPACE", "Runtime", "dead_actor_errors"]
 
@@ -102,7 +103,11 @@ class Runtime:
             found = []
             for n, handle, ref in handles:
                 try:
-                    found.append((n, handle, ray.get(ref, timeout=_START_TIMEOUT_S)))
+                    info = ray.get(ref, timeout=_START_TIMEOUT_S)
+                    if self.create and info.code != code_fingerprint():
+                        handle = self._replace(n, handle)   # a server left by older code
+                        info = ray.get(handle.info.remote(), timeout=_START_TIMEOUT_S)
+                    found.append((n, handle, info))
                 except dead_actor_errors():     # the node died just now
                     self._dead.add(n["NodeID"])
                 except ray.exceptions.RayTaskError as exc:   # e.g. no HFQ_NODE_ROOT there
@@ -166,14 +171,28 @@ class Runtime:
             self._servers.pop(name, None)
             self._infos.pop(name, None)
 
-    def _server_for(self, node: dict):
-        from hfq.runtime.server import NodeServer
-        ray_id = node["NodeID"]
-        cpus = max(1, int(node.get("Resources", {}).get("CPU", 1)))
+    def _replace(self, node: dict, handle):
+        ray.kill(handle, no_restart=True)
+        for _ in range(100):   # the name is freed once the actor is gone
+            try:
+                ray.get_actor(self._actor_name(node["NodeID"]), namespace=NAMESPACE)
+            except ValueError:
+                break
+            time.sleep(0.05)
+        return self._server_for(node)
+
+    def _actor_name(self, ray_id: str) -> str:
         name = f"hfq-server-{ray_id}"
         if self.embedded_root is not None:
             digest = hashlib.blake2b(self.embedded_root.encode(), digest_size=6).hexdigest()
             name += f"-{digest}"
+        return name
+
+    def _server_for(self, node: dict):
+        from hfq.runtime.server import NodeServer
+        ray_id = node["NodeID"]
+        cpus = max(1, int(node.get("Resources", {}).get("CPU", 1)))
+        name = self._actor_name(ray_id)
         if not self.create:
             try:
                 return ray.get_actor(name, namespace=NAMESPACE)
@@ -184,7 +203,7 @@ class Runtime:
         return NodeServer.options(
             name=name, namespace=NAMESPACE, get_if_exists=True,
             lifetime=None if self.owned or self.embedded_root else "detached",
-            num_cpus=cpus, max_concurrency=4 * cpus + 8, max_restarts=0,
+            num_cpus=0, max_concurrency=4 * cpus + 8, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(ray_id, soft=False),
             runtime_env={"env_vars": env},
         ).remote(root=self.embedded_root, cpus=cpus, cache_bytes=self.cache_bytes)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from hfq.errors import HfqError
 from hfq.storage.store import Store, temp_name
 
-__all__ = ["NodeInfo", "node_identity", "ROOT_ENV"]
+__all__ = ["ROOT_ENV", "NodeInfo", "code_fingerprint", "node_identity", "root_from_env"]
 
 ROOT_ENV = "HFQ_NODE_ROOT"
 _IDENTITY = ".hfq-node"
@@ -30,6 +30,8 @@ class NodeInfo:
     ray_node_id: str | None = None
     cpus: int = 1
     host: str = ""
+    code: str = ""
+    """Fingerprint of the hfq code the server runs (see :func:`code_fingerprint`)."""
 
 
 def node_identity(store: Store) -> str:
@@ -49,6 +51,24 @@ def node_identity(store: Store) -> str:
         if store.create_exclusive(tmp, _IDENTITY):
             return name
     raise HfqError(f"could not create or read {store.path(_IDENTITY)}")
+
+
+_FINGERPRINT: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """A hash of hfq's source files: a server running other code than the driver is replaced
+    (detached servers outlive the job that started them)."""
+    if not _FINGERPRINT:
+        import hashlib
+        from pathlib import Path
+        digest = hashlib.blake2b(digest_size=8)
+        package = Path(__file__).resolve().parent.parent
+        for path in sorted(package.rglob("*.py")):
+            digest.update(str(path.relative_to(package)).encode())
+            digest.update(path.read_bytes())
+        _FINGERPRINT.append(digest.hexdigest())
+    return _FINGERPRINT[0]
 
 
 def root_from_env() -> str:

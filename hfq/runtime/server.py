@@ -3,8 +3,11 @@
 It does the work that must happen where the files are -- reads, map functions, CSV loads,
 copies, deletes -- and returns small results (or Arrow tables, never pickled frames).  It is a
 threaded actor: control calls (info, copies) are never stuck behind long map calls, and compute
-calls share a semaphore sized to the CPUs the actor holds, which is also what polars and numba
-are told to use (``POLARS_MAX_THREADS``, ``NUMBA_NUM_THREADS`` in its environment).
+calls share a semaphore sized to the node's CPUs, which is also what polars and numba are told
+to use (``POLARS_MAX_THREADS``, ``NUMBA_NUM_THREADS`` in its environment).
+
+A server reserves no Ray CPUs: it lives as long as the cluster, and holding the node's CPUs
+would starve every other Ray task forever.  It uses them only while it computes.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import ray
 
-from hfq.runtime.node import NodeInfo, node_identity, root_from_env
+from hfq.runtime.node import NodeInfo, code_fingerprint, node_identity, root_from_env
 from hfq.storage.store import Store
 
 __all__ = ["NodeServer", "apply_map"]
@@ -70,7 +73,7 @@ class NodeServer:
     def info(self) -> NodeInfo:
         return NodeInfo(name=self.name, root=self.store.root,
                         ray_node_id=ray.get_runtime_context().get_node_id(), cpus=self.cpus,
-                        host=socket.gethostname())
+                        host=socket.gethostname(), code=code_fingerprint())
 
     def ping(self) -> str:
         return self.name

@@ -1,9 +1,11 @@
 """A multi-node Ray cluster on one machine, each node with its own data directory.
 
->>> from hfq.testing import local_cluster          # doctest: +SKIP
->>> with local_cluster(nodes=3) as cluster:         # doctest: +SKIP
-...     db = cluster.connect()
-...     db.create_table(...)
+Use it as a context manager::
+
+    from hfq.testing import local_cluster
+    with local_cluster(nodes=3) as cluster:
+        db = cluster.connect()
+        ...
 
 Used by the tests, the demo and the benchmarks.  Each fake node gets ``HFQ_NODE_ROOT`` =
 ``<root>/node<i>``; stopping the cluster stops exactly the processes it started.

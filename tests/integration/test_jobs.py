@@ -1,0 +1,166 @@
+"""The jobs on a real 2-node Ray cluster on this machine (``cluster/local.sh``), submitted with
+``ray job submit``, checked against polars over the same CSV files; and the same jobs embedded.
+
+One cluster per module (starting one takes ~10 s): every test shares it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+import hfq
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="cluster/local.sh uses /proc"),
+    pytest.mark.timeout(300),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+LOCAL_SH = REPO / "cluster" / "local.sh"
+RAY = str(Path(sys.executable).with_name("ray")) if Path(sys.executable).with_name(
+    "ray").exists() else shutil.which("ray")
+DAYS = ["2007-08-01", "2007-08-02"]
+ROWS_PER_DAY = 20_000
+EXCLUDES = [".git", ".venv", ".hypothesis", ".pytest_cache", ".ruff_cache", "*.egg-info",
+            "__pycache__", "bench_out", "hfq_data", "hfq_cluster"]
+
+
+def _env() -> dict[str, str]:
+    """This process's environment for the cluster and its clients: token auth off (tests only),
+    no address or token of some other cluster."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
+    env.update(RAY_AUTH_MODE="disabled", RAY="" if RAY is None else RAY)
+    return env
+
+
+def _run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout,
+                          **kwargs)
+    if proc.returncode != 0:
+        pytest.fail(f"{' '.join(cmd[:6])} ... exited {proc.returncode}\n--- stdout\n"
+                    f"{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def _result(output: str, job: str) -> dict:
+    """The job's JSON result line in its output (logs around it are ignored)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith('{"job": "' + job + '"'):
+            return json.loads(line)
+    raise AssertionError(f"no JSON result line of {job} in the output:\n{output[-6000:]}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if RAY is None:
+        pytest.skip("no ray command")
+    root = tmp_path_factory.mktemp("cluster")
+    try:
+        _run(["bash", str(LOCAL_SH), "start", "--nodes", "2", "--cpus", "1",
+              "--root", str(root), "--object-store-mb", "256"], timeout=150)
+        state = root / ".cluster"
+        yield SimpleNamespace(root=root, dashboard=(state / "dashboard_url").read_text().strip())
+    finally:
+        subprocess.run(["bash", str(LOCAL_SH), "stop", "--root", str(root)], env=_env(),
+                       capture_output=True, timeout=60)
+
+
+def _submit(cluster, *args: str, job: str, timeout: float = 150) -> dict:
+    proc = _run([RAY, "job", "submit", "--address", cluster.dashboard,
+                 "--working-dir", str(REPO), "--runtime-env-json",
+                 json.dumps({"excludes": EXCLUDES}), "--", "python", f"jobs/{job}.py", *args],
+                timeout=timeout, cwd=REPO)
+    return _result(proc.stdout, job)
+
+
+@pytest.fixture(scope="module")
+def ingested(cluster, tmp_path_factory):
+    """The ingest job, run once: synthetic CSV files written by the job, loaded into quotes."""
+    csv_dir = tmp_path_factory.mktemp("csv")
+    result = _submit(cluster, "--synth-days", str(len(DAYS)), "--rows-per-day",
+                     str(ROWS_PER_DAY), "--symbols", "300", "--start", DAYS[0],
+                     "--out", str(csv_dir), job="ingest")
+    return SimpleNamespace(result=result, csv_dir=csv_dir)
+
+
+@pytest.fixture(scope="module")
+def oracle(ingested) -> pl.DataFrame:
+    """The same CSV files, read by polars on its own."""
+    files = sorted(ingested.csv_dir.glob("*.csv"))
+    assert len(files) == len(DAYS)
+    return pl.concat([pl.read_csv(f, columns=["date", "bid", "ofr"],
+                                  schema_overrides={"date": pl.String, "bid": pl.Float64,
+                                                    "ofr": pl.Float64}) for f in files])
+
+
+def _expect(df: pl.DataFrame) -> dict:
+    quoted = df.filter((pl.col("ofr") > pl.col("bid")) & (pl.col("bid") > 0))
+    return {"rows": df.height, "sum_bid": df["bid"].sum(), "quoted_rows": quoted.height,
+            "mean_spread": (quoted["ofr"] - quoted["bid"]).mean()}
+
+
+def _check_aggregates(got: dict, df: pl.DataFrame) -> None:
+    want = _expect(df)
+    assert got["rows"] == want["rows"]
+    assert got["quoted_rows"] == want["quoted_rows"]
+    assert got["sum_bid"] == pytest.approx(want["sum_bid"], rel=1e-9)
+    assert got["mean_spread"] == pytest.approx(want["mean_spread"], rel=1e-9)
+
+
+def test_ingest_job_loads_every_row_twice(ingested, oracle):
+    r = ingested.result
+    assert r["rows"] == r["table_rows"] == oracle.height == len(DAYS) * ROWS_PER_DAY
+    assert r["version"] == 1 and r["files"] == len(DAYS)
+    assert r["min_copies"] == 2 and len(r["nodes"]) == 2
+    assert r["partitions"] == len(DAYS) * 8
+
+
+def test_each_partition_is_intact_on_two_distinct_nodes(cluster, ingested):
+    db = hfq.connect(str(cluster.root / "node0"))      # the catalog, read from the head's disk
+    roots = {json.loads((d / ".hfq-node").read_text())["name"]: d
+             for d in sorted(cluster.root.glob("node*"))}
+    assert len(roots) == 2
+    parts = db["quotes"].partitions()
+    assert parts.height == ingested.result["partitions"]
+    assert parts["rows"].sum() == ingested.result["rows"]
+    m = db["quotes"].snapshot()
+    for path, part in m.partitions.items():
+        for fragment in part["fragments"]:
+            holders = fragment["nodes"]
+            assert len(holders) == len(set(holders)) == 2, path
+            for node in holders:
+                data = (roots[node] / fragment["file"]).read_bytes()
+                assert len(data) == fragment["bytes"]
+                assert zlib.crc32(data) == fragment["crc32"], (path, node)
+
+
+def test_scan_agg_job_matches_polars(cluster, ingested, oracle):
+    day = DAYS[1]
+    got = _submit(cluster, "--dates", day, day, job="scan_agg")
+    _check_aggregates(got, oracle.filter(pl.col("date") == day.replace("-", "")))
+    assert got["dates"] == [day, day]
+    assert got["partitions"] == 8 and got["nodes"] == 2
+    assert got["version"] == ingested.result["version"]
+
+
+def test_jobs_run_embedded_with_address_local(ingested, oracle, tmp_path):
+    root = str(tmp_path / "db")
+    files = [str(f) for f in sorted(ingested.csv_dir.glob("*.csv"))]
+    loaded = _result(_run([sys.executable, "jobs/ingest.py", "--address", "local", "--root",
+                           root, "--csv", *files], timeout=120, cwd=REPO).stdout, "ingest")
+    assert loaded["rows"] == oracle.height and loaded["min_copies"] == 1
+    got = _result(_run([sys.executable, "jobs/scan_agg.py", "--address", "local", "--root",
+                        root], timeout=120, cwd=REPO).stdout, "scan_agg")
+    _check_aggregates(got, oracle)
+    assert got["partitions"] == len(DAYS) * 8 and got["nodes"] == 1
