@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 import hfq
-from hfq import reduce as hr  # `import hfq` alone does not load hfq.reduce
+from hfq import reduce as hr
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

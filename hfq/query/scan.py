@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
     from hfq.catalog import Manifest
     from hfq.runtime.nodes import Nodes
-    from hfq.storage.cache import ColumnCache
     from hfq.storage.store import Store
 
 __all__ = ["ReadSpec", "Scan", "read_unit"]
@@ -133,8 +132,7 @@ class ReadSpec:
     filters: Filters
 
 
-def read_unit(store: Store, spec: ReadSpec, unit: Unit,
-              cache: ColumnCache | None = None) -> pa.Table:
+def read_unit(store: Store, spec: ReadSpec, unit: Unit) -> pa.Table:
     """One partition's matching rows, from the files under ``store`` (the node's root)."""
     f = spec.filters
     need = list(spec.columns)
@@ -146,8 +144,7 @@ def read_unit(store: Store, spec: ReadSpec, unit: Unit,
         extra += list(spec.sort_by)
     read_cols = list(dict.fromkeys(need + extra))
     logical = spec.schema.arrow
-    parts = [read_fragment(store, frag, logical, columns=read_cols, batches=batches,
-                           cache=cache)
+    parts = [read_fragment(store, frag, logical, columns=read_cols, batches=batches)
              for frag, batches in zip(unit.fragments, unit.batches)
              if batches is None or batches]
     if not parts:

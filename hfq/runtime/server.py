@@ -25,11 +25,11 @@ from hfq.storage.store import Store
 __all__ = ["NodeServer", "apply_map"]
 
 
-def apply_map(fn, table) -> Any:
+def apply_map(fn, frame) -> Any:
     """Run a user map function on one partition (a polars DataFrame) and make its result cheap
     to ship: a polars DataFrame travels as Arrow and is rebuilt by :func:`unwrap_result`."""
     import polars as pl
-    result = fn(pl.from_arrow(table) if not isinstance(table, pl.DataFrame) else table)
+    result = fn(frame)
     if isinstance(result, pl.DataFrame):
         return _Frame(result.to_arrow())
     return result
@@ -151,12 +151,28 @@ class NodeServer:
         with self._compute:
             for unit in units:
                 try:
-                    out.append(apply_map(fn, read_unit(self.store, spec, unit, self.cache)))
+                    out.append(apply_map(fn, self._frame(spec, unit)))
                 except Exception as exc:
                     exc.add_note(f"while running partition {unit.partition} on hfq node "
                                  f"{self.name}")
                     raise
         return out
+
+    def _frame(self, spec, unit):
+        """A unit as one polars DataFrame in single chunks (numpy views are zero-copy), kept in
+        the cache: the same files, batches, columns and filters give the same rows."""
+        import polars as pl
+
+        from hfq.query.scan import read_unit
+        key = (tuple((f["file"], None if b is None else tuple(b))
+                     for f, b in zip(unit.fragments, unit.batches)),
+               tuple(spec.columns), spec.filters,
+               None if spec.where is None else spec.where.meta.serialize(format="json"))
+        frame = self.cache.get(key)
+        if frame is None:
+            frame = pl.from_arrow(read_unit(self.store, spec, unit)).rechunk()
+            self.cache.put(key, frame)
+        return frame
 
     def cache_stats(self) -> dict:
         return self.cache.stats()

@@ -18,7 +18,6 @@ import pyarrow.ipc as ipc
 from hfq.config import Settings
 from hfq.errors import CorruptPartitionError
 from hfq.storage import encoding
-from hfq.storage.cache import ColumnCache
 from hfq.storage.store import Store, temp_name
 
 __all__ = ["encode_fragment", "put_file", "read_fragment", "verify_fragment", "write_fragment"]
@@ -71,26 +70,14 @@ def write_fragment(store: Store, rel: str, table: pa.Table, *, settings: Setting
 def read_fragment(store: Store, fragment: dict, logical: pa.Schema, *,
                   columns: Sequence[str] | None = None,
                   batches: Iterable[int] | None = None,
-                  data: pa.Buffer | None = None, cache: ColumnCache | None = None) -> pa.Table:
+                  data: pa.Buffer | None = None) -> pa.Table:
     """Read a fragment (optionally only some columns and some record batches) as logical Arrow.
 
     ``data``: the file's bytes, fetched from another node (then ``store`` is not used).
-    ``cache``: decoded columns are looked up there first and kept there after.
     """
     names = logical.names if columns is None else list(columns)
     batches = None if batches is None else tuple(batches)
-    if cache is None or cache.capacity == 0:
-        return _read_fragment(store, fragment, logical, names, batches, data)
-    base = (store.root, fragment["file"], batches)
-    found = {n: cache.get((*base, n)) for n in names}
-    missing = [n for n in names if found[n] is None]
-    if missing:
-        table = _read_fragment(store, fragment, logical, missing, batches, data)
-        for n in missing:
-            found[n] = table.column(n)
-            cache.put((*base, n), found[n])
-    return pa.table([found[n] for n in names], schema=pa.schema([logical.field(n)
-                                                                 for n in names]))
+    return _read_fragment(store, fragment, logical, names, batches, data)
 
 
 def _read_fragment(store: Store, fragment: dict, logical: pa.Schema, names: list[str],
