@@ -28,7 +28,7 @@ from hfq.runtime.node import NodeInfo, code_fingerprint
 __all__ = ["NAMESPACE", "Runtime", "dead_actor_errors"]
 
 NAMESPACE = "hfq"
-_START_TIMEOUT_S = 120.0
+_START_TIMEOUT_S = 60.0
 
 
 def dead_actor_errors() -> tuple[type[BaseException], ...]:
@@ -110,6 +110,8 @@ class Runtime:
                     found.append((n, handle, info))
                 except dead_actor_errors():     # the node died just now
                     self._dead.add(n["NodeID"])
+                except ray.exceptions.GetTimeoutError:   # not answering: ask again next time
+                    continue
                 except ray.exceptions.RayTaskError as exc:   # e.g. no HFQ_NODE_ROOT there
                     raise HfqError(f"the hfq server on Ray node {n['NodeID'][:12]} "
                                    f"({n['NodeManagerAddress']}) could not start: "

@@ -138,7 +138,7 @@ class _State:
 
     def dispatch(self, inflight: Callable[[str], int]):
         """(node, unit indexes) to submit now: up to two calls in flight per CPU of a node,
-        each with up to an eighth of what the node has queued per call slot (at most 16)."""
+        each with up to a quarter of what the node has queued per call slot (at most 32)."""
         out = []
         if self.nodes.runtime is None:   # no Ray: everything ran locally
             return out
@@ -146,7 +146,7 @@ class _State:
             slots = 2 * self.nodes.runtime.info(name).cpus
             room = slots - inflight(name)
             while room > 0:
-                size = max(1, min(16, len(self.queues[name]) // (8 * slots)))
+                size = max(1, min(32, len(self.queues[name]) // (4 * slots)))
                 chunk = self._next_for(name, size)
                 if not chunk:
                     break

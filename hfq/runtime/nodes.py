@@ -136,7 +136,8 @@ class Nodes:
             def keep(i, value, out=out):
                 out[i] = value
 
-            execute(self, chunk, lambda server, batch: server.read.remote(spec, batch), keep,
+            execute(self, chunk,
+                    lambda server, batch: server.read.remote(spec, [slim(u) for u in batch]), keep,
                     local=lambda unit: read_unit(self.store, spec, unit), threads=threads)
             yield from out
 
@@ -152,10 +153,18 @@ class Nodes:
         from hfq.runtime.server import unwrap_result
         if self.runtime is None:
             raise HfqError("map functions need the Ray runtime (Database.runtime starts it)")
-        blob = cloudpickle.dumps(fn)
-        key = hashlib.blake2b(blob, digest_size=16).hexdigest()
-        blob_ref = ray.put(blob)
+        # the job (read spec + function) is put once; servers fetch and unpickle it once
+        job = cloudpickle.dumps((spec, fn))
+        key = hashlib.blake2b(job, digest_size=16).hexdigest()
+        job_ref = [ray.put(job)]   # in a list: Ray passes the reference, not the value
         execute(self, units,
-                lambda server, batch: server.map.remote(spec, batch, key, blob_ref),
+                lambda server, batch: server.map.remote(key, job_ref, [slim(u) for u in batch]),
                 lambda i, value: on_result(i, unwrap_result(value)),
                 progress=progress, label=label)
+
+
+def slim(unit: Unit) -> Unit:
+    """The unit without the per-batch statistics (planning is done): less to pickle per call."""
+    from dataclasses import replace
+    return replace(unit, fragments=[{k: v for k, v in f.items() if k != "batches"}
+                                    for f in unit.fragments])

@@ -65,7 +65,7 @@ class NodeServer:
         os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, ".cache", "numba"))
         self._compute = threading.Semaphore(cpus)
         self.cache = ColumnCache(cache_bytes)
-        self._functions: dict[str, Any] = {}
+        self._jobs: dict[str, Any] = {}
         self._runtime = None
         self._lock = threading.Lock()
 
@@ -143,10 +143,10 @@ class NodeServer:
         with self._compute:
             return [read_unit(self.store, spec, unit) for unit in units]
 
-    def map(self, spec, units: list, fn_key: str, fn_blob: bytes) -> list:
-        """``fn`` on each unit (one partition as a polars DataFrame); the results in order."""
-        from hfq.query.scan import read_unit
-        fn = self._function(fn_key, fn_blob)
+    def map(self, job_key: str, job_ref: list, units: list) -> list:
+        """The job's function on each unit (one partition as a polars DataFrame); the results
+        in order.  ``job_ref``: ``[ObjectRef]`` of the pickled (read spec, function)."""
+        spec, fn = self._job(job_key, job_ref)
         out = []
         with self._compute:
             for unit in units:
@@ -185,15 +185,15 @@ class NodeServer:
             return load_files(self._nodes(), base, files, settings, **options)
 
     # -- internals ----------------------------------------------------------------------------
-    def _function(self, key: str, blob: bytes):
+    def _job(self, key: str, ref: list):
         with self._lock:
-            fn = self._functions.get(key)
-            if fn is None:
+            job = self._jobs.get(key)
+            if job is None:
                 from ray import cloudpickle
-                fn = self._functions[key] = cloudpickle.loads(blob)
-                if len(self._functions) > 64:
-                    self._functions.pop(next(iter(self._functions)))
-            return fn
+                job = self._jobs[key] = cloudpickle.loads(ray.get(ref[0]))
+                if len(self._jobs) > 64:
+                    self._jobs.pop(next(iter(self._jobs)))
+            return job
 
     def _nodes(self):
         from hfq.runtime.cluster import Runtime

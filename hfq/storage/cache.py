@@ -14,7 +14,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 
-
 __all__ = ["ColumnCache"]
 
 
