@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from hfq import schema
 
-__all__ = ["HOSTILE_SYMBOLS", "prices", "symbols", "taq_tables"]
+__all__ = ["HOSTILE_SYMBOLS", "merge_trees", "partitioned", "prices", "reducer_values",
+           "symbols", "taq_tables"]
 
 HOSTILE_SYMBOLS = ("../../x", "/", "..", ".", "", "a/b", "\x00", "NUL\x00X", "é" * 300,
                    "C:\\win", "%2E%2E", "v", "h0", "~tmp", " ", "日本株")
@@ -74,3 +75,39 @@ def taq_tables(draw, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
         pa.array(cols[9], pa.string()).dictionary_encode(),
     ]
     return schema.TAQ.conform(pa.Table.from_arrays(arrays, names=schema.TAQ.names))
+
+
+# -- reducers: data, ways to split it, and ways to merge the pieces ------------------------------
+def reducer_values(*, finite: bool = False, max_size: int = 60) -> st.SearchStrategy[list]:
+    """Floats for reducer properties: huge and tiny magnitudes, -0.0, and (unless ``finite``)
+    NaN and +-inf."""
+    edge = [0.0, -0.0, 1e-300, -1e-300, 1e300, -1e300, 1e6 + 0.5, 5e-324]
+    value = st.one_of(st.floats(allow_nan=not finite, allow_infinity=not finite,
+                                width=64, min_value=None if not finite else -1e250,
+                                max_value=None if not finite else 1e250),
+                      st.sampled_from(edge))
+    return st.lists(value, max_size=max_size)
+
+
+@st.composite
+def partitioned(draw, values: list) -> list[list]:
+    """``values`` cut into consecutive pieces, empty pieces and single rows included."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(values)), max_size=8)))
+    bounds = [0, *cuts, len(values)]
+    return [values[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@st.composite
+def merge_trees(draw, n: int) -> tuple[list[int], list[tuple[int, int]]]:
+    """A random order of ``n`` partial results and a random binary merge tree over them, as
+    (order, [(i, j), ...]): each step merges slot i into slot j (fixed left/right roles)."""
+    order = draw(st.permutations(list(range(n))))
+    steps = []
+    alive = list(range(n))
+    while len(alive) > 1:
+        i = draw(st.integers(0, len(alive) - 1))
+        j = draw(st.integers(0, len(alive) - 2))
+        a = alive.pop(i)
+        b = alive[j]
+        steps.append((a, b))
+    return order, steps
