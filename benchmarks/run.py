@@ -140,6 +140,15 @@ def price_check(frame) -> float:
     return float(frame["bid"].sum() + frame["ofr"].sum())   # pandas and polars alike
 
 
+def load_pickle(path: str) -> Callable[[], tuple]:
+    """The peer every read is measured against: ``pickle.load`` of a pandas DataFrame."""
+    def run():
+        with open(path, "rb") as fh:
+            df = pickle.load(fh)
+        return len(df), price_check(df)
+    return run
+
+
 def duck_arrow(cursor):
     """DuckDB relation -> pyarrow Table (the method was renamed in DuckDB 2)."""
     fetch = getattr(cursor, "to_arrow_table", None) or cursor.arrow
@@ -305,13 +314,6 @@ def scenario_read(bench: Bench) -> None:
                                   date=plain["date"].astype("datetime64[ns]")))
     del plain, day_arrow
     gc.collect()
-
-    def load_pickle(path):
-        def run():
-            with open(path, "rb") as fh:
-                df = pickle.load(fh)
-            return len(df), price_check(df)
-        return run
 
     def hfq_read(codec, fmt):
         def run():
@@ -725,13 +727,6 @@ def scenario_cluster_read(bench: Bench) -> None:
         def run():
             out = getattr(db["quotes_r1"].scan(dates=DAY), f"to_{fmt}")()
             return len(out), price_check(out)
-        return run
-
-    def load_pickle(path):
-        def run():
-            with open(path, "rb") as fh:
-                df = pickle.load(fh)
-            return len(df), price_check(df)
         return run
 
     results = measure(bench, "cluster_read", {

@@ -12,7 +12,8 @@ under a temporary name and publishes it with an atomic create-if-absent
 the new one visible, never a partial one.  Two writers racing for the same version number: one
 wins, the other re-reads the new head, re-applies its change (appends commute) and tries the next
 number.  Fragment files are written before the commit and never modified; files no manifest
-references (a writer that died before committing) are removed by :meth:`Catalog.vacuum`.
+references (a writer that died before committing) are removed by :func:`sweep`, which
+:meth:`hfq.Table.vacuum` runs on every node.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ __all__ = ["Settings", "get", "override"]
 _COMPRESSIONS = ("zstd", "lz4", "none")
 
 
-def _memory() -> int:
+def machine_memory() -> int:
+    """Bytes of RAM on this machine (8 GiB when it cannot be told)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -32,11 +33,11 @@ def _memory() -> int:
 
 
 def _default_budget() -> int:
-    return int(min(8 << 30, max(256 << 20, _memory() // 4)))
+    return int(min(8 << 30, max(256 << 20, machine_memory() // 4)))
 
 
 def _default_cache() -> int:
-    return int(min(4 << 30, _memory() // 8))
+    return int(min(4 << 30, machine_memory() // 8))
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Settings:
     """Bytes an ingest may hold in memory at once (parsed blocks and partition buffers);
     default a quarter of the machine's memory, at most 8 GiB."""
     cache_bytes: int = field(default_factory=lambda: _default_cache())
-    """Decoded columns each node server keeps in memory for map functions (0: none); default
+    """Decoded partitions each node server keeps in memory for map functions (0: none); default
     an eighth of the machine's memory, at most 4 GiB."""
     csv_block_bytes: int = 32 << 20
     """Bytes of CSV text parsed at a time."""
@@ -80,6 +81,14 @@ class Settings:
                              f"({self.csv_block_bytes} bytes each), not {self.memory_budget}")
         if self.progress not in ("auto", "always", "never"):
             raise ValueError(f"progress must be auto, always or never, not {self.progress!r}")
+
+    def show_progress(self, progress: bool | None = None) -> bool:
+        """Whether to draw a progress bar: ``progress`` if given, else per ``self.progress``
+        (``auto``: only when standard error is a terminal)."""
+        if progress is not None:
+            return progress
+        import sys
+        return self.progress == "always" or (self.progress == "auto" and sys.stderr.isatty())
 
     def replace(self, **changes) -> Settings:
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}

@@ -90,6 +90,9 @@ def _nan(value) -> bool:
 class Min(Reducer):
     """Smallest value; None for no values; NaN if any value is NaN (as numpy)."""
 
+    _pick = staticmethod(min)
+    _numpy = "min"
+
     def identity(self) -> Any:
         return None
 
@@ -98,27 +101,19 @@ class Min(Reducer):
             return b
         if b is None or _nan(a):
             return a
-        return min(a, b)
+        return self._pick(a, b)
 
     def of(self, values):
         arr = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
-        return arr.min().item() if len(arr) else None
+        return getattr(arr, self._numpy)().item() if len(arr) else None
 
 
 @dataclass(frozen=True)
 class Max(Min):
     """Largest value; None for no values; NaN if any value is NaN (as numpy)."""
 
-    def merge(self, a, b):
-        if a is None or _nan(b):
-            return b
-        if b is None or _nan(a):
-            return a
-        return max(a, b)
-
-    def of(self, values):
-        arr = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
-        return arr.max().item() if len(arr) else None
+    _pick = staticmethod(max)
+    _numpy = "max"
 
 
 @dataclass(frozen=True)
@@ -186,6 +181,8 @@ class First(Reducer):
     """The value at the earliest time; ties go to the smallest value.  State ``(time, value)``
     or None; ``of(times, values)``."""
 
+    _latest = False
+
     def identity(self):
         return None
 
@@ -194,15 +191,16 @@ class First(Reducer):
             return b
         if b is None:
             return a
-        return a if (a[0], _order(a[1])) <= (b[0], _order(b[1])) else b
+        ka, kb = (a[0], _order(a[1])), (b[0], _order(b[1]))
+        return a if (ka >= kb if self._latest else ka <= kb) else b
 
     def of(self, times, values):
-        best = None
         t = times.to_numpy() if hasattr(times, "to_numpy") else np.asarray(times)
         v = values.to_list() if hasattr(values, "to_list") else list(values)
         if len(t) == 0:
             return None
-        edge = t.max() if isinstance(self, Last) else t.min()
+        edge = t.max() if self._latest else t.min()
+        best = None
         for i in np.flatnonzero(t == edge):
             cand = (t[i].item() if hasattr(t[i], "item") else t[i], v[i])
             best = cand if best is None else self.merge(best, cand)
@@ -216,12 +214,7 @@ class First(Reducer):
 class Last(First):
     """The value at the latest time; ties go to the largest value."""
 
-    def merge(self, a, b):
-        if a is None:
-            return b
-        if b is None:
-            return a
-        return a if (a[0], _order(a[1])) >= (b[0], _order(b[1])) else b
+    _latest = True
 
 
 @dataclass(frozen=True)

@@ -64,20 +64,16 @@ class Table:
         version, checksum (polars)."""
         import polars as pl
         m = self.snapshot(version)
-        nodes = self.db.nodes
         rows = []
         for path, part in m.partitions.items():
             frags = part["fragments"]
-            held = nodes.holders(frags[0])
-            for f in frags[1:]:
-                held = [n for n in held if n in nodes.holders(f)]
             rows.append({
                 "partition": path,
                 "key": [str(k) for k in part["key"]],
                 "rows": sum(f["rows"] for f in frags),
                 "bytes": sum(f["bytes"] for f in frags),
                 "files": len(frags),
-                "nodes": held,
+                "nodes": self.db.nodes.common_holders(frags),
                 "version": m.version,
                 "checksum": ",".join(f"{f['crc32']:08x}" for f in frags),
             })
@@ -224,7 +220,7 @@ class Table:
                 state = reducer.merge(state, results.pop(nxt))
                 nxt += 1
 
-        progress = _progress_enabled(progress, self.db.settings.progress)
+        progress = self.db.settings.show_progress(progress)
         nodes.map_units(scan.spec, units, map_fn, arrive, progress=progress,
                         label=f"map {self.name}")
         return reducer.finalize(state)
@@ -282,13 +278,6 @@ class Table:
 def _get(ref):
     import ray
     return ray.get(ref)
-
-
-def _progress_enabled(progress: bool | None, default: str) -> bool:
-    if progress is not None:
-        return progress
-    import sys
-    return default == "always" or (default == "auto" and sys.stderr.isatty())
 
 
 def _only(m: Manifest, path: str) -> Manifest:

@@ -26,15 +26,14 @@ import json
 import os
 import time
 
+from common import add_connection_args, check_connection_args, connect
+
 import hfq
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--address", default="auto",
-                   help='Ray cluster address ("auto", "host:port"), or "local": embedded at --root')
-    p.add_argument("--root", help="database root with --address local (default: HFQ_ROOT or "
-                                  "./hfq_data)")
+    add_connection_args(p)
     p.add_argument("--table", default="quotes")
     p.add_argument("--csv", nargs="+", default=[], metavar="PATH",
                    help="CSV files, globs or URLs to load")
@@ -53,15 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("give --csv paths or --synth-days N (with --out)")
     if args.synth_days and not args.out:
         p.error("--synth-days needs --out, a directory every node can read")
-    if args.root and args.address != "local":
-        p.error("--root is for --address local; a cluster keeps data under each HFQ_NODE_ROOT")
+    check_connection_args(p, args)
     return args
-
-
-def connect(args: argparse.Namespace) -> hfq.Database:
-    if args.address == "local":
-        return hfq.connect(args.root)
-    return hfq.connect(address=args.address)
 
 
 def weekdays(start: str, n: int) -> list[dt.date]:

@@ -23,30 +23,20 @@ import time
 
 import numpy as np
 import polars as pl
+from common import add_connection_args, check_connection_args, connect
 
-import hfq
 from hfq import reduce as hr
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--address", default="auto",
-                   help='Ray cluster address ("auto", "host:port"), or "local": embedded at --root')
-    p.add_argument("--root", help="database root with --address local (default: HFQ_ROOT or "
-                                  "./hfq_data)")
+    add_connection_args(p)
     p.add_argument("--table", default="quotes")
     p.add_argument("--dates", nargs=2, metavar=("FIRST", "LAST"),
                    help="inclusive ISO date range (default: every date)")
     args = p.parse_args(argv)
-    if args.root and args.address != "local":
-        p.error("--root is for --address local; a cluster keeps data under each HFQ_NODE_ROOT")
+    check_connection_args(p, args)
     return args
-
-
-def connect(args: argparse.Namespace) -> hfq.Database:
-    if args.address == "local":
-        return hfq.connect(args.root)
-    return hfq.connect(address=args.address)
 
 
 def partial(df: pl.DataFrame) -> np.ndarray:

@@ -116,7 +116,7 @@ def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: 
     alive = nodes.alive()
     try:
         if nodes.local is not None and alive == [nodes.local]:
-            bar = _progress(progress, settings.progress, total, f"load {table}")
+            bar = _progress(settings, progress, total, f"load {table}")
             try:
                 result = load_files(nodes, base, files, settings, bar=bar, **options)
             finally:
@@ -193,7 +193,7 @@ def _load_on_nodes(nodes: Nodes, base: Manifest, files: list, settings: Settings
         load[name] += max(1, _size(f))
     refs = {nodes.runtime.server(n).load_csv.remote(base, paths, settings, options): n
             for n, paths in shares.items() if paths}
-    bar = _progress(progress, settings.progress, len(files), f"load {base.table}")
+    bar = _progress(settings, progress, len(files), f"load {base.table}", unit="file")
     results, error = [], None
     pending = list(refs)
     while pending:
@@ -563,11 +563,11 @@ def _write_rejects(path: str | None, table: str, rejects: list[tuple]) -> str:
     return path
 
 
-def _progress(progress: bool | None, default: str, total: int, label: str):
-    enabled = progress if progress is not None else (
-        default == "always" or (default == "auto" and sys.stderr.isatty()))
-    if not enabled:
+def _progress(settings: Settings, progress: bool | None, total: int, label: str, *,
+              unit: str = "B"):
+    if not settings.show_progress(progress):
         return None
     from tqdm import tqdm
-    return tqdm(total=total or None, unit="B", unit_scale=True, desc=label, file=sys.stderr)
+    return tqdm(total=total or None, unit=unit, unit_scale=unit == "B", desc=label,
+                file=sys.stderr)
 

@@ -212,12 +212,8 @@ class Runtime:
 
 
 def _object_store_bytes() -> int:
-    import os
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 8 << 30
-    return int(min(4 << 30, max(256 << 20, total // 8)))
+    from hfq.config import machine_memory
+    return int(min(4 << 30, max(256 << 20, machine_memory() // 8)))
 
 
 def _shutdown_quietly() -> None:

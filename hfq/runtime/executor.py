@@ -43,6 +43,11 @@ def execute(nodes: Nodes, units: Sequence[Unit],
     pool = ThreadPoolExecutor(max_workers=threads) if local is not None else None
     futures: dict[Future, int] = {}
     refs: dict[Any, tuple[list[int], str]] = {}
+
+    def node_gone(name: str, chunk: list[int]) -> None:
+        nodes.runtime.mark_dead(name)
+        state.node_died(name, chunk)
+
     try:
         if local is not None and nodes.local is not None:
             for i in state.take_local(nodes.local):
@@ -54,8 +59,7 @@ def execute(nodes: Nodes, units: Sequence[Unit],
                     refs[submit(nodes.runtime.server(name), [units[i] for i in chunk])] = \
                         (chunk, name)
                 except dead_actor_errors():
-                    nodes.runtime.mark_dead(name)
-                    state.node_died(name, chunk)
+                    node_gone(name, chunk)
             done_futures = [f for f in futures if f.done()]
             if not done_futures and refs:
                 ready, _ = ray.wait(list(refs), num_returns=1,
@@ -75,8 +79,7 @@ def execute(nodes: Nodes, units: Sequence[Unit],
                 try:
                     values = ray.get(ref)
                 except dead_actor_errors():
-                    nodes.runtime.mark_dead(name)
-                    state.node_died(name, chunk)
+                    node_gone(name, chunk)
                     continue
                 except ray.exceptions.RayTaskError as exc:
                     # the server noted which partition failed; raise what the user's code

@@ -46,13 +46,17 @@ class Nodes:
     def holders(self, fragment: dict) -> list[str]:
         return list(fragment.get("nodes") or ([self.default] if self.default else []))
 
-    def unit_holders(self, unit: Unit) -> list[str]:
-        """Nodes holding every file of the unit, in the first file's order."""
-        common = self.holders(unit.fragments[0]) if unit.fragments else []
-        for fragment in unit.fragments[1:]:
+    def common_holders(self, fragments: Sequence[dict]) -> list[str]:
+        """Nodes holding every one of ``fragments``, in the first one's order."""
+        common = self.holders(fragments[0]) if fragments else []
+        for fragment in fragments[1:]:
             held = set(self.holders(fragment))
             common = [n for n in common if n in held]
         return common
+
+    def unit_holders(self, unit: Unit) -> list[str]:
+        """Nodes holding every file of the unit (where it can run)."""
+        return self.common_holders(unit.fragments)
 
     def targets(self, partition: str, existing: Sequence[str], requested: int | None,
                 table: str) -> list[str]:

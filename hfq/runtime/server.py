@@ -56,7 +56,7 @@ class NodeServer:
     """Serves one node's root (``root`` when given -- the embedded case -- else HFQ_NODE_ROOT)."""
 
     def __init__(self, root: str | None = None, cpus: int = 1, cache_bytes: int = 0) -> None:
-        from hfq.storage.cache import ColumnCache
+        from hfq.storage.cache import PartitionCache
         root = os.path.abspath(os.path.expanduser(root or root_from_env()))
         self.store = Store(root)
         self.name = node_identity(self.store)
@@ -64,7 +64,7 @@ class NodeServer:
         # numba caches compiled kernels on this node's disk, the same directory for every job
         os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(root, ".cache", "numba"))
         self._compute = threading.Semaphore(cpus)
-        self.cache = ColumnCache(cache_bytes)
+        self.cache = PartitionCache(cache_bytes)
         self._jobs: dict[str, Any] = {}
         self._runtime = None
         self._lock = threading.Lock()
@@ -75,9 +75,6 @@ class NodeServer:
                         ray_node_id=ray.get_runtime_context().get_node_id(), cpus=self.cpus,
                         host=socket.gethostname(), code=code_fingerprint())
 
-    def ping(self) -> str:
-        return self.name
-
     # -- files --------------------------------------------------------------------------------
     def put_file(self, rel: str, data, sync: bool = False) -> str:
         from hfq.storage.fragment import put_file
@@ -86,20 +83,21 @@ class NodeServer:
 
     def get_file(self, rel: str):
         import pyarrow as pa
-        with self.store.open_arrow(rel) as source:
-            return pa.py_buffer(source.read_buffer().to_pybytes())
+        return pa.py_buffer(self.store.read_bytes(rel))
 
     def pull(self, rel: str, source: str, expect: dict, sync: bool = False) -> str:
         """Copy ``rel`` from node ``source`` unless this node already has it intact."""
         import zlib
 
-        from hfq.storage.fragment import put_file
-        if self.store.exists(rel) and self.store.size(rel) == expect["bytes"]:
-            if zlib.crc32(self.store.read_bytes(rel)) == expect["crc32"]:
-                return self.name
+        from hfq.errors import CorruptPartitionError
+        from hfq.storage.fragment import put_file, verify_fragment
+        try:
+            verify_fragment(self.store, {"file": rel, **expect})
+            return self.name
+        except CorruptPartitionError:   # missing or damaged here: copy it
+            pass
         data = ray.get(self._nodes().runtime.server(source).get_file.remote(rel))
         if data.size != expect["bytes"] or zlib.crc32(data) != expect["crc32"]:
-            from hfq.errors import CorruptPartitionError
             raise CorruptPartitionError(f"copy of {rel} from {source} does not match the "
                                         "catalog's size and checksum")
         put_file(self.store, rel, data, sync=sync)

@@ -14,10 +14,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 
-__all__ = ["ColumnCache"]
+__all__ = ["PartitionCache"]
 
 
-class ColumnCache:
+class PartitionCache:
     """Thread-safe LRU of values with a size (``nbytes`` or polars' ``estimated_size()``),
     bounded by ``capacity`` bytes (0 disables it)."""
 

@@ -76,12 +76,6 @@ def read_fragment(store: Store, fragment: dict, logical: pa.Schema, *,
     ``data``: the file's bytes, fetched from another node (then ``store`` is not used).
     """
     names = logical.names if columns is None else list(columns)
-    batches = None if batches is None else tuple(batches)
-    return _read_fragment(store, fragment, logical, names, batches, data)
-
-
-def _read_fragment(store: Store, fragment: dict, logical: pa.Schema, names: list[str],
-                   batches: tuple[int, ...] | None, data: pa.Buffer | None) -> pa.Table:
     try:
         source = store.open_arrow(fragment["file"]) if data is None else pa.BufferReader(data)
     except FileNotFoundError:
