@@ -78,7 +78,8 @@ class Sum(Reducer):
 
     def of(self, values):
         arr = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
-        total = arr.sum()
+        with np.errstate(over="ignore", invalid="ignore"):   # IEEE: overflow gives +-inf
+            total = arr.sum()
         return total.item() if hasattr(total, "item") else total
 
 
@@ -141,8 +142,9 @@ class Var(Reducer):
         arr = _array(values)
         if len(arr) == 0:
             return self.identity()
-        mean = float(arr.mean())
-        return (len(arr), mean, float(((arr - mean) ** 2).sum()))
+        with np.errstate(over="ignore", invalid="ignore"):   # IEEE: overflow gives +-inf
+            mean = float(arr.mean())
+            return (len(arr), mean, float(((arr - mean) ** 2).sum()))
 
     def finalize(self, state) -> float:
         n, _, m2 = state
