@@ -318,6 +318,8 @@ class Transaction:
         partitions = {p: {"key": v["key"], "fragments": list(v["fragments"])}
                       for p, v in head.partitions.items()}
         for path, files in self.removed.items():
+            if not files:
+                continue
             present = {f["file"] for f in partitions.get(path, {}).get("fragments", [])}
             if not files <= present:
                 raise CommitConflictError(

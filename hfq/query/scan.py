@@ -155,18 +155,24 @@ def read_unit(store: Store, spec: ReadSpec, unit: Unit) -> pa.Table:
     if not unit.exact:
         table = _filter_rows(table, f)
     if spec.where is not None and table.num_rows:
-        if spec.where_columns:
-            frame = pl.from_arrow(table.select(spec.where_columns))
-        else:   # a constant expression: evaluate it once per row all the same
-            frame = pl.DataFrame({"_": pl.repeat(0, table.num_rows, eager=True)})
-        mask = frame.select(spec.where.fill_null(False)).to_series()
-        if mask.dtype != pl.Boolean:
-            raise SchemaMismatchError(f"where= must give booleans, it gave {mask.dtype}")
-        if len(mask) == 1 and table.num_rows != 1:
-            table = table if mask[0] else table.slice(0, 0)
-        else:
-            table = table.filter(mask.to_arrow())
+        mask = where_mask(pl.from_arrow(table.select(spec.where_columns)), spec.where,
+                          table.num_rows)
+        table = table.filter(mask.to_arrow()) if isinstance(mask, pl.Series) else (
+            table if mask else table.slice(0, 0))
     return table.select(spec.columns) if table.column_names != spec.columns else table
+
+
+def where_mask(frame: pl.DataFrame, where: pl.Expr, rows: int) -> pl.Series | bool:
+    """``where`` evaluated on ``frame`` (``rows`` rows, at least the expression's columns): a
+    boolean Series, nulls counted as False, or one bool for a constant expression."""
+    if frame.width == 0:   # a constant expression: evaluate it once per row all the same
+        frame = pl.DataFrame({"_": pl.repeat(0, rows, eager=True)})
+    mask = frame.select(where.fill_null(False)).to_series()
+    if mask.dtype != pl.Boolean:
+        raise SchemaMismatchError(f"where= must give booleans, it gave {mask.dtype}")
+    if len(mask) == 1 and rows != 1:
+        return bool(mask[0])
+    return mask
 
 
 def _filter_rows(table: pa.Table, f: Filters) -> pa.Table:

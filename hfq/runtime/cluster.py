@@ -76,9 +76,10 @@ class Runtime:
         return cls(owned=owned, embedded_root=None, cache_bytes=cache_bytes)
 
     @classmethod
-    def inside(cls) -> Runtime:
-        """From within a server: look up the other servers, start none."""
-        return cls(owned=False, embedded_root=None, create=False)
+    def inside(cls, embedded_root: str | None = None) -> Runtime:
+        """From within a server: look up the other servers, start none (``embedded_root``: the
+        server's root when it serves an embedded database)."""
+        return cls(owned=False, embedded_root=embedded_root, create=False)
 
     def shutdown(self) -> None:
         if self.owned and ray.is_initialized():

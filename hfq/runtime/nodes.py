@@ -109,6 +109,29 @@ class Nodes:
             except Exception:  # noqa: BLE001,S110 - a dead node's orphans go with vacuum
                 pass
 
+    def remove_prefix(self, table: str, prefix: str) -> int:
+        """Remove, on every live node, the files of ``table`` whose name starts with
+        ``prefix`` (what a failed job of one transaction wrote); returns the files removed."""
+        from hfq.catalog import list_table_files
+        removed = 0
+        for name in self.alive():
+            if name == self.local:
+                files = [rel for rel, _ in list_table_files(self.store, table)]
+            else:
+                import ray
+                files = [rel for rel, _ in ray.get(
+                    self.runtime.server(name).list_files.remote(table))]
+            doomed = [rel for rel in files if rel.rsplit("/", 1)[-1].startswith(prefix)]
+            if not doomed:
+                continue
+            if name == self.local:
+                for rel in doomed:
+                    self.store.remove(rel)
+            else:
+                ray.get(self.runtime.server(name).remove_files.remote(doomed))
+            removed += len(doomed)
+        return removed
+
     def read_fragment(self, fragment: dict, logical: pa.Schema,
                       columns: Sequence[str] | None = None) -> pa.Table:
         """One file as Arrow: from the local disk when held here, else fetched from a holder."""

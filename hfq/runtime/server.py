@@ -22,14 +22,25 @@ import ray
 from hfq.runtime.node import NodeInfo, code_fingerprint, node_identity, root_from_env
 from hfq.storage.store import Store
 
-__all__ = ["NodeServer", "apply_map"]
+__all__ = ["NodeServer", "PartitionTask", "apply_map"]
 
 
-def apply_map(fn, frame) -> Any:
-    """Run a user map function on one partition (a polars DataFrame) and make its result cheap
-    to ship: a polars DataFrame travels as Arrow and is rebuilt by :func:`unwrap_result`."""
+class PartitionTask:
+    """A map function that also needs to know its partition and to reach the node's files --
+    e.g. to write a result next to the data it came from: called as ``task(frame, unit,
+    nodes)`` (a polars DataFrame, the :class:`~hfq.query.plan.Unit`, the node's
+    :class:`~hfq.runtime.nodes.Nodes`)."""
+
+    def __call__(self, frame, unit, nodes) -> Any:
+        raise NotImplementedError
+
+
+def apply_map(fn, frame, unit=None, nodes=None) -> Any:
+    """Run a map function on one partition (a polars DataFrame) and make its result cheap
+    to ship: a polars DataFrame travels as Arrow and is rebuilt by :func:`unwrap_result`.
+    ``nodes``: a callable giving the node's Nodes, for a :class:`PartitionTask`."""
     import polars as pl
-    result = fn(frame)
+    result = fn(frame, unit, nodes()) if isinstance(fn, PartitionTask) else fn(frame)
     if isinstance(result, pl.DataFrame):
         return _Frame(result.to_arrow())
     return result
@@ -57,6 +68,7 @@ class NodeServer:
 
     def __init__(self, root: str | None = None, cpus: int = 1, cache_bytes: int = 0) -> None:
         from hfq.storage.cache import PartitionCache
+        self._embedded_root = root
         root = os.path.abspath(os.path.expanduser(root or root_from_env()))
         self.store = Store(root)
         self.name = node_identity(self.store)
@@ -149,7 +161,7 @@ class NodeServer:
         with self._compute:
             for unit in units:
                 try:
-                    out.append(apply_map(fn, self._frame(spec, unit)))
+                    out.append(apply_map(fn, self._frame(spec, unit), unit, self._nodes))
                 except Exception as exc:
                     exc.add_note(f"while running partition {unit.partition} on hfq node "
                                  f"{self.name}")
@@ -157,20 +169,29 @@ class NodeServer:
         return out
 
     def _frame(self, spec, unit):
-        """A unit as one polars DataFrame in single chunks (numpy views are zero-copy), kept in
-        the cache: the same files, batches, columns and filters give the same rows."""
+        """A unit's rows as one polars DataFrame.  The rows before ``where`` are kept in the
+        cache as single chunks (numpy views are zero-copy) -- the same files, batches, columns
+        and date/symbol filters give the same rows -- and ``where`` is applied on every call,
+        so a repeated job does its filtering again, like any other engine would."""
+        import dataclasses
+
         import polars as pl
 
-        from hfq.query.scan import read_unit
+        from hfq.query.scan import read_unit, where_mask
+        columns = list(dict.fromkeys([*spec.columns, *spec.where_columns]))
         key = (tuple((f["file"], None if b is None else tuple(b))
                      for f, b in zip(unit.fragments, unit.batches)),
-               tuple(spec.columns), spec.filters,
-               None if spec.where is None else spec.where.meta.serialize(format="json"))
+               tuple(columns), spec.filters)
         frame = self.cache.get(key)
         if frame is None:
-            frame = pl.from_arrow(read_unit(self.store, spec, unit)).rechunk()
+            base = dataclasses.replace(spec, columns=columns, where=None, where_columns=[])
+            frame = pl.from_arrow(read_unit(self.store, base, unit)).rechunk()
             self.cache.put(key, frame)
-        return frame
+        if spec.where is not None and frame.height:
+            mask = where_mask(frame.select(spec.where_columns), spec.where, frame.height)
+            frame = frame.filter(mask) if isinstance(mask, pl.Series) else (
+                frame if mask else frame.clear())
+        return frame.select(spec.columns) if frame.columns != spec.columns else frame
 
     def cache_stats(self) -> dict:
         return self.cache.stats()
@@ -198,5 +219,5 @@ class NodeServer:
         from hfq.runtime.nodes import Nodes
         with self._lock:
             if self._runtime is None:
-                self._runtime = Runtime.inside()
+                self._runtime = Runtime.inside(self._embedded_root)
             return Nodes(self.name, self.store, self._runtime)

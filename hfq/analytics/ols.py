@@ -1,0 +1,220 @@
+"""Distributed ordinary least squares with the statistics of a regression table.
+
+Each partition evaluates ``y`` and the regressors (polars expressions) where it is stored and
+reduces its rows to the state of :class:`hfq.reduce.OLSMoments` -- row count, means and
+*centred* cross-products, in one numba pass -- which the driver merges exactly (Chan's update,
+means kept as double-doubles).  The fit is solved in centred coordinates, which stay well
+conditioned when a regressor sits far from zero with little variance (x near 1e6): raw normal
+equations would lose half the digits there.  A second pass over the same rows, only when it is
+needed, gives the exact residual sum of squares and the heteroskedasticity-robust (HC0/HC1)
+"meat" ``sum e^2 x x'``.
+
+Rows where ``y`` or any regressor is null or NaN are dropped, never zero-filled.  Both passes
+read the same table version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from hfq.errors import HfqError
+from hfq.reduce import OLSMoments
+
+if TYPE_CHECKING:
+    from hfq.table import Table
+
+__all__ = ["OLSFit", "ols"]
+
+_ROBUST = {None: None, "HC0": "HC0", "HC1": "HC1"}
+# below this share of the total sum of squares, the residual sum of squares taken from the
+# moments (a difference) has lost too many digits: compute it from the residuals instead
+_EXACT_SSR_BELOW = 1e-6
+
+
+@dataclass(frozen=True)
+class OLSFit:
+    """A fitted regression; per-coefficient values are dicts keyed by regressor name
+    (``"intercept"`` first when fitted)."""
+
+    names: list[str]
+    coef: dict[str, float]
+    stderr: dict[str, float]
+    tstat: dict[str, float]
+    pvalue: dict[str, float]
+    cov: np.ndarray
+    n: int
+    df_model: int
+    df_resid: int
+    r2: float
+    adj_r2: float
+    resid_std: float
+    ssr: float
+    cov_type: str
+    y: str
+
+    def table(self) -> pl.DataFrame:
+        """One row per coefficient: name, coef, stderr, tstat, pvalue."""
+        return pl.DataFrame({"name": self.names,
+                             "coef": [self.coef[k] for k in self.names],
+                             "stderr": [self.stderr[k] for k in self.names],
+                             "tstat": [self.tstat[k] for k in self.names],
+                             "pvalue": [self.pvalue[k] for k in self.names]})
+
+    def summary(self) -> str:
+        width = max(12, *(len(k) for k in self.names))
+        lines = [f"OLS of {self.y} on {len(self.names)} coefficients",
+                 f"rows {self.n:,}   df model {self.df_model}   df resid {self.df_resid:,}",
+                 f"R^2 {self.r2:.6g}   adj. R^2 {self.adj_r2:.6g}   "
+                 f"resid. std {self.resid_std:.6g}   covariance {self.cov_type}",
+                 f"{'':{width}} {'coef':>13} {'std err':>13} {'t':>10} {'P>|t|':>10}"]
+        lines += [f"{k:{width}} {self.coef[k]:13.6g} {self.stderr[k]:13.6g} "
+                  f"{self.tstat[k]:10.4g} {self.pvalue[k]:10.4g}" for k in self.names]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+def ols(table: Table, y: pl.Expr | str,
+        x: Mapping[str, pl.Expr | str] | Sequence[pl.Expr | str] | pl.Expr | str, *,
+        where: pl.Expr | None = None, dates: Any = None, symbols: Any = None,
+        intercept: bool = True, robust: str | None = None, version: int | None = None,
+        progress: bool | None = None) -> OLSFit:
+    """Regress ``y`` on the regressors ``x`` over the rows of ``table`` passing ``where``,
+    ``dates`` and ``symbols``.
+
+    ``x``: ``{name: expression}``, a list of expressions or column names (named after their
+    output), or one.  ``robust="HC1"`` (or ``"HC0"``) gives heteroskedasticity-robust
+    standard errors; the default is the classical ones.
+    """
+    if robust not in _ROBUST:
+        raise ValueError(f"robust must be None, 'HC0' or 'HC1', not {robust!r}")
+    names, exprs = _regressors(x)
+    y_expr = pl.col(y) if isinstance(y, str) else y
+    y_name = y if isinstance(y, str) else y_expr.meta.output_name(raise_if_undetermined=False)
+    z_exprs = [e.cast(pl.Float64).alias(f"__x{i}") for i, e in enumerate(exprs)]
+    z_exprs.append(y_expr.cast(pl.Float64).alias("__y"))
+    columns = list(dict.fromkeys(c for e in z_exprs for c in e.meta.root_names()))
+    version = table.version if version is None else version
+    scan = {"columns": columns, "where": where, "dates": dates, "symbols": symbols,
+            "version": version, "progress": progress}
+
+    def moments(df: pl.DataFrame):
+        from hfq.analytics.kernels import ols_moments
+        n, hi, lo, c = ols_moments(_matrix(df, z_exprs))
+        return (n, hi, lo, c) if n else OLSMoments().identity()
+
+    state = table.map_reduce(moments, OLSMoments().merge, **scan)
+    p = len(names)
+    k = p + intercept
+    n = 0 if state is None else state[0]
+    if n <= k:
+        raise HfqError(f"OLS on table {table.name!r}: {n} complete rows for {k} coefficients; "
+                       "need more rows than coefficients")
+    _, hi, lo, c = state
+    mean = hi + lo
+    if intercept:   # centred coordinates: y - ybar = (x - xbar) b + e
+        xx, xy, tss = c[:p, :p], c[:p, p], c[p, p]
+    else:           # raw cross-products, rebuilt from the centred ones
+        xx = c[:p, :p] + n * np.outer(mean[:p], mean[:p])
+        xy = c[:p, p] + n * mean[:p] * mean[p]
+        tss = c[p, p] + n * mean[p] ** 2
+    xx_inv = _inverse(xx, names, table.name)
+    beta = xx_inv @ xy
+    ssr = tss - xy @ beta
+    meat = None
+    if robust or ssr < _EXACT_SSR_BELOW * tss:
+        shift_hi, shift_lo = (hi, lo) if intercept else (np.zeros(p + 1), np.zeros(p + 1))
+
+        def residuals(df: pl.DataFrame):
+            from hfq.analytics.kernels import ols_residuals
+            return ols_residuals(_matrix(df, z_exprs), shift_hi, shift_lo, beta, intercept)
+
+        ssr, meat = table.map_reduce(residuals, lambda a, b: (a[0] + b[0], a[1] + b[1]),
+                                     **scan)
+    df_resid = n - k
+    sigma2 = ssr / df_resid
+    if intercept:
+        bread = np.zeros((k, k))
+        bread[0, 0] = 1.0 / n
+        bread[1:, 1:] = xx_inv
+        # back from centred coordinates: const = ybar - xbar . b
+        a = np.eye(k)
+        a[0, 1:] = -mean[:p]
+        coef = np.concatenate([[mean[p] - mean[:p] @ beta], beta])
+        names = ["intercept", *names]
+    else:
+        bread, a, coef = xx_inv, np.eye(k), beta
+    if robust:
+        inner = bread @ meat @ bread * (n / df_resid if robust == "HC1" else 1.0)
+    else:
+        inner = bread * sigma2
+    cov = a @ inner @ a.T
+    stderr = np.sqrt(np.diag(cov))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstat = coef / stderr
+    from scipy.stats import t as student_t
+    pvalue = 2.0 * student_t.sf(np.abs(tstat), df_resid)
+    r2 = 1.0 - ssr / tss
+    adj_r2 = 1.0 - (n - intercept) / df_resid * (1.0 - r2)
+
+    def by_name(values) -> dict[str, float]:
+        return dict(zip(names, (float(v) for v in values)))
+
+    return OLSFit(names=names, coef=by_name(coef), stderr=by_name(stderr),
+                  tstat=by_name(tstat), pvalue=by_name(pvalue), cov=cov, n=int(n),
+                  df_model=p, df_resid=int(df_resid), r2=float(r2), adj_r2=float(adj_r2),
+                  resid_std=float(np.sqrt(sigma2)), ssr=float(ssr),
+                  cov_type=robust or "nonrobust", y=y_name or "y")
+
+
+def _regressors(x) -> tuple[list[str], list[pl.Expr]]:
+    if isinstance(x, Mapping):
+        items = list(x.items())
+    else:
+        if isinstance(x, (str, pl.Expr)):
+            x = [x]
+        items = []
+        for e in x:
+            e = pl.col(e) if isinstance(e, str) else e
+            items.append((e.meta.output_name(raise_if_undetermined=False), e))
+    if not items:
+        raise ValueError("ols needs at least one regressor in x")
+    names = [str(k) for k, _ in items]
+    if None in (k for k, _ in items) or len(set(names)) != len(names):
+        raise ValueError(f"regressors need distinct names (pass a dict name -> expression); "
+                         f"got {names}")
+    return names, [pl.col(e) if isinstance(e, str) else e for _, e in items]
+
+
+def _matrix(df: pl.DataFrame, exprs: list[pl.Expr]) -> np.ndarray:
+    """The partition's ``[x..., y]`` as a float64 matrix (nulls as NaN)."""
+    if df.height == 0:
+        return np.empty((0, len(exprs)))
+    out = df.select(exprs)
+    if out.height != df.height:
+        raise HfqError(f"ols expressions must give one value per row; got {out.height} for "
+                       f"{df.height} rows")
+    return out.to_numpy()
+
+
+def _inverse(xx: np.ndarray, names: list[str], table: str) -> np.ndarray:
+    """Inverse of the (centred) cross-product matrix, solved on its correlation form so that
+    regressors of very different scales do not cost digits; collinear regressors are an
+    error naming them."""
+    d = np.sqrt(np.diag(xx))
+    flat = [n for n, v in zip(names, d) if not v > 0]
+    if flat:
+        raise HfqError(f"OLS on table {table!r}: regressor(s) {flat} leave nothing to "
+                       "explain y with (constant beside an intercept, or all zero)")
+    corr = xx / np.outer(d, d)
+    eig = np.linalg.eigvalsh(corr)
+    if eig[0] < 1e-12 * eig[-1]:
+        raise HfqError(f"OLS on table {table!r}: regressors {names} are collinear "
+                       f"(condition number {eig[-1] / max(eig[0], 1e-300):.3g})")
+    return np.linalg.inv(corr) / np.outer(d, d)
