@@ -26,7 +26,7 @@ import polars as pl
 import pyarrow as pa
 
 from hfq.catalog import Transaction
-from hfq.errors import HfqError, SchemaMismatchError
+from hfq.errors import SchemaMismatchError
 from hfq.runtime.server import PartitionTask
 from hfq.schema import DOUBLE, LONG, Schema
 

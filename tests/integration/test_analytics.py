@@ -205,8 +205,9 @@ def test_minute_bars_errors_leave_nothing_behind(db, quotes):
     with pytest.raises(Exception, match="partition"):
         ha.minute_bars(quotes, "bars_lost", bar="1h")
     assert bars.version == 1
-    on_disk = {os.path.relpath(os.path.join(d, f), db.store.root)
-               for d, _, fs in os.walk(os.path.join(db.store.root, "bars_lost", "data")) for f in fs}
+    root = db.store.root
+    on_disk = {os.path.relpath(os.path.join(d, f), root)
+               for d, _, fs in os.walk(os.path.join(root, "bars_lost", "data")) for f in fs}
     assert on_disk == before - {lost}
 
 
@@ -214,7 +215,8 @@ def test_minute_bars_errors_leave_nothing_behind(db, quotes):
 Y = pl.col("ofr") / pl.col("bid") - 1
 X = {"quote_size": (pl.col("bidsiz") + pl.col("ofrsiz")) * (pl.col("ofr") + pl.col("bid")) / 2,
      "bid": pl.col("bid")}
-WHERE = (pl.col("ofr") > pl.col("bid")) & (pl.col("bid") > 0) & (pl.col("ofr") / pl.col("bid") < 1.2)
+WHERE = ((pl.col("ofr") > pl.col("bid")) & (pl.col("bid") > 0)
+         & (pl.col("ofr") / pl.col("bid") < 1.2))
 
 
 def statsmodels_fit(data, y, x, where, intercept=True, cov_type="nonrobust"):
