@@ -7,6 +7,7 @@ and under ``ray job submit`` alike.
 from __future__ import annotations
 
 import argparse
+import json
 
 import hfq
 
@@ -27,3 +28,22 @@ def connect(args: argparse.Namespace) -> hfq.Database:
     if args.address == "local":
         return hfq.connect(args.root)
     return hfq.connect(address=args.address)
+
+
+def add_selection_args(p: argparse.ArgumentParser, table: str = "quotes") -> None:
+    """``--table``, ``--dates FIRST LAST`` and ``--symbols``: which rows a job reads."""
+    p.add_argument("--table", default=table)
+    p.add_argument("--dates", nargs=2, metavar=("FIRST", "LAST"),
+                   help="inclusive ISO date range (default: every date)")
+    p.add_argument("--symbols", nargs="+", help="only these symbols (default: all)")
+
+
+def selection(args: argparse.Namespace) -> dict:
+    """The ``dates=`` / ``symbols=`` arguments of a scan or an analytic."""
+    return {"dates": tuple(args.dates) if args.dates else None, "symbols": args.symbols}
+
+
+def print_result(result: dict) -> dict:
+    """The job's result as one JSON line on stdout (what scripts and tests read)."""
+    print(json.dumps(result, default=str), flush=True)
+    return result

@@ -164,3 +164,62 @@ def test_jobs_run_embedded_with_address_local(ingested, oracle, tmp_path):
                         root], timeout=120, cwd=REPO).stdout, "scan_agg")
     _check_aggregates(got, oracle)
     assert got["partitions"] == len(DAYS) * 8 and got["nodes"] == 1
+
+
+@pytest.fixture(scope="module")
+def quotes_oracle(ingested) -> pl.DataFrame:
+    """Every column the analytics jobs use, read from the CSV files by polars."""
+    files = sorted(ingested.csv_dir.glob("*.csv"))
+    df = pl.concat([pl.read_csv(f, columns=["symbol", "date", "time", "bid", "ofr", "bidsiz",
+                                            "ofrsiz"], schema_overrides={"date": pl.String})
+                    for f in files])
+    return df.with_columns(pl.col("time").cast(pl.String).str.to_time("%H:%M:%S"))
+
+
+def _check_analytics(spread: dict, bars: dict, ols: dict, df: pl.DataFrame) -> None:
+    """The three analytics jobs' printed results against polars and statsmodels."""
+    import statsmodels.api as sm
+    bid, ofr, t = pl.col("bid"), pl.col("ofr"), pl.col("time")
+    quoted = df.filter(t.is_between(pl.time(9, 30), pl.time(15, 59, 59)) & (ofr > bid)
+                       & (bid > 0) & (ofr / bid < 1.2))
+    assert spread["quotes"] == quoted.height
+    assert spread["avg_spread"] == pytest.approx(
+        quoted.select(((ofr - bid) / (ofr + bid) * 2).mean()).item(), rel=1e-9)
+    minute = t.dt.hour().cast(pl.Int32) * 60 + t.dt.minute()
+    assert spread["minutes"] == quoted.select(minute).n_unique()
+    assert bars["rows"] == bars["dest_rows"] == df.select("symbol", "date", minute).n_unique()
+    kept = df.filter((ofr > bid) & (bid > 0) & (ofr / bid < 1.2))
+    y = (kept["ofr"] / kept["bid"] - 1).to_numpy()
+    x = ((kept["bidsiz"] + kept["ofrsiz"]) * (kept["ofr"] + kept["bid"]) / 2).to_numpy()
+    ref = sm.OLS(y, sm.add_constant(x)).fit(method="qr", cov_type="HC1", use_t=True)
+    assert ols["n"] == kept.height
+    assert [ols["coef"]["intercept"], ols["coef"]["quote_size"]] == pytest.approx(
+        list(ref.params), rel=1e-8)
+    assert [ols["stderr"]["intercept"], ols["stderr"]["quote_size"]] == pytest.approx(
+        list(ref.bse), rel=1e-8)
+    assert ols["r2"] == pytest.approx(ref.rsquared, rel=1e-8)
+
+
+def test_analytics_jobs_on_the_cluster(cluster, ingested, quotes_oracle):
+    spread = _submit(cluster, job="spread")
+    bars = _submit(cluster, "--dest", "quotes_1m", job="minute_bars")
+    ols = _submit(cluster, "--robust", "HC1", job="ols")
+    _check_analytics(spread, bars, ols, quotes_oracle)
+    assert bars["version"] == 1 and bars["partitions"] == ingested.result["partitions"]
+
+
+def test_analytics_jobs_embedded(ingested, quotes_oracle, tmp_path):
+    root = str(tmp_path / "db")
+    files = [str(f) for f in sorted(ingested.csv_dir.glob("*.csv"))]
+    _run([sys.executable, "jobs/ingest.py", "--address", "local", "--root", root, "--csv",
+          *files], timeout=120, cwd=REPO)
+    local = ["--address", "local", "--root", root]
+    png = tmp_path / "spread.png"
+    spread = _result(_run([sys.executable, "jobs/spread.py", *local, "--plot", str(png)],
+                          timeout=120, cwd=REPO).stdout, "spread")
+    bars = _result(_run([sys.executable, "jobs/minute_bars.py", *local], timeout=120,
+                        cwd=REPO).stdout, "minute_bars")
+    ols = _result(_run([sys.executable, "jobs/ols.py", *local, "--robust", "HC1"], timeout=120,
+                       cwd=REPO).stdout, "ols")
+    _check_analytics(spread, bars, ols, quotes_oracle)
+    assert bars["dest"] == "quotes_1m" and png.read_bytes()[:4] == b"\x89PNG"

@@ -47,7 +47,12 @@ def test_demo_runs_small(tmp_path, capsys):
     result = run_demo(str(tmp_path / "demo"), days=2, rows_per_day=20_000, symbols=100)
     assert result["rows"] == 40_000 and result["day_rows"] == 20_000
     assert 0 < result["point_rows"] < 20_000
-    assert "pickle.load" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "pickle.load" in out and "OLS of" in out
+    # the analytics ran: a PNG of the spread curve, bars written back, a fitted slope
+    with open(result["spread_png"], "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert result["bars"] > 0 and set(result["ols_coef"]) == {"intercept", "quote_size"}
 
 
 def test_messages_people_see(db, quotes):
