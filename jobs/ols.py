@@ -21,8 +21,14 @@ import argparse
 import time
 
 import polars as pl
-from common import (add_connection_args, add_selection_args, check_connection_args, connect,
-                    print_result, selection)
+from common import (
+    add_connection_args,
+    add_selection_args,
+    check_connection_args,
+    connect,
+    print_result,
+    selection,
+)
 
 from hfq import analytics as ha
 

@@ -19,8 +19,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import (add_connection_args, add_selection_args, check_connection_args, connect,
-                    print_result, selection)
+from common import (
+    add_connection_args,
+    add_selection_args,
+    check_connection_args,
+    connect,
+    print_result,
+    selection,
+)
 
 from hfq import analytics as ha
 
