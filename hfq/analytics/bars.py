@@ -92,7 +92,8 @@ def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = No
         date_lo=filters.date_lo, date_hi=filters.date_hi,
         symbol_col=filters.symbol_column if filters.symbols is not None else None,
         symbols=filters.symbols, settings=db.settings, replicas=base.options.get("replicas"),
-        prefix=txn.id)
+        prefix=txn.id,
+        sorted_by_symbol=symbol_col if tuple(source.sort_by[:2]) == (symbol_col, time) else None)
     columns = list(dict.fromkeys([*keys, time, *_inputs(kind)]))
     try:
         written = table.map_reduce(task, lambda a, b: a + b, columns=columns, dates=dates,
@@ -125,10 +126,17 @@ def _inputs(kind: str) -> tuple[str, ...]:
     return ("bid", "ofr") if kind == "quotes" else ("price", "size")
 
 
-def bars_of(frame: pl.DataFrame, kind: str, keys: list[str], time: str,
-            bar_ns: int) -> pl.DataFrame:
-    """The bars of one partition's rows (sorted by time within each symbol), sorted by key
-    and bar start."""
+def bars_of(frame: pl.DataFrame, kind: str, keys: list[str], time: str, bar_ns: int, *,
+            symbol: str | None = None) -> pl.DataFrame:
+    """The bars of one partition's rows (in time order within each symbol), sorted by key and
+    bar start.
+
+    ``symbol``: the rows are sorted by this column, then time (a table's usual sort order).
+    When every other key is constant in the partition (one date) and nothing is null, the
+    bars are runs of rows and one numba pass makes them; otherwise polars groups them.
+    """
+    if symbol is not None and _runs_apply(frame, keys, symbol, time):
+        return _bars_by_runs(frame, kind, keys, symbol, time, bar_ns)
     start = ((pl.col(time).to_physical() // bar_ns) * bar_ns).cast(pl.Time).alias(time)
     if kind == "quotes":
         bid, ofr = pl.col("bid").fill_nan(None), pl.col("ofr").fill_nan(None)
@@ -144,6 +152,37 @@ def bars_of(frame: pl.DataFrame, kind: str, keys: list[str], time: str,
                 ((price * size).sum() / size.filter(price.is_not_null()).sum()).alias("vwap"),
                 pl.len().alias("count")]
     return frame.group_by([*keys, start], maintain_order=True).agg(aggs).sort([*keys, time])
+
+
+def _runs_apply(frame: pl.DataFrame, keys: list[str], symbol: str, time: str) -> bool:
+    if frame.height == 0 or frame[symbol].null_count() or frame[time].null_count():
+        return False
+    for key in keys:
+        if key != symbol and (frame[key].null_count() or frame[key].n_unique() != 1):
+            return False
+    return True
+
+
+def _bars_by_runs(frame: pl.DataFrame, kind: str, keys: list[str], symbol: str, time: str,
+                  bar_ns: int) -> pl.DataFrame:
+    from hfq.analytics import kernels
+    tod = kernels.time_ns(frame[time])
+    starts = kernels.runs(frame[symbol].to_physical().to_numpy(), tod, bar_ns)
+    if kind == "quotes":
+        values, count = kernels.quote_bars(starts, kernels.floats(frame["bid"]),
+                                           kernels.floats(frame["ofr"]))
+        names = ("bid", "ofr", "open", "high", "low", "close")
+    else:
+        values, count = kernels.trade_bars(starts, kernels.floats(frame["price"]),
+                                           kernels.floats(frame["size"]))
+        names = ("open", "high", "low", "close", "volume", "vwap")
+    index = pl.Series(starts)
+    out = frame.select(keys).gather(index).with_columns(
+        pl.Series(time, tod[starts] // bar_ns * bar_ns).cast(pl.Time))
+    cols = {name: pl.Series(name, values[j]).fill_nan(None) for j, name in enumerate(names)}
+    if "volume" in cols:
+        cols["volume"] = cols["volume"].cast(pl.Int64)
+    return out.with_columns(**cols, count=pl.Series("count", count))
 
 
 @dataclass
@@ -168,13 +207,15 @@ class _BarsTask(PartitionTask):
     settings: Any
     replicas: int | None
     prefix: str
+    sorted_by_symbol: str | None = None
 
     def __call__(self, frame, unit, nodes) -> list[dict]:
         import uuid
 
         from hfq.storage.fragment import encode_fragment
         from hfq.storage.sort import sort_rows
-        bars = bars_of(frame, self.kind, self.keys, self.time, self.bar_ns)
+        bars = bars_of(frame, self.kind, self.keys, self.time, self.bar_ns,
+                       symbol=self.sorted_by_symbol)
         new = self.schema.conform(bars.to_arrow(), where=f"bars of partition {unit.partition}")
         old = self.existing.get(unit.partition, [])
         kept = [self._outside_range(nodes.read_fragment(f, self.schema.arrow)) for f in old]

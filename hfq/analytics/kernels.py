@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["MINUTES", "ols_moments", "ols_residuals", "spread_minutes", "time_ns"]
+__all__ = ["MINUTES", "columns", "floats", "ols_moments", "ols_residuals", "spread_minutes",
+           "time_ns"]
 
 MINUTES = 24 * 60
 _NS_PER_MINUTE = 60 * 1_000_000_000
@@ -49,75 +50,98 @@ def spread_minutes(time, bid, ofr, lo_ns, hi_ns, max_ratio, sums, counts):  # pr
             counts[m] += 1
 
 
+def columns(frame, exprs, where=None) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """``exprs`` evaluated on a polars frame as a tuple of float64 numpy columns (zero-copy
+    where polars allows; nulls as NaN), and ``where`` as a boolean mask (nulls False; all
+    True without one) -- the inputs of the OLS kernels, with no filtered copy of the rows."""
+    import polars as pl
+    if where is not None:
+        exprs = [*exprs, where.fill_null(False).alias("__where")]
+    out = frame.select(exprs) if frame.height else pl.DataFrame(
+        schema={f"c{i}": pl.Float64 for i in range(len(exprs))})
+    if out.height != frame.height:
+        raise ValueError(f"expressions must give one value per row; got {out.height} for "
+                         f"{frame.height} rows")
+    cols = [floats(out[:, j]) for j in range(len(exprs) - (where is not None))]
+    for c in cols:   # one numba type for the tuple: every column read-only
+        c.flags.writeable = False
+    mask = (out["__where"].to_numpy() if where is not None
+            else np.ones(out.height, dtype=np.bool_))
+    return tuple(cols), mask
+
+
 @njit(cache=True, nogil=True)
-def ols_moments(z):  # pragma: no cover
-    """Row count, mean (as ``hi + lo``) and centred cross-products of the rows of ``z`` (rows x
-    columns) that hold no NaN -- the state of :class:`hfq.reduce.OLSMoments`."""
-    n_rows, k = z.shape
-    valid = np.ones(n_rows, dtype=np.bool_)
+def _complete(cols, mask, i):  # pragma: no cover
+    if not mask[i]:
+        return False
+    for j in range(len(cols)):
+        if np.isnan(cols[j][i]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def ols_moments(cols, mask):  # pragma: no cover
+    """Row count, mean (as ``hi + lo``) and centred cross-products of the columns ``cols``
+    (``[x..., y]``) over the rows with ``mask`` set and no NaN -- the state of
+    :class:`hfq.reduce.OLSMoments`.  Two passes: the sums, then the products of the
+    deviations from that mean (and their sum, ``lo``, which corrects it)."""
+    k = len(cols)
+    n_rows = cols[0].shape[0]
     total = np.zeros(k)
     n = 0
     for i in range(n_rows):
-        for j in range(k):
-            if np.isnan(z[i, j]):
-                valid[i] = False
-                break
-        if valid[i]:
+        if _complete(cols, mask, i):
             n += 1
             for j in range(k):
-                total[j] += z[i, j]
+                total[j] += cols[j][i]
     hi = np.zeros(k)
     lo = np.zeros(k)
     c = np.zeros((k, k))
     if n == 0:
         return n, hi, lo, c
     hi = total / n
-    for i in range(n_rows):
-        if valid[i]:
-            for j in range(k):
-                lo[j] += z[i, j] - hi[j]
-    lo /= n
     d = np.empty(k)
     for i in range(n_rows):
-        if valid[i]:
+        if _complete(cols, mask, i):
             for j in range(k):
-                d[j] = (z[i, j] - hi[j]) - lo[j]
+                d[j] = cols[j][i] - hi[j]
+                lo[j] += d[j]
             for a in range(k):
                 for b in range(a + 1):
                     c[a, b] += d[a] * d[b]
-    for a in range(k):
-        for b in range(a):
+    lo /= n
+    for a in range(k):   # about the corrected mean: sum (d - lo)(d - lo)' = sum d d' - n lo lo'
+        for b in range(a + 1):
+            c[a, b] -= n * lo[a] * lo[b]
             c[b, a] = c[a, b]
     return n, hi, lo, c
 
 
 @njit(cache=True, nogil=True)
-def ols_residuals(z, hi, lo, beta, const):  # pragma: no cover
-    """The second pass of a fit: residuals ``e = y - x . beta`` of the NaN-free rows of ``z``
-    (``[x..., y]``), with every column shifted by ``hi + lo`` first (the means: a centred fit,
-    whose constant is then 0; zeros for a fit through the origin).  Returns the residual sum
-    of squares and the HC "meat" ``sum e^2 w w'`` with ``w = [1, x]`` (``const``) or ``x``."""
-    n_rows, k = z.shape
+def ols_residuals(cols, mask, hi, lo, beta, const):  # pragma: no cover
+    """The second pass of a fit: residuals ``e = y - x . beta`` of the complete rows of
+    ``cols`` (``[x..., y]``, ``mask`` set), with every column shifted by ``hi + lo`` first
+    (the means: a centred fit, whose constant is then 0; zeros for a fit through the origin).
+    Returns the residual sum of squares and the HC "meat" ``sum e^2 w w'`` with ``w = [1, x]``
+    (``const``) or ``x``."""
+    k = len(cols)
+    n_rows = cols[0].shape[0]
     p = k - 1
     q = p + 1 if const else p
     meat = np.zeros((q, q))
     w = np.empty(q)
     ssr = 0.0
     for i in range(n_rows):
-        bad = False
-        for j in range(k):
-            if np.isnan(z[i, j]):
-                bad = True
-                break
-        if bad:
+        if not _complete(cols, mask, i):
             continue
-        e = (z[i, p] - hi[p]) - lo[p]
+        e = (cols[p][i] - hi[p]) - lo[p]
         off = 0
         if const:
             w[0] = 1.0
             off = 1
         for j in range(p):
-            x = (z[i, j] - hi[j]) - lo[j]
+            x = (cols[j][i] - hi[j]) - lo[j]
             w[off + j] = x
             e -= x * beta[j]
         e2 = e * e
@@ -129,3 +153,100 @@ def ols_residuals(z, hi, lo, beta, const):  # pragma: no cover
         for b in range(a):
             meat[b, a] = meat[a, b]
     return ssr, meat
+
+
+@njit(cache=True, nogil=True)
+def runs(sym, time, bar_ns):  # pragma: no cover
+    """Start index of each run of rows with the same symbol code and bar (``time // bar_ns``)
+    -- the groups of bars over rows sorted by symbol, then time."""
+    n = time.shape[0]
+    starts = np.empty(n, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        if i == 0 or sym[i] != sym[i - 1] or time[i] // bar_ns != time[i - 1] // bar_ns:
+            starts[count] = i
+            count += 1
+    return starts[:count]
+
+
+@njit(cache=True, nogil=True)
+def quote_bars(starts, bid, ofr):  # pragma: no cover
+    """Per run: mean bid, mean offer, open/high/low/close of the mid, quote count.  NaN
+    prices are missing values (left out; NaN where a run has none)."""
+    r = starts.shape[0]
+    n = bid.shape[0]
+    out = np.full((6, r), np.nan)
+    count = np.empty(r, dtype=np.int64)
+    for k in range(r):
+        lo = starts[k]
+        hi = starts[k + 1] if k + 1 < r else n
+        sb = 0.0
+        nb = 0
+        so = 0.0
+        no = 0
+        seen = False
+        for i in range(lo, hi):
+            b = bid[i]
+            o = ofr[i]
+            if not np.isnan(b):
+                sb += b
+                nb += 1
+            if not np.isnan(o):
+                so += o
+                no += 1
+            if not (np.isnan(b) or np.isnan(o)):
+                mid = (b + o) / 2
+                if not seen:
+                    out[2, k] = mid
+                    out[3, k] = mid
+                    out[4, k] = mid
+                    seen = True
+                out[3, k] = max(out[3, k], mid)
+                out[4, k] = min(out[4, k], mid)
+                out[5, k] = mid
+        if nb:
+            out[0, k] = sb / nb
+        if no:
+            out[1, k] = so / no
+        count[k] = hi - lo
+    return out, count
+
+
+@njit(cache=True, nogil=True)
+def trade_bars(starts, price, size):  # pragma: no cover
+    """Per run: open/high/low/close, volume, VWAP, trade count.  NaN prices (and sizes) are
+    missing values."""
+    r = starts.shape[0]
+    n = price.shape[0]
+    out = np.full((6, r), np.nan)
+    count = np.empty(r, dtype=np.int64)
+    for k in range(r):
+        lo = starts[k]
+        hi = starts[k + 1] if k + 1 < r else n
+        volume = 0.0
+        notional = 0.0
+        traded = 0.0
+        seen = False
+        for i in range(lo, hi):
+            p = price[i]
+            s = size[i]
+            if not np.isnan(s):
+                volume += s
+            if np.isnan(p):
+                continue
+            if not seen:
+                out[0, k] = p
+                out[1, k] = p
+                out[2, k] = p
+                seen = True
+            out[1, k] = max(out[1, k], p)
+            out[2, k] = min(out[2, k], p)
+            out[3, k] = p
+            if not np.isnan(s):
+                notional += p * s
+                traded += s
+        out[4, k] = volume
+        if traded:
+            out[5, k] = notional / traded
+        count[k] = hi - lo
+    return out, count

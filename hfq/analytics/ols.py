@@ -99,14 +99,16 @@ def ols(table: Table, y: pl.Expr | str,
     y_name = y if isinstance(y, str) else y_expr.meta.output_name(raise_if_undetermined=False)
     z_exprs = [e.cast(pl.Float64).alias(f"__x{i}") for i, e in enumerate(exprs)]
     z_exprs.append(y_expr.cast(pl.Float64).alias("__y"))
-    columns = list(dict.fromkeys(c for e in z_exprs for c in e.meta.root_names()))
+    used = [*z_exprs, *([] if where is None else [where])]
+    columns = list(dict.fromkeys(c for e in used for c in e.meta.root_names()))
     version = table.version if version is None else version
-    scan = {"columns": columns, "where": where, "dates": dates, "symbols": symbols,
-            "version": version, "progress": progress}
+    # ``where`` is evaluated by the kernels' inputs (a mask), not by the scan: no filtered copy
+    scan = {"columns": columns, "dates": dates, "symbols": symbols, "version": version,
+            "progress": progress}
 
     def moments(df: pl.DataFrame):
-        from hfq.analytics.kernels import ols_moments
-        n, hi, lo, c = ols_moments(_matrix(df, z_exprs))
+        from hfq.analytics.kernels import columns, ols_moments
+        n, hi, lo, c = ols_moments(*columns(df, z_exprs, where))
         return (n, hi, lo, c) if n else OLSMoments().identity()
 
     state = table.map_reduce(moments, OLSMoments().merge, **scan)
@@ -132,8 +134,9 @@ def ols(table: Table, y: pl.Expr | str,
         shift_hi, shift_lo = (hi, lo) if intercept else (np.zeros(p + 1), np.zeros(p + 1))
 
         def residuals(df: pl.DataFrame):
-            from hfq.analytics.kernels import ols_residuals
-            return ols_residuals(_matrix(df, z_exprs), shift_hi, shift_lo, beta, intercept)
+            from hfq.analytics.kernels import columns, ols_residuals
+            return ols_residuals(*columns(df, z_exprs, where), shift_hi, shift_lo, beta,
+                                 intercept)
 
         ssr, meat = table.map_reduce(residuals, lambda a, b: (a[0] + b[0], a[1] + b[1]),
                                      **scan)
@@ -190,17 +193,6 @@ def _regressors(x) -> tuple[list[str], list[pl.Expr]]:
         raise ValueError(f"regressors need distinct names (pass a dict name -> expression); "
                          f"got {names}")
     return names, [pl.col(e) if isinstance(e, str) else e for _, e in items]
-
-
-def _matrix(df: pl.DataFrame, exprs: list[pl.Expr]) -> np.ndarray:
-    """The partition's ``[x..., y]`` as a float64 matrix (nulls as NaN)."""
-    if df.height == 0:
-        return np.empty((0, len(exprs)))
-    out = df.select(exprs)
-    if out.height != df.height:
-        raise HfqError(f"ols expressions must give one value per row; got {out.height} for "
-                       f"{df.height} rows")
-    return out.to_numpy()
 
 
 def _inverse(xx: np.ndarray, names: list[str], table: str) -> np.ndarray:
