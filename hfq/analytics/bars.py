@@ -218,7 +218,10 @@ class _BarsTask(PartitionTask):
                        symbol=self.sorted_by_symbol)
         new = self.schema.conform(bars.to_arrow(), where=f"bars of partition {unit.partition}")
         old = self.existing.get(unit.partition, [])
-        kept = [self._outside_range(nodes.read_fragment(f, self.schema.arrow)) for f in old]
+        # the whole partition recomputed: nothing of the old bars survives, none to read
+        whole = self.date_col is None and self.symbol_col is None
+        kept = [] if whole else [self._outside_range(nodes.read_fragment(f, self.schema.arrow))
+                                 for f in old]
         if not old and new.num_rows == 0:
             return []
         rows = pa.concat_tables([*kept, new]) if kept else new

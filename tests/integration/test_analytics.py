@@ -195,20 +195,23 @@ def test_minute_bars_errors_leave_nothing_behind(db, quotes):
         ha.minute_bars(quotes, "bars_other")
     assert db["bars_other"].version == 0
 
-    # a destination file lost from disk: the run fails on that partition, the files it wrote
-    # for the other partitions are removed, and the destination keeps its version
+    # a destination file lost from disk: a run over a date range fails on that partition, the
+    # files it wrote for the other partitions are removed, the destination keeps its version
     ha.minute_bars(quotes, "bars_lost", bar="1h")
     bars = db["bars_lost"]
     before = {f["file"] for p in bars.snapshot().partitions.values() for f in p["fragments"]}
     lost = sorted(before)[0]
     os.remove(os.path.join(db.store.root, lost))
-    with pytest.raises(Exception, match="partition"):
-        ha.minute_bars(quotes, "bars_lost", bar="1h")
+    with pytest.raises(Exception, match="partition"):   # a rerun of a range reads the old bars
+        ha.minute_bars(quotes, "bars_lost", bar="1h", dates=DAYS)
     assert bars.version == 1
     root = db.store.root
     on_disk = {os.path.relpath(os.path.join(d, f), root)
                for d, _, fs in os.walk(os.path.join(root, "bars_lost", "data")) for f in fs}
     assert on_disk == before - {lost}
+    # a rerun of everything reads none of the old bars: it heals the table
+    ha.minute_bars(quotes, "bars_lost", bar="1h")
+    assert bars.version == 2 and bars.verify() == len(before)
 
 
 # -- OLS ------------------------------------------------------------------------------------------
