@@ -12,6 +12,20 @@ import json
 import hfq
 
 
+def job_parser(doc: str) -> argparse.ArgumentParser:
+    """A job's argument parser: its docstring's first paragraph, and the connection options."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_connection_args(p)
+    return p
+
+
+def parse(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` and check the connection options together."""
+    args = p.parse_args(argv)
+    check_connection_args(p, args)
+    return args
+
+
 def add_connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default="auto",
                    help='Ray cluster address ("auto", "host:port"), or "local": embedded at --root')

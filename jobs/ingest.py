@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import time
 
-from common import add_connection_args, check_connection_args, connect
+from common import check_connection_args, connect, job_parser, print_result
 
 import hfq
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_connection_args(p)
+    p = job_parser(__doc__)
     p.add_argument("--table", default="quotes")
     p.add_argument("--csv", nargs="+", default=[], metavar="PATH",
                    help="CSV files, globs or URLs to load")
@@ -98,8 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
             "min_copies": min(copies, default=0),
             "nodes": sorted({n for nodes in parts["nodes"].to_list() for n in nodes}),
         }
-        print(json.dumps(result), flush=True)
-        return result
+        return print_result(result)
     finally:
         db.close()
 

@@ -19,26 +19,17 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import (
-    add_connection_args,
-    add_selection_args,
-    check_connection_args,
-    connect,
-    print_result,
-    selection,
-)
+from common import add_selection_args, connect, job_parser, parse, print_result, selection
 
 from hfq import analytics as ha
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_connection_args(p)
+    p = job_parser(__doc__)
     add_selection_args(p)
     p.add_argument("--dest", default=None, help="destination table (default: <table>_<bar>)")
     p.add_argument("--bar", default="1m", help="bar length: 30s, 1m, 5m, 1h, ...")
-    args = p.parse_args(argv)
-    check_connection_args(p, args)
+    args = parse(p, argv)
     return args
 
 

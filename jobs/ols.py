@@ -21,14 +21,7 @@ import argparse
 import time
 
 import polars as pl
-from common import (
-    add_connection_args,
-    add_selection_args,
-    check_connection_args,
-    connect,
-    print_result,
-    selection,
-)
+from common import add_selection_args, connect, job_parser, parse, print_result, selection
 
 from hfq import analytics as ha
 
@@ -38,8 +31,7 @@ DEFAULT_WHERE = "ofr > bid AND bid > 0 AND ofr / bid < 1.2"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_connection_args(p)
+    p = job_parser(__doc__)
     add_selection_args(p)
     p.add_argument("--y", default=DEFAULT_Y, help="dependent variable (SQL expression)")
     p.add_argument("--x", nargs="+", default=DEFAULT_X, metavar="NAME=EXPR",
@@ -47,8 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--where", default=DEFAULT_WHERE, help="row filter (SQL); '' for none")
     p.add_argument("--no-intercept", action="store_true")
     p.add_argument("--robust", choices=["HC0", "HC1"], help="robust standard errors")
-    args = p.parse_args(argv)
-    check_connection_args(p, args)
+    args = parse(p, argv)
     for item in args.x:
         if "=" not in item:
             p.error(f"--x wants NAME=EXPR, got {item!r}")

@@ -18,24 +18,21 @@ Prints one JSON line: ``{"job": "scan_agg", "rows": ..., "sum_bid": ..., "mean_s
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 import polars as pl
-from common import add_connection_args, check_connection_args, connect
+from common import connect, job_parser, parse, print_result
 
 from hfq import reduce as hr
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_connection_args(p)
+    p = job_parser(__doc__)
     p.add_argument("--table", default="quotes")
     p.add_argument("--dates", nargs=2, metavar=("FIRST", "LAST"),
                    help="inclusive ISO date range (default: every date)")
-    args = p.parse_args(argv)
-    check_connection_args(p, args)
+    args = parse(p, argv)
     return args
 
 
@@ -69,8 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
             "partitions": partitions, "nodes": len(nodes),
             "seconds": round(seconds, 3),
         }
-        print(json.dumps(result), flush=True)
-        return result
+        return print_result(result)
     finally:
         db.close()
 

@@ -19,28 +19,19 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import (
-    add_connection_args,
-    add_selection_args,
-    check_connection_args,
-    connect,
-    print_result,
-    selection,
-)
+from common import add_selection_args, connect, job_parser, parse, print_result, selection
 
 from hfq import analytics as ha
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_connection_args(p)
+    p = job_parser(__doc__)
     add_selection_args(p)
     p.add_argument("--start", default="09:30:00", help="session start (inclusive)")
     p.add_argument("--end", default="15:59:59", help="session end (inclusive)")
     p.add_argument("--max-ratio", type=float, default=1.2, help="keep quotes with ofr/bid below")
     p.add_argument("--plot", metavar="PNG", help="also draw the curve into this PNG file")
-    args = p.parse_args(argv)
-    check_connection_args(p, args)
+    args = parse(p, argv)
     return args
 
 
