@@ -54,11 +54,13 @@ def columns(frame, exprs, where=None) -> tuple[tuple[np.ndarray, ...], np.ndarra
     """``exprs`` evaluated on a polars frame as a tuple of float64 numpy columns (zero-copy
     where polars allows; nulls as NaN), and ``where`` as a boolean mask (nulls False; all
     True without one) -- the inputs of the OLS kernels, with no filtered copy of the rows."""
-    import polars as pl
+    if frame.height == 0:   # (constant expressions would give one row of an empty frame)
+        empty = np.empty(0)
+        empty.flags.writeable = False
+        return (empty,) * len(exprs), np.zeros(0, dtype=np.bool_)
     if where is not None:
         exprs = [*exprs, where.fill_null(False).alias("__where")]
-    out = frame.select(exprs) if frame.height else pl.DataFrame(
-        schema={f"c{i}": pl.Float64 for i in range(len(exprs))})
+    out = frame.select(exprs)
     if out.height != frame.height:
         raise ValueError(f"expressions must give one value per row; got {out.height} for "
                          f"{frame.height} rows")

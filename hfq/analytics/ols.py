@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OLSFit", "ols"]
 
-_ROBUST = {None: None, "HC0": "HC0", "HC1": "HC1"}
+_ROBUST = (None, "HC0", "HC1")
 # below this share of the total sum of squares, the residual sum of squares taken from the
 # moments (a difference) has lost too many digits: compute it from the residuals instead
 _EXACT_SSR_BELOW = 1e-6

@@ -117,6 +117,10 @@ def test_columns_from_polars_expressions():
     assert all(not c.flags.writeable for c in cols)
     with pytest.raises(ValueError, match="one value per row"):
         kernels.columns(df, [pl.col("a").sum()])
+    # a partition left empty by the date/symbol filters: no rows, no error
+    cols, mask = kernels.columns(df.clear(), [pl.col("a"), pl.lit(1.0)], pl.col("b") > 1)
+    assert [len(c) for c in cols] == [0, 0] and len(mask) == 0
+    assert kernels.ols_moments(cols, mask)[0] == 0
 
 
 @pytest.mark.parametrize("kind", ["quotes", "trades"])
