@@ -1,0 +1,160 @@
+"""What a run leaves in --out: report.md, results.json and the PNG plots."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+
+from harness import Bench, Result
+
+
+def scenarios(bench: Bench) -> dict[str, list[Result]]:
+    """Scenario -> its results, in the order they ran."""
+    out: dict[str, list[Result]] = {}
+    for r in bench.results:
+        out.setdefault(r.scenario, []).append(r)
+    return out
+
+
+def timed(r: Result) -> bool:
+    return r.median == r.median      # NaN: a reference row (the CSV size), not a run
+
+
+def reference(rows: list[Result]) -> Result | None:
+    """What a scenario's ratios are relative to: its first timed hfq contender."""
+    return next((r for r in rows if r.contender.startswith("hfq") and timed(r)), None)
+
+
+def plot_name(scenario: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", scenario.lower()).strip("_") + ".png"
+
+
+# -- report.md -----------------------------------------------------------------------------------
+def markdown(bench: Bench, plots: dict[str, str]) -> str:
+    lines = ["# hfq benchmarks", "",
+             f"{bench.days} day(s) x {bench.rows:,} rows of synthetic TAQ; "
+             f"{os.cpu_count()} cores; Python {platform.python_version()}; "
+             f"median of {bench.repeats} runs after a warm-up (ingest: one run, no warm-up); "
+             "warm page cache (the sandbox cannot drop caches, so there are no cold-cache "
+             "figures). Every contender's answer was checked against the others before its "
+             "time counted.", ""]
+    for scenario, rows in scenarios(bench).items():
+        ours = [r for r in rows if r.contender.startswith("hfq") and timed(r)]
+        peers = [r for r in rows if not r.contender.startswith("hfq") and timed(r)]
+        lines += [f"## {scenario}", "", "| contender | median s | M rows/s | bytes | notes |",
+                  "|---|---|---|---|---|"]
+        for r in rows:
+            secs = f"{r.median:.3f}" if timed(r) else ""
+            rate = f"{r.rows / r.median / 1e6:,.2f}" if timed(r) else ""
+            size = f"{r.bytes:,}" if r.bytes else ""
+            lines.append(f"| {r.contender} | {secs} | {rate} | {size} | {r.notes} |")
+        if bench.summary.get(scenario):
+            lines += ["", *bench.summary[scenario]]
+        if ours and peers:
+            lines += ["", "Speed-up of hfq over each peer (peer time / hfq time; above 1: hfq "
+                      "is faster):", "",
+                      "| hfq \\ peer | " + " | ".join(p.contender for p in peers) + " |",
+                      "|---|" + "---|" * len(peers)]
+            for r in ours:
+                cells = " | ".join(f"{p.median / r.median:.2f}x" for p in peers)
+                lines.append(f"| {r.contender} | {cells} |")
+        for name in plots.get(scenario, ()):
+            lines += ["", f"![{scenario}](plots/{name})"]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+# -- results.json --------------------------------------------------------------------------------
+def machine_readable(bench: Bench) -> dict:
+    """scenario -> contender -> median seconds, every run, rows, bytes, and the ratio to the
+    scenario's reference (its first hfq contender): this contender's median time over the
+    reference's, so above 1 the reference is faster; ``bytes_ratio`` likewise for sizes."""
+    data: dict = {"_meta": {"rows_per_day": bench.rows, "days": bench.days,
+                            "repeats": bench.repeats, "quick": bench.quick,
+                            "cores": os.cpu_count(), "python": platform.python_version(),
+                            "cache": "warm (caches cannot be dropped here)"}}
+    for scenario, rows in scenarios(bench).items():
+        ref = reference(rows)
+        entry = data.setdefault(scenario, {})
+        for r in rows:
+            item = {"median_s": r.median if timed(r) else None,
+                    "runs_s": r.seconds if timed(r) else [], "rows": r.rows, "bytes": r.bytes,
+                    "rows_per_s": r.rows / r.median if timed(r) else None,
+                    "reference": ref.contender if ref else None,
+                    "ratio": r.median / ref.median if ref and timed(r) else None,
+                    "bytes_ratio": (r.bytes / ref.bytes if ref and ref.bytes and r.bytes
+                                    else None),
+                    "notes": r.notes}
+            item.update(r.extra)
+            entry[r.contender] = item
+    return data
+
+
+# -- plots ---------------------------------------------------------------------------------------
+def draw(bench: Bench, folder: str) -> dict[str, list[str]]:
+    """One bar chart of throughput per scenario, and line charts for the families measured
+    over a count (clients, nodes).  Returns scenario -> the PNG files shown under it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(folder, exist_ok=True)
+    shown: dict[str, list[str]] = {}
+    for scenario, rows in scenarios(bench).items():
+        rows = [r for r in rows if timed(r)]
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
+        rates = [r.rows / r.median / 1e6 for r in rows]
+        colors = ["tab:blue" if r.contender.startswith("hfq") else "tab:gray" for r in rows]
+        ax.barh(range(len(rows)), rates, color=colors)
+        ax.set_yticks(range(len(rows)), [r.contender for r in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("M rows/s (higher is better)")
+        ax.set_title(scenario)
+        for i, rate in enumerate(rates):
+            ax.text(rate, i, f" {rate:,.1f}", va="center", fontsize=7)
+        fig.tight_layout()
+        name = plot_name(scenario)
+        fig.savefig(os.path.join(folder, name), dpi=100)
+        plt.close(fig)
+        shown.setdefault(scenario, []).append(name)
+    for axis in ("clients", "nodes"):      # one line per contender over the count
+        series: dict[str, list[tuple[int, float]]] = {}
+        family = ""
+        for r in bench.results:
+            if axis in r.extra and timed(r):
+                series.setdefault(r.extra.get("series", r.contender), []).append(
+                    (r.extra[axis], r.rows / r.median / 1e6))
+                family = family or r.scenario
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for label, points in series.items():
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        counts = sorted({p[0] for pts in series.values() for p in pts})
+        ax.set_xticks(counts)
+        ax.set_xlabel(axis)
+        ax.set_ylabel("total M rows/s")
+        ax.set_title(f"throughput by {axis}")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        name = f"by_{axis}.png"
+        fig.savefig(os.path.join(folder, name), dpi=100)
+        plt.close(fig)
+        shown.setdefault(family, []).append(name)
+    return shown
+
+
+def write(bench: Bench, out: str) -> str:
+    """report.md, results.json and plots/ into ``out``; returns the report's text."""
+    plots = draw(bench, os.path.join(out, "plots"))
+    text = markdown(bench, plots)
+    with open(os.path.join(out, "report.md"), "w") as fh:
+        fh.write(text)
+    with open(os.path.join(out, "results.json"), "w") as fh:
+        json.dump(machine_readable(bench), fh, indent=2, default=str)
+    return text
