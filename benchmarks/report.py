@@ -7,7 +7,7 @@ import os
 import platform
 import re
 
-from harness import Bench, Result
+from harness import Bench, Result, mrows
 
 
 def scenarios(bench: Bench) -> dict[str, list[Result]]:
@@ -47,7 +47,7 @@ def markdown(bench: Bench, plots: dict[str, str]) -> str:
                   "|---|---|---|---|---|"]
         for r in rows:
             secs = f"{r.median:.3f}" if timed(r) else ""
-            rate = f"{r.rows / r.median / 1e6:,.2f}" if timed(r) else ""
+            rate = f"{mrows(r.rows, r.median):,.2f}" if timed(r) else ""
             size = f"{r.bytes:,}" if r.bytes else ""
             lines.append(f"| {r.contender} | {secs} | {rate} | {size} | {r.notes} |")
         if bench.summary.get(scenario):
@@ -106,7 +106,7 @@ def draw(bench: Bench, folder: str) -> dict[str, list[str]]:
         if not rows:
             continue
         fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
-        rates = [r.rows / r.median / 1e6 for r in rows]
+        rates = [mrows(r.rows, r.median) for r in rows]
         colors = ["tab:blue" if r.contender.startswith("hfq") else "tab:gray" for r in rows]
         ax.barh(range(len(rows)), rates, color=colors)
         ax.set_yticks(range(len(rows)), [r.contender for r in rows], fontsize=8)
@@ -126,7 +126,7 @@ def draw(bench: Bench, folder: str) -> dict[str, list[str]]:
         for r in bench.results:
             if axis in r.extra and timed(r):
                 series.setdefault(r.extra.get("series", r.contender), []).append(
-                    (r.extra[axis], r.rows / r.median / 1e6))
+                    (r.extra[axis], mrows(r.rows, r.median)))
                 family = family or r.scenario
         if not series:
             continue

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness import DAY, Bench, duck_arrow, make_csv, measure, price_check, taq_table
+from harness import DAY, Bench, duck_arrow, make_csv, measure, mrows, price_check, taq_table
 
 CLIENTS = (1, 2, 4)
 
@@ -215,19 +215,19 @@ def scenario_concurrent(bench: Bench) -> None:
                 res.extra = {"clients": n, "series": res.contender,
                              "slices": n * per_client}
             by_count[n] = results
-    hfq_rates = {n: rs[0].rows / rs[0].median / 1e6 for n, rs in by_count.items()}
+    hfq_rates = {n: mrows(rs[0].rows, rs[0].median) for n, rs in by_count.items()}
     lines = [f"- {per_client} random (symbol, day) slices per client, ~"
              f"{by_count[counts[0]][0].rows // per_client:,} rows each; "
-             f"{os.cpu_count()} cores, so 4 clients share 2 cores."]
+             f"{os.cpu_count()} cores for up to {max(counts)} clients."]
     for n, results in by_count.items():
         hfq_r = results[0]
         best = min(results[1:], key=lambda r: r.median)
         lines.append(f"- {n} client(s): hfq {hfq_rates[n]:.2f} M rows/s total; fastest peer "
                      f"{best.contender.split(' (')[0].split(' ->')[0]} "
-                     f"{best.rows / best.median / 1e6:.2f} M rows/s "
+                     f"{mrows(best.rows, best.median):.2f} M rows/s "
                      f"(hfq {best.median / hfq_r.median:.2f}x it).")
         for res in results:
-            res.notes = (f"{res.rows / res.median / 1e6 / n:.2f} M rows/s per client; "
+            res.notes = (f"{mrows(res.rows, res.median) / n:.2f} M rows/s per client; "
                          f"{res.median / per_client * 1e3:.2f} ms per slice")
     top = max(counts)
     lines.append(f"- hfq from 1 to {top} clients: {hfq_rates[top] / hfq_rates[counts[0]]:.2f}x "
