@@ -20,7 +20,7 @@ from hfq import schema as schemas
 from hfq.db import Database, connect
 from hfq.errors import HfqError
 from hfq.partition import Compo, Hash, Range, Value
-from hfq.query.scan import Scan
+from hfq.scan import Scan
 from hfq.table import Table
 
 __all__ = [

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from hfq import config
-from hfq.catalog import Catalog
+from hfq.catalog import Catalog, remove_table_files
+from hfq.catalog.records import Fragment, Manifest
 from hfq.config import Settings
 from hfq.errors import HfqError, SchemaMismatchError, TableNotFoundError
+from hfq.ingest.csv import LoadReport
+from hfq.ingest.csv import load_csv as _load_csv
 from hfq.partition import Compo, Scheme, check_scheme
 from hfq.runtime.node import NodeInfo, node_identity
+from hfq.runtime.nodes import Nodes
+from hfq.runtime.placement import place, replica_count
+from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
-from hfq.storage.store import Store
+from hfq.storage.store import open_store
 from hfq.table import Table
+from hfq.write import Write
 
 if TYPE_CHECKING:
     from hfq.runtime.cluster import Runtime
@@ -23,6 +34,11 @@ __all__ = ["Database", "connect"]
 
 class Database:
     """Tables under one catalog root, their files on the nodes of a Ray cluster.
+
+    Table handles (``db["name"]``) are pinned to one version; a commit made through this
+    database (any table's append, load, compaction, bars, rebalance) moves this database's
+    handles on that table to it, while commits of other processes appear at
+    :meth:`Table.refresh`.
 
     Embedded (``hfq.connect(root)``): the root is both the catalog and the one node's data
     directory, and the one-node Ray cluster this process owns starts on first use of compute
@@ -34,18 +50,19 @@ class Database:
     def __init__(self, root: str, *, storage_options: dict | None = None,
                  settings: Settings | None = None, runtime: Runtime | None = None,
                  local: tuple[str, str] | None = None, default_node: str | None = None) -> None:
-        from hfq.runtime.nodes import Nodes
         self.settings = settings or config.get()
-        self.store = Store(str(root), storage_options or {})
+        self.store = open_store(str(root), storage_options or {})
         self.store.makedirs("")
         self.catalog = Catalog(self.store)
+        self._handles: weakref.WeakSet[Table] = weakref.WeakSet()
+        self.catalog.on_commit(self._committed)
         self._runtime = runtime
         if runtime is None:   # embedded: the root is this process's node
             name = node_identity(self.store)
             self.nodes = Nodes(name, self.store, None)
         else:
             name, local_root = local if local else (None, None)
-            self.nodes = Nodes(name, Store(local_root) if local_root else None, runtime,
+            self.nodes = Nodes(name, open_store(local_root) if local_root else None, runtime,
                                default=default_node)
 
     def __repr__(self) -> str:
@@ -61,8 +78,8 @@ class Database:
             if not self.store.local:
                 raise HfqError(f"compute on the nodes needs a local root; {self.store.url} is "
                                "not one")
-            from hfq.runtime.cluster import Runtime
-            self._runtime = Runtime.embedded(self.store.root, cpus=self.settings.threads,
+            from hfq.runtime import connect  # lazily: it imports Ray
+            self._runtime = connect.embedded(self.store.root, cpus=self.settings.threads,
                                              cache_bytes=self.settings.cache_bytes)
             if self._runtime.alive() != [self.nodes.local]:
                 raise HfqError(f"the embedded node server did not find node "
@@ -70,23 +87,21 @@ class Database:
             self.nodes.runtime = self._runtime
         return self._runtime
 
-    def cluster_nodes(self):
+    def cluster_nodes(self) -> Nodes:
         """The nodes, with the runtime started and the list of live nodes refreshed."""
         self.runtime.refresh()
         return self.nodes
 
-    def node_info(self):
+    def node_info(self) -> pl.DataFrame:
         """One row per live node: name, root, Ray node id, CPUs, partitions and bytes held."""
-        import polars as pl
         infos = self.runtime.infos() if self._runtime is not None else []
         held: dict[str, list[int]] = {}
         for name in self.tables():
-            for part in self.catalog.snapshot(name).partitions.values():
-                for fragment in part["fragments"]:
-                    for node in self.nodes.holders(fragment):
-                        entry = held.setdefault(node, [0, 0])
-                        entry[0] += 1
-                        entry[1] += fragment["bytes"]
+            for fragment in self.catalog.snapshot(name).fragments():
+                for node in self.nodes.holders(fragment):
+                    entry = held.setdefault(node, [0, 0])
+                    entry[0] += 1
+                    entry[1] += fragment.bytes
         if not infos:
             infos = [NodeInfo(self.nodes.local, self.store.root)]
         return pl.DataFrame([{"node": i.name, "root": i.root, "ray_node_id": i.ray_node_id,
@@ -150,11 +165,23 @@ class Database:
         options = {k: v for k, v in (("date_column", date_column),
                                      ("symbol_column", symbol_column),
                                      ("replicas", replicas)) if v}
-        self.catalog.create(name, schema, partition_by, sort_by, options)
-        return Table(self, name)
+        manifest = self.catalog.create(name, schema, partition_by, sort_by, options)
+        return self._handle(Table(self, name, manifest))
 
     def __getitem__(self, name: str) -> Table:
-        return Table(self, name)
+        return self._handle(Table(self, name))
+
+    def _handle(self, table: Table) -> Table:
+        self._handles.add(table)
+        return table
+
+    def _committed(self, manifest: Manifest) -> None:
+        """A commit through this database: its handles on the table move to it."""
+        for handle in list(self._handles):
+            pinned = handle.snapshot()
+            if handle.name == manifest.table and pinned.table_id == manifest.table_id and \
+                    pinned.version < manifest.version:
+                handle.refresh_to(manifest)
 
     def __contains__(self, name: str) -> bool:
         try:
@@ -169,25 +196,24 @@ class Database:
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node."""
         self.catalog.drop(name)
-        if self._runtime is None or name in self:   # re-created meanwhile: vacuum's job
+        if name in self:   # re-created meanwhile: the old files are vacuum's job
             return
-        import ray
-        refs = [self._runtime.server(n).drop.remote(name) for n in self._runtime.alive()
-                if self._runtime.info(n).root != self.store.root]
-        ray.get(refs)
+        self.nodes.call_each(StoreCall(remove_table_files), name)
 
     # -- ingest -------------------------------------------------------------------------------
     def load_csv(self, table: str, paths: str | Iterable[str], *, on_error: str = "raise",
                  reject_path: str | None = None, progress: bool | None = None,
-                 sync: bool = False, **csv_options: Any):
+                 sync: bool = False, **csv_options: Any) -> LoadReport:
         """Load CSV files (paths, globs, fsspec URLs) into ``table`` as one atomic commit.
 
         See :func:`hfq.ingest.csv.load_csv` for the options; returns a
         :class:`~hfq.ingest.csv.LoadReport` (rows, bytes, seconds, rows_per_s, rejects).
         """
-        from hfq.ingest.csv import load_csv
-        return load_csv(self, table, paths, on_error=on_error, reject_path=reject_path,
-                        progress=progress, sync=sync, **csv_options)
+        base = self.catalog.snapshot(table)
+        with Write(self.catalog, self.nodes, base, self.settings, sync=sync) as write:
+            return _load_csv(write, paths, settings=self.settings,
+                             storage_options=self.store.storage_options, on_error=on_error,
+                             reject_path=reject_path, progress=progress, **csv_options)
 
 
 def connect(root: str | None = None, *, address: str | None = None,
@@ -221,8 +247,8 @@ def connect(root: str | None = None, *, address: str | None = None,
     if root is not None:
         raise ValueError("with address=, each node's root is its HFQ_NODE_ROOT; pass "
                          "catalog= to put the catalog somewhere other than the head node")
-    from hfq.runtime.cluster import Runtime
-    runtime = Runtime.attach(address, cache_bytes=snapshot.cache_bytes)
+    from hfq.runtime import connect as ray_connect  # lazily: it imports Ray
+    runtime = ray_connect.attach(address, cache_bytes=snapshot.cache_bytes)
     if not runtime.alive():
         raise HfqError(f"no hfq node server could start on the cluster at {address!r}")
     local = runtime.local_name()
@@ -243,42 +269,35 @@ def connect(root: str | None = None, *, address: str | None = None,
 
 def _is_node_root(root: str, name: str) -> bool:
     """Is ``root`` on this machine's disk, the root of node ``name``?"""
-    import os
     if not os.path.isdir(root):
         return False
     try:
-        return node_identity(Store(root)) == name
+        return node_identity(open_store(root)) == name
     except HfqError:
         return False
 
 
-def _rebalance(db: Database, name: str, nodes) -> int:
+def _rebalance(db: Database, name: str, nodes: Nodes) -> int:
     """Copy each partition to its placement over the live nodes, then commit the move."""
-    import ray
-
-    from hfq.catalog import Transaction
-    from hfq.runtime.placement import place, replica_count
     m = db.catalog.snapshot(name)
     alive = nodes.alive()
     k = replica_count(m.options.get("replicas"), alive, name)
-    txn = Transaction(db.catalog, m)
-    copies = []
-    for path, part in m.partitions.items():
-        target = place(path, alive, k)
-        for fragment in part["fragments"]:
-            held = nodes.holders(fragment)
-            if set(held) == set(target):
-                continue
-            sources = [n for n in held if n in alive]
-            if not sources:
-                continue   # no live copy to move: nothing to do until a holder returns
-            for dest in target:
-                if dest not in held:
-                    copies.append(nodes.runtime.server(dest).pull.remote(
-                        fragment["file"], sources[0],
-                        {"bytes": fragment["bytes"], "crc32": fragment["crc32"]}))
-            txn.move(fragment["file"], target)
-    ray.get(copies)
-    if txn.moved:
-        txn.commit("rebalance")
-    return len(txn.moved)
+    copies: dict[str, list[tuple[Fragment, str]]] = {}
+    with Write(db.catalog, nodes, m, db.settings) as write:
+        for path, part in m.partitions.items():
+            target = place(path, alive, k)
+            for fragment in part.fragments:
+                held = nodes.holders(fragment)
+                if set(held) == set(target):
+                    continue
+                sources = [n for n in held if n in alive]
+                if not sources:
+                    continue   # no live copy to move: nothing to do until a holder returns
+                for dest in target:
+                    if dest not in held:
+                        copies.setdefault(dest, []).append((fragment, sources[0]))
+                write.move(fragment.file, target)
+        nodes.copy(copies)
+        if write.txn.moved:
+            write.commit("rebalance")
+        return len(write.txn.moved)

@@ -14,10 +14,12 @@ __all__ = [
     "CsvError",
     "HfqError",
     "InvalidNameError",
+    "NodeUnavailableError",
     "PartitionUnavailableError",
     "SchemaMismatchError",
     "TableExistsError",
     "TableNotFoundError",
+    "UnsafePathError",
 ]
 
 
@@ -38,6 +40,10 @@ class TableExistsError(HfqError, FileExistsError):
 
 class InvalidNameError(HfqError, ValueError):
     """A table or column name that hfq cannot store safely."""
+
+
+class UnsafePathError(HfqError, ValueError):
+    """A storage path that would leave the store's root (``..``, absolute, NUL, backslash)."""
 
 
 class SchemaMismatchError(HfqError, ValueError):
@@ -69,3 +75,11 @@ class PartitionUnavailableError(HfqError, RuntimeError):
     def __init__(self, message: str, partitions: list[str] | None = None) -> None:
         super().__init__(message)
         self.partitions = list(partitions or [])
+
+
+class NodeUnavailableError(HfqError, RuntimeError):
+    """An hfq node needed for a call is gone (its server's actor died, or Ray lost it)."""
+
+    def __init__(self, message: str, nodes: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.nodes = list(nodes or [])

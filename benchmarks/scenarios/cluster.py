@@ -138,11 +138,12 @@ def scenario_scaling(bench: Bench) -> None:
 def scenario_overhead(bench: Bench) -> None:
     """Hundreds of partitions of ~20 rows; the map function returns 1.  Per partition: the
     map-reduce's wall time minus the same reads + map calls in this process, one by one."""
+    import polars as pl
+
     from hfq import reduce as hr
     from hfq.demo import trading_days
-    from hfq.query.scan import read_unit
-    from hfq.runtime.server import apply_map
-    from hfq.storage.store import Store
+    from hfq.query.read import read_unit
+    from hfq.storage.store import open_store
     sess = session(bench)
     db = sess.connect(2)
     buckets = -(-(100 if bench.quick else 500) // bench.days)
@@ -155,7 +156,7 @@ def scenario_overhead(bench: Bench) -> None:
         sess.tables["small"] = table
     table = sess.tables["small"]
     parts, rows = len(table.snapshot().partitions), len(table)
-    stores = {i.name: Store(i.root) for i in db.runtime.infos()}
+    stores = {i.name: open_store(i.root) for i in db.runtime.infos()}
     local = db.nodes.local
 
     def on_cluster():
@@ -169,8 +170,8 @@ def scenario_overhead(bench: Bench) -> None:
         for unit in scan.plan.units:
             holders = db.nodes.unit_holders(unit)
             store = stores[local if local in holders else holders[0]]
-            state = reducer.merge(state, apply_map(one_per_partition,
-                                                   read_unit(store, scan.spec, unit)))
+            frame = pl.from_arrow(read_unit(store, scan.spec, unit))
+            state = reducer.merge(state, one_per_partition(frame))
         return rows, reducer.finalize(state)
 
     cluster, inproc = measure(bench, "overhead", {

@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from hfq.catalog import Transaction
+from hfq.catalog.records import Fragment
 from hfq.errors import SchemaMismatchError
-from hfq.runtime.server import PartitionTask
+from hfq.query.plan import Unit
+from hfq.query.read import PartitionFunction
+from hfq.runtime.task import NodeContext
 from hfq.schema import DOUBLE, LONG, Schema
+from hfq.write import FileWriter, Write
 
 if TYPE_CHECKING:
     from hfq.table import Table
@@ -60,7 +63,7 @@ def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = No
     kind = _kind(source.schema, table.name)
     if time not in source.schema:
         raise SchemaMismatchError(f"table {table.name!r} has no time column {time!r}")
-    date_col, symbol_col = table._filter_columns(source)
+    date_col, symbol_col = table.filter_columns(source)
     keys = [c for c in source.schema.names
             if c in {lvl.column for lvl in source.partition_by.levels()} | {date_col, symbol_col}
             and c != time]
@@ -81,36 +84,30 @@ def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = No
     scan = table.scan(columns=None, dates=dates, symbols=symbols, version=source.version)
     paths = {u.partition for u in scan.plan.units}
     filters = scan.spec.filters
-    txn = Transaction(db.catalog, base, remove=db.nodes.remove)
-    task = _BarsTask(
-        kind=kind, keys=keys, time=time, bar_ns=bar_seconds(bar) * 1_000_000_000,
-        dest=dest, schema=schema, sort_by=base.sort_by,
-        stats_columns=list(dict.fromkeys([*base.sort_by, *(lvl.column for lvl in
-                                                          base.partition_by.levels())])),
-        existing={p: v["fragments"] for p, v in base.partitions.items() if p in paths},
-        date_col=filters.date_column if (filters.date_lo or filters.date_hi) else None,
-        date_lo=filters.date_lo, date_hi=filters.date_hi,
-        symbol_col=filters.symbol_column if filters.symbols is not None else None,
-        symbols=filters.symbols, settings=db.settings, replicas=base.options.get("replicas"),
-        prefix=txn.id,
-        sorted_by_symbol=symbol_col if tuple(source.sort_by[:2]) == (symbol_col, time) else None)
     columns = list(dict.fromkeys([*keys, time, *_inputs(kind)]))
-    try:
+    with Write(db.catalog, db.nodes, base, db.settings) as write:
+        task = _BarsTask(
+            kind=kind, keys=keys, time=time, bar_ns=bar_seconds(bar) * 1_000_000_000,
+            schema=schema, files=write.files,
+            existing={p: v.fragments for p, v in base.partitions.items() if p in paths},
+            date_col=filters.date_column if (filters.date_lo or filters.date_hi) else None,
+            date_lo=filters.date_lo, date_hi=filters.date_hi,
+            symbol_col=filters.symbol_column if filters.symbols is not None else None,
+            symbols=filters.symbols,
+            sorted_by_symbol=symbol_col if tuple(source.sort_by[:2]) == (symbol_col, time)
+            else None)
         written = table.map_reduce(task, lambda a, b: a + b, columns=columns, dates=dates,
                                    symbols=symbols, version=source.version,
                                    progress=progress) or []
         rows = 0
         for out in written:
             if out["fragment"] is not None:
-                txn.add(out["partition"], out["key"], out["fragment"])
-            txn.replace(out["partition"], out["replaced"])
+                write.stage(out["partition"], out["key"], out["fragment"])
+            write.replace(out["partition"], out["replaced"])
             rows += out["rows"]
         if written:
-            txn.commit(f"minute_bars {bar} from {table.name}")
+            write.commit(f"minute_bars {bar} from {table.name}")
         return rows
-    except BaseException:
-        db.cluster_nodes().remove_prefix(dest, txn.id)
-        raise
 
 
 def _kind(schema: Schema, name: str) -> str:
@@ -186,58 +183,47 @@ def _bars_by_runs(frame: pl.DataFrame, kind: str, keys: list[str], symbol: str, 
 
 
 @dataclass
-class _BarsTask(PartitionTask):
+class _BarsTask(PartitionFunction):
     """On a node: one partition's bars, merged with the destination partition's bars outside
-    the recomputed range, encoded and put; returns what the driver commits."""
+    the recomputed range, written through the run's :class:`~hfq.write.FileWriter`; returns
+    what the driver stages and commits."""
 
     kind: str
     keys: list[str]
     time: str
     bar_ns: int
-    dest: str
     schema: Schema
-    sort_by: tuple[str, ...]
-    stats_columns: list[str]
-    existing: dict[str, list[dict]]
+    files: FileWriter
+    existing: dict[str, tuple[Fragment, ...]]
     date_col: str | None
     date_lo: str | None
     date_hi: str | None
     symbol_col: str | None
-    symbols: tuple | None
-    settings: Any
-    replicas: int | None
-    prefix: str
+    symbols: tuple[Any, ...] | None
     sorted_by_symbol: str | None = None
 
-    def __call__(self, frame, unit, nodes) -> list[dict]:
-        import uuid
-
-        from hfq.storage.fragment import encode_fragment
-        from hfq.storage.sort import sort_rows
+    def __call__(self, frame: pl.DataFrame, unit: Unit, node: NodeContext) -> list[dict[str, Any]]:
+        nodes = node.nodes()
         bars = bars_of(frame, self.kind, self.keys, self.time, self.bar_ns,
                        symbol=self.sorted_by_symbol)
         new = self.schema.conform(bars.to_arrow(), where=f"bars of partition {unit.partition}")
-        old = self.existing.get(unit.partition, [])
+        old = self.existing.get(unit.partition, ())
         # the whole partition recomputed: nothing of the old bars survives, none to read
         whole = self.date_col is None and self.symbol_col is None
-        kept = [] if whole else [self._outside_range(nodes.read_fragment(f, self.schema.arrow))
+        kept = [] if whole else [self._outside_range(nodes.read_file(f, self.schema.arrow))
                                  for f in old]
         if not old and new.num_rows == 0:
             return []
         rows = pa.concat_tables([*kept, new]) if kept else new
-        replaced = {"partition": unit.partition, "key": unit.key, "fragment": None,
-                    "replaced": [f["file"] for f in old], "rows": new.num_rows}
+        replaced: dict[str, Any] = {"partition": unit.partition, "key": unit.key,
+                                    "fragment": None, "replaced": [f.file for f in old],
+                                    "rows": new.num_rows}
         if rows.num_rows == 0:   # the recomputed range is empty now, and nothing else is left
             return [replaced]
-        rows = sort_rows(rows, self.sort_by)
-        data, entry = encode_fragment(rows, settings=self.settings,
-                                      stats_columns=self.stats_columns)
         here = [nodes.local] if nodes.local else []
-        targets = nodes.targets(unit.partition, [*here, *nodes.unit_holders(unit)],
-                                self.replicas, self.dest)
-        rel = f"{self.dest}/data/{unit.partition}/{self.prefix}-{uuid.uuid4().hex[:12]}.arrow"
-        nodes.put(rel, data, targets, sync=False)
-        return [{**replaced, "fragment": {"file": rel, **entry, "nodes": targets}}]
+        fragment = self.files.write(nodes, unit.partition, unit.key, rows,
+                                    near=[*here, *nodes.unit_holders(unit)])
+        return [{**replaced, "fragment": fragment}]
 
     def _outside_range(self, table: pa.Table) -> pa.Table:
         """The destination rows this run does not recompute."""

@@ -2,7 +2,7 @@
 
 Each file is read in blocks of ``csv_block_bytes`` cut at a line end; pyarrow parses a block with
 all threads while the previous block is routed and buffered by the
-:class:`~hfq.ingest.writer.PartitionWriter`.  When a block does not parse, a slow exact pass over
+:class:`~hfq.write.PartitionWriter`.  When a block does not parse, a slow exact pass over
 its lines finds the bad line and column: with ``on_error="raise"`` (the default) the load stops
 with a :class:`~hfq.errors.CsvError` naming ``file:line:column`` and nothing is committed; with
 ``on_error="skip"`` bad rows go to a reject file (file, line, column, reason, the row) and the
@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import fsspec
 import polars as pl
@@ -27,16 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from hfq.catalog import Manifest, Transaction
+from hfq.catalog.records import Manifest
 from hfq.config import Settings
 from hfq.errors import CsvError
 from hfq.ingest.parse import check_field, compact_dates, hms_seconds
-from hfq.ingest.writer import PartitionWriter
+from hfq.runtime.nodes import Nodes
+from hfq.runtime.task import NodeContext
 from hfq.schema import Schema
-
-if TYPE_CHECKING:
-    from hfq.db import Database
-    from hfq.runtime.nodes import Nodes
+from hfq.write import FileWriter, PartitionWriter, Write
 
 __all__ = ["LoadReport", "load_csv", "load_files"]
 
@@ -79,15 +77,18 @@ class _FileContext:
     nulls: frozenset[str]
 
 
-def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: str = "raise",
-             reject_path: str | None = None, progress: bool | None = None, sync: bool = False,
+def load_csv(write: Write, paths: str | Iterable[str], *, settings: Settings,
+             storage_options: dict[str, Any] | None = None, on_error: str = "raise",
+             reject_path: str | None = None, progress: bool | None = None,
              delimiter: str = ",", header: bool = True,
              null_values: Iterable[str] = ("",)) -> LoadReport:
-    """Load CSV files into ``table`` as one atomic commit.
+    """Load CSV files into the table of ``write`` and commit them as one version.
 
     On a cluster the files are shared out among the nodes (by size), each node parses its
     files and writes the partitions to the nodes that hold them, and the driver commits all of
     it as one version; the paths must be readable from every node (a shared disk or a URL).
+    Any error (a bad value, a node dying) leaves the table as it was: ``write`` removes what
+    was written.
 
     Parameters
     ----------
@@ -104,61 +105,51 @@ def load_csv(db: Database, table: str, paths: str | Iterable[str], *, on_error: 
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     started = time.perf_counter()
-    base = db[table].snapshot()
-    settings = db.settings
-    files = _expand(paths, db.store.storage_options)
-    report = LoadReport(table=table, files=[f.path for f in files])
+    base, nodes = write.base, write.nodes
+    files = _expand(paths, storage_options or {})
+    report = LoadReport(table=base.table, files=[f.path for f in files])
     total = sum(_size(f) for f in files)
-    options = {"on_error": on_error, "sync": sync, "delimiter": delimiter, "header": header,
+    options = {"on_error": on_error, "delimiter": delimiter, "header": header,
                "null_values": tuple(null_values)}
-    nodes = db.nodes
-    txn = Transaction(db.catalog, base, remove=nodes.remove)
-    alive = nodes.alive()
-    try:
-        if nodes.local is not None and alive == [nodes.local]:
-            bar = _progress(settings, progress, total, f"load {table}")
-            try:
-                result = load_files(nodes, base, files, settings, bar=bar, **options)
-            finally:
-                if bar is not None:
-                    bar.close()
-            results = [result]
-        else:
-            results = _load_on_nodes(nodes, base, files, settings, options, progress)
-        rejects: list[tuple] = []
-        for result in results:
-            for path, (key, fragments) in result["added"].items():
-                for fragment in fragments:
-                    txn.add(path, key, fragment)
-            report.per_file.update(result["per_file"])
-            report.rows += result["rows"]
-            rejects.extend(result["rejects"])
-        if rejects:
-            report.reject_path = _write_rejects(reject_path, table, rejects)
-            report.rejected = len(rejects)
-        report.version = txn.commit("load_csv", sync=sync).version
-    except BaseException:
-        txn.abort()
-        raise
+    if nodes.local is not None and nodes.alive() == [nodes.local]:
+        bar = _progress(settings, progress, total, f"load {base.table}")
+        try:
+            results = [load_files(nodes.context(), write.files, base, files, settings,
+                                  bar=bar, **options)]
+        finally:
+            if bar is not None:
+                bar.close()
+    else:
+        results = _load_on_nodes(nodes, write, files, settings, options)
+    rejects: list[tuple[Any, ...]] = []
+    for result in results:
+        write.stage_all(result["added"])
+        report.per_file.update(result["per_file"])
+        report.rows += result["rows"]
+        rejects.extend(result["rejects"])
+    if rejects:
+        report.reject_path = _write_rejects(reject_path, base.table, rejects)
+        report.rejected = len(rejects)
+    report.version = write.commit("load_csv").version
     report.bytes = total
     report.seconds = time.perf_counter() - started
     return report
 
 
-def load_files(nodes: Nodes, base: Manifest, files: list, settings: Settings, *,
-               on_error: str, sync: bool, delimiter: str, header: bool,
-               null_values: tuple[str, ...], bar=None) -> dict:
-    """Parse ``files`` (fsspec OpenFiles or paths) and write their partitions; commit nothing.
+def load_files(node: NodeContext, files_out: FileWriter, base: Manifest, files: list[Any],
+               settings: Settings, *, on_error: str, delimiter: str, header: bool,
+               null_values: tuple[str, ...], bar: Any = None) -> dict[str, Any]:
+    """Parse ``files`` (fsspec OpenFiles or paths) on ``node`` and write their partitions
+    through ``files_out``; commit nothing.
 
-    Returns ``{"added": {partition: (key, fragments)}, "per_file", "rows", "rejects"}``.  On
-    any error the fragments written are removed and the error raised.
+    Returns ``{"added": {partition: (key, fragments)}, "per_file", "rows", "rejects"}``.
     """
     if files and isinstance(files[0], str):
         files = _expand(files, {})
-    rejects: list[tuple] = []
+    rejects: list[tuple[Any, ...]] = []
     per_file: dict[str, int] = {}
     nulls = frozenset(null_values)
-    with PartitionWriter(None, nodes, base, settings, sync=sync) as writer, \
+    with PartitionWriter(files_out, node.nodes(), base, settings) as writer, \
             ThreadPoolExecutor(max_workers=1) as parser:
         for f in files:
             rows_before = writer.rows
@@ -178,41 +169,28 @@ def load_files(nodes: Nodes, base: Manifest, files: list, settings: Settings, *,
                 "rejects": rejects}
 
 
-def _load_on_nodes(nodes: Nodes, base: Manifest, files: list, settings: Settings,
-                   options: dict, progress: bool | None) -> list[dict]:
+def _load_on_nodes(nodes: Nodes, write: Write, files: list[Any], settings: Settings,
+                   options: dict[str, Any]) -> list[dict[str, Any]]:
     """Share ``files`` out among the live nodes (largest first, to the least loaded) and load
-    them there in parallel; every node's result, or the first error (after removing what
-    every node wrote)."""
-    import ray
+    them there in parallel; every node's result.  A node that dies or fails fails the load
+    (the caller's ``write`` removes what every node wrote)."""
     alive = nodes.alive()
-    shares: dict[str, list] = {n: [] for n in alive}
+    shares: dict[str, list[str]] = {n: [] for n in alive}
     load = dict.fromkeys(alive, 0)
     for f in sorted(files, key=_size, reverse=True):
         name = min(alive, key=lambda n: (load[n], n))
         shares[name].append(f.fs.unstrip_protocol(f.path))
         load[name] += max(1, _size(f))
-    refs = {nodes.runtime.server(n).load_csv.remote(base, paths, settings, options): n
-            for n, paths in shares.items() if paths}
-    bar = _progress(settings, progress, len(files), f"load {base.table}", unit="file")
-    results, error = [], None
-    pending = list(refs)
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        try:
-            results.append(ray.get(ready[0]))
-            if bar is not None:
-                bar.update(len(shares[refs[ready[0]]]))
-        except ray.exceptions.RayTaskError as exc:
-            error = error or (exc.cause if isinstance(exc.cause, BaseException) else exc)
-        except Exception as exc:  # noqa: BLE001 - a node died: the load cannot be whole
-            error = error or exc
-    if bar is not None:
-        bar.close()
-    if error is not None:
-        for result in results:
-            nodes.remove([f for _, frags in result["added"].values() for f in frags])
-        raise error
-    return results
+    busy = [n for n, paths in shares.items() if paths]
+    results = nodes.call_each(_load_share, names=busy, compute=True, strict=True,
+                              args_for=lambda n: (write.files, write.base, shares[n],
+                                                  settings, options))
+    return [results[n] for n in busy]
+
+
+def _load_share(node: NodeContext, files_out: FileWriter, base: Manifest, paths: list[str],
+                settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
+    return load_files(node, files_out, base, paths, settings, **options)
 
 
 # -- files and blocks -------------------------------------------------------------------------

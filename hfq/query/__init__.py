@@ -1,6 +1,7 @@
-"""Planning (pruning, projection) and executing scans."""
+"""Planning (pruning, projection) and reading one partition where its files are."""
 
-from hfq.query.plan import Filters, Plan, Unit
-from hfq.query.scan import Scan
+from hfq.query.plan import Filters, Plan, Unit, make_plan
+from hfq.query.read import MapTask, PartitionFunction, ReadSpec, ReadTask, read_unit
 
-__all__ = ["Filters", "Plan", "Scan", "Unit"]
+__all__ = ["Filters", "MapTask", "PartitionFunction", "Plan", "ReadSpec", "ReadTask", "Unit",
+           "make_plan", "read_unit"]

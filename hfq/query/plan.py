@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hfq.catalog import Manifest
+from hfq.catalog.records import Fragment, Manifest
 from hfq.partition import may_match
 from hfq.schema import Schema
 
@@ -37,18 +37,22 @@ class Filters:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Unit:
-    """One partition to read: its fragments and, per fragment, the batches to read (None: all)."""
+    """One partition to read: its fragments and, per fragment, the batches to read (None: all).
+
+    The fragments carry no per-batch statistics (planning is done): less to ship to nodes.
+    """
 
     partition: str
-    key: list
-    fragments: list[dict]
-    batches: list[list[int] | None]
+    key: tuple[Any, ...]
+    fragments: tuple[Fragment, ...]
+    batches: tuple[tuple[int, ...] | None, ...]
     rows: int
     bytes: int
     exact: bool = False
     """True when every row of the kept batches passes the date/symbol filters already."""
+    batches_kept: int = 0
 
 
 @dataclass
@@ -73,8 +77,7 @@ class Plan:
 
     def explain(self) -> str:
         kept = len(self.units)
-        batches = sum(len(b) if b is not None else len(f["batches"])
-                      for u in self.units for f, b in zip(u.fragments, u.batches))
+        batches = sum(u.batches_kept for u in self.units)
         f = self.filters
         lines = [
             f"scan {self.table} @ version {self.version}",
@@ -133,48 +136,52 @@ def make_plan(manifest: Manifest, columns: list[str], filters: Filters, where: A
     bounds = filters.bounds()
     units, total_batches = [], 0
     for path, part in manifest.partitions.items():
-        total_batches += sum(len(f["batches"]) for f in part["fragments"])
-        if not may_match(manifest.partition_by, tuple(part["key"]), bounds):
+        total_batches += sum(len(f.batches) for f in part.fragments)
+        if not may_match(manifest.partition_by, tuple(part.key), bounds):
             continue
-        batches, rows, size, exact = [], 0, 0, True
-        for fragment in part["fragments"]:
+        batches: list[tuple[int, ...] | None] = []
+        rows, size, kept, exact = 0, 0, 0, True
+        for fragment in part.fragments:
             keep, all_exact = _keep_batches(fragment, filters)
             exact &= all_exact
-            batches.append(None if len(keep) == len(fragment["batches"]) else keep)
-            rows += sum(fragment["batches"][i]["rows"] for i in keep)
+            batches.append(None if len(keep) == len(fragment.batches) else tuple(keep))
+            rows += sum(fragment.batches[i].rows for i in keep)
+            kept += len(keep)
             if keep:
-                size += fragment["bytes"] * len(keep) // max(1, len(fragment["batches"]))
+                size += fragment.bytes * len(keep) // max(1, len(fragment.batches))
         if rows:
-            units.append(Unit(path, part["key"], part["fragments"], batches, rows, size, exact))
+            units.append(Unit(path, part.key, tuple(f.without_stats() for f in part.fragments),
+                              tuple(batches), rows, size, exact, kept))
     return Plan(manifest.table, manifest.version, columns, units, len(manifest.partitions),
                 total_batches, filters, where)
 
 
-def _keep_batches(fragment: dict, f: Filters) -> tuple[list[int], bool]:
+def _keep_batches(fragment: Fragment, f: Filters) -> tuple[list[int], bool]:
     """Batches whose min/max can hold matching rows, and whether all their rows surely match."""
     keep, exact = [], True
-    for i, batch in enumerate(fragment["batches"]):
-        if batch["rows"] == 0:
+    for i, batch in enumerate(fragment.batches):
+        if batch.rows == 0:
             continue
-        stats = batch["stats"]
+        stats = batch.stats
         inside = True
         if f.date_column and (f.date_lo or f.date_hi):
             mm = stats.get(f.date_column)
             if mm is not None:
-                lo, hi = str(mm[0])[:10], str(mm[1])[:10]
+                lo, hi = str(mm.min)[:10], str(mm.max)[:10]
                 if (f.date_lo and hi < f.date_lo) or (f.date_hi and lo > f.date_hi):
                     continue
                 inside &= (not f.date_lo or lo >= f.date_lo) and \
-                    (not f.date_hi or hi <= f.date_hi) and not mm[2]   # nulls never match
+                    (not f.date_hi or hi <= f.date_hi) and not mm.nulls   # nulls never match
             else:
                 inside = False
         if f.symbol_column and f.symbols is not None:
             mm = stats.get(f.symbol_column)
             if mm is not None:
-                hits = [s for s in f.symbols if isinstance(s, str) and mm[0] <= s <= mm[1]]
+                hits = [s for s in f.symbols
+                        if isinstance(s, str) and str(mm.min) <= s <= str(mm.max)]
                 if not hits:
                     continue
-                inside &= mm[0] == mm[1] and not mm[2]   # nulls never match
+                inside &= mm.min == mm.max and not mm.nulls   # nulls never match
             else:
                 inside = False
         keep.append(i)

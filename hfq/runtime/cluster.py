@@ -6,48 +6,51 @@ after the Ray node so every process finds the same one.  :class:`Runtime` starts
 ones, keeps their :class:`~hfq.runtime.node.NodeInfo`, and forgets a node as soon as a call to it
 fails with a dead actor.  Two ways in:
 
-* :meth:`Runtime.embedded`: ``hfq.connect()`` -- a one-node Ray cluster owned by this process
-  (``address="local"``), its one server given the database root explicitly.
-* :meth:`Runtime.attach`: ``hfq.connect(address=...)`` -- a running cluster; each node's server
-  takes its root from the node's ``HFQ_NODE_ROOT``.
+* :func:`hfq.runtime.connect.embedded`: ``hfq.connect()`` -- a one-node Ray cluster owned by
+  this process (``address="local"``), its one server given the database root explicitly.
+* :func:`hfq.runtime.connect.attach`: ``hfq.connect(address=...)`` -- a running cluster; each
+  node's server takes its root from the node's ``HFQ_NODE_ROOT``.
+
+This module only finds servers; starting them is :func:`hfq.runtime.server.start_server`,
+handed in as ``starter`` (a server looking up its peers starts none).
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
+import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from hfq.errors import HfqError
 from hfq.runtime.node import NodeInfo, code_fingerprint
+from hfq.runtime.task import dead_actor_errors
 
-__all__ = ["NAMESPACE", "Runtime", "dead_actor_errors"]
+__all__ = ["NAMESPACE", "Runtime", "Starter"]
+
+log = logging.getLogger("hfq")
+
+Starter = Callable[..., Any]
+"""``starter(ray_node_id, actor_name, cpus, detached, embedded_root, cache_bytes)`` -> handle."""
 
 NAMESPACE = "hfq"
 _START_TIMEOUT_S = 60.0
 
 
-def dead_actor_errors() -> tuple[type[BaseException], ...]:
-    """Errors that mean "that node (or its server) is gone", not "the work failed"."""
-    from ray import exceptions as rex
-    return tuple(e for e in (rex.RayActorError, rex.ActorUnschedulableError,
-                             getattr(rex, "ActorUnavailableError", None),
-                             rex.NodeDiedError, rex.OwnerDiedError) if e is not None)
-
-
 class Runtime:
     """Live hfq nodes of one Ray cluster and a handle on each one's server."""
 
-    def __init__(self, *, owned: bool, embedded_root: str | None, create: bool = True,
-                 cache_bytes: int = 0) -> None:
+    def __init__(self, *, owned: bool, embedded_root: str | None,
+                 starter: Starter | None = None, cache_bytes: int = 0) -> None:
         self.owned = owned
         self.cache_bytes = cache_bytes
         self.embedded_root = embedded_root
-        self.create = create
+        self._starter = starter
+        self.create = starter is not None
         self._lock = threading.RLock()
         self._servers: dict[str, object] = {}     # node name -> actor handle
         self._infos: dict[str, NodeInfo] = {}     # node name -> info
@@ -55,31 +58,11 @@ class Runtime:
         self._dead: set[str] = set()              # ray node ids seen dead
         self.refresh()
 
-    # -- ways in ------------------------------------------------------------------------------
-    @classmethod
-    def embedded(cls, root: str, *, cpus: int, cache_bytes: int = 0) -> Runtime:
-        """A one-node Ray cluster owned by this process (reuses Ray if already initialised)."""
-        owned = not ray.is_initialized()
-        if owned:
-            ray.init(address="local", num_cpus=cpus, namespace=NAMESPACE,
-                     include_dashboard=False, log_to_driver=True,
-                     object_store_memory=_object_store_bytes())
-            atexit.register(_shutdown_quietly)
-        return cls(owned=owned, embedded_root=root, cache_bytes=cache_bytes)
-
-    @classmethod
-    def attach(cls, address: str, *, cache_bytes: int = 0) -> Runtime:
-        """Every node of the running cluster at ``address`` ("auto", "host:port", "ray://...")."""
-        owned = False
-        if not ray.is_initialized():
-            ray.init(address=address, namespace=NAMESPACE, log_to_driver=True)
-        return cls(owned=owned, embedded_root=None, cache_bytes=cache_bytes)
-
     @classmethod
     def inside(cls, embedded_root: str | None = None) -> Runtime:
         """From within a server: look up the other servers, start none (``embedded_root``: the
         server's root when it serves an embedded database)."""
-        return cls(owned=False, embedded_root=embedded_root, create=False)
+        return cls(owned=False, embedded_root=embedded_root)
 
     def shutdown(self) -> None:
         if self.owned and ray.is_initialized():
@@ -110,6 +93,8 @@ class Runtime:
                         info = ray.get(handle.info.remote(), timeout=_START_TIMEOUT_S)
                     found.append((n, handle, info))
                 except dead_actor_errors():     # the node died just now
+                    log.warning("hfq server on Ray node %s did not answer: node gone",
+                                n["NodeID"][:12])
                     self._dead.add(n["NodeID"])
                 except ray.exceptions.GetTimeoutError:   # not answering: ask again next time
                     continue
@@ -150,6 +135,9 @@ class Runtime:
         """A call to ``name`` failed with a dead actor: stop sending it work."""
         with self._lock:
             info = self._infos.get(name)
+            if info is not None:
+                log.warning("hfq node %s is gone (its server's actor died); its work goes to "
+                            "replicas", name)
             if info is not None and info.ray_node_id:
                 self._dead.add(info.ray_node_id)
                 self._forget(info.ray_node_id)
@@ -191,35 +179,15 @@ class Runtime:
             name += f"-{digest}"
         return name
 
-    def _server_for(self, node: dict):
-        from hfq.runtime.server import NodeServer
+    def _server_for(self, node: dict[str, Any]) -> Any:
         ray_id = node["NodeID"]
-        cpus = max(1, int(node.get("Resources", {}).get("CPU", 1)))
         name = self._actor_name(ray_id)
-        if not self.create:
+        if self._starter is None:
             try:
                 return ray.get_actor(name, namespace=NAMESPACE)
             except ValueError:
                 return None
-        env = {"POLARS_MAX_THREADS": str(cpus), "NUMBA_NUM_THREADS": str(cpus),
-               "OMP_NUM_THREADS": str(cpus), "RAYON_NUM_THREADS": str(cpus)}
-        return NodeServer.options(
-            name=name, namespace=NAMESPACE, get_if_exists=True,
-            lifetime=None if self.owned or self.embedded_root else "detached",
-            num_cpus=0, max_concurrency=4 * cpus + 8, max_restarts=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(ray_id, soft=False),
-            runtime_env={"env_vars": env},
-        ).remote(root=self.embedded_root, cpus=cpus, cache_bytes=self.cache_bytes)
-
-
-def _object_store_bytes() -> int:
-    from hfq.config import machine_memory
-    return int(min(4 << 30, max(256 << 20, machine_memory() // 8)))
-
-
-def _shutdown_quietly() -> None:
-    try:
-        if ray.is_initialized():
-            ray.shutdown()
-    except Exception:  # noqa: BLE001 - interpreter exit: nothing left to report to
-        pass
+        cpus = max(1, int(node.get("Resources", {}).get("CPU", 1)))
+        return self._starter(ray_id, name, cpus=cpus,
+                             detached=not (self.owned or self.embedded_root),
+                             embedded_root=self.embedded_root, cache_bytes=self.cache_bytes)

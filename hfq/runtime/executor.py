@@ -10,6 +10,7 @@ threads, reading the memory-mapped files directly.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -17,27 +18,29 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-import ray
-
 from hfq.errors import PartitionUnavailableError
-from hfq.runtime.cluster import dead_actor_errors
+from hfq.runtime.task import WorkUnit, dead_actor_errors
 
 if TYPE_CHECKING:
-    from hfq.query.plan import Unit
     from hfq.runtime.nodes import Nodes
+
+log = logging.getLogger("hfq")
 
 __all__ = ["execute"]
 
 
-def execute(nodes: Nodes, units: Sequence[Unit],
-            submit: Callable[[Any, list[Unit]], Any],
+def execute(nodes: Nodes, units: Sequence[WorkUnit],
+            submit: Callable[[Any, list[Any]], Any] | None,
             on_result: Callable[[int, Any], None], *,
-            local: Callable[[Unit], Any] | None = None, threads: int = 1,
+            local: Callable[[Any], Any] | None = None, threads: int = 1,
             progress: bool = False, label: str = "") -> None:
     """Call ``submit(server, units)`` (an ObjectRef of one value per unit) or ``local(unit)``
     until every unit has succeeded once; ``on_result(index, value)`` as results arrive, in
     any order.  A node's queue goes out in chunks (fewer calls when there are many small
-    partitions), shrinking to single units as it empties so the tail stays balanced."""
+    partitions), shrinking to single units as it empties so the tail stays balanced.
+    ``submit`` is None when there is no Ray runtime (every unit must then run ``local``)."""
+    if submit is not None:
+        import ray
     bar = _bar(progress, len(units), label)
     state = _State(nodes, units)
     pool = ThreadPoolExecutor(max_workers=threads) if local is not None else None
@@ -45,7 +48,9 @@ def execute(nodes: Nodes, units: Sequence[Unit],
     refs: dict[Any, tuple[list[int], str]] = {}
 
     def node_gone(name: str, chunk: list[int]) -> None:
-        nodes.runtime.mark_dead(name)
+        log.warning("hfq node %s died during %s; %d unit(s) go to replicas", name,
+                    label or "a job", len(chunk))
+        nodes._lost(name)
         state.node_died(name, chunk)
 
     try:
@@ -101,7 +106,7 @@ def execute(nodes: Nodes, units: Sequence[Unit],
 class _State:
     """Queues of unit indices per node, with load counted in rows."""
 
-    def __init__(self, nodes: Nodes, units: Sequence[Unit]) -> None:
+    def __init__(self, nodes: Nodes, units: Sequence[WorkUnit]) -> None:
         self.nodes = nodes
         self.units = units
         self.alive = set(nodes.alive())

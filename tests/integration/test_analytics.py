@@ -199,7 +199,7 @@ def test_minute_bars_errors_leave_nothing_behind(db, quotes):
     # files it wrote for the other partitions are removed, the destination keeps its version
     ha.minute_bars(quotes, "bars_lost", bar="1h")
     bars = db["bars_lost"]
-    before = {f["file"] for p in bars.snapshot().partitions.values() for f in p["fragments"]}
+    before = {f.file for p in bars.snapshot().partitions.values() for f in p.fragments}
     lost = sorted(before)[0]
     os.remove(os.path.join(db.store.root, lost))
     with pytest.raises(Exception, match="partition"):   # a rerun of a range reads the old bars

@@ -75,10 +75,10 @@ def test_every_partition_has_two_copies_on_distinct_nodes(cluster, db, quotes):
     # the files really are on those nodes' disks, and only there
     roots = {i.name: i.root for i in db.runtime.infos()}
     for path, part in quotes.snapshot().partitions.items():
-        for fragment in part["fragments"]:
+        for fragment in part.fragments:
             for name, root in roots.items():
-                on_disk = os.path.exists(os.path.join(root, fragment["file"]))
-                assert on_disk == (name in fragment["nodes"]), (path, name)
+                on_disk = os.path.exists(os.path.join(root, fragment.file))
+                assert on_disk == (name in fragment.nodes), (path, name)
     assert quotes.verify() == 2 * 16   # every copy checked against size + CRC-32
     # placement spreads the copies: no node holds all 32 or none
     counts = {n: sum(n in v for v in holders_of(quotes).values()) for n in alive}
@@ -175,8 +175,8 @@ def test_load_csv_runs_on_the_nodes_in_one_commit(db, tmp_path):
     assert t.vacuum(grace_s=0)["files_removed"] == 0   # the failed load cleaned up after itself
     roots = [i.root for i in db.runtime.infos()]
     on_disk = set().union(*(files_on(r, "loaded") for r in roots))
-    assert on_disk == {f["file"] for p in t.snapshot().partitions.values()
-                       for f in p["fragments"]}
+    assert on_disk == {f.file for p in t.snapshot().partitions.values()
+                       for f in p.fragments}
 
 
 _APPENDER = textwrap.dedent("""
@@ -197,7 +197,7 @@ _READER = textwrap.dedent("""
     seen = set()
     deadline = time.time() + 60
     while time.time() < deadline:
-        m = t.snapshot()
+        m = t.refresh().snapshot()
         df = t.scan(version=m.version, columns=["bidsiz"]).to_polars()
         counts = collections.Counter(df["bidsiz"].to_list())
         # a consistent snapshot: appends 1..k, each one whole (3000 rows), nothing else
@@ -255,8 +255,8 @@ def test_rebalance_after_a_node_joins_moves_partitions_and_keeps_answers(cluster
     roots = {i.name: i.root for i in db.runtime.infos()}
     assert quotes.vacuum(keep_versions=1, grace_s=0)["versions_forgotten"] >= 1
     for name, root in roots.items():
-        placed = {f["file"] for p in quotes.snapshot().partitions.values()
-                  for f in p["fragments"] if name in f["nodes"]}
+        placed = {f.file for p in quotes.snapshot().partitions.values()
+                  for f in p.fragments if name in f.nodes}
         assert files_on(root, "quotes") == placed, name
     assert canonical(quotes.to_arrow()).equals(canonical(data))
     # a second rebalance has nothing to do

@@ -136,13 +136,13 @@ def test_each_partition_is_intact_on_two_distinct_nodes(cluster, ingested):
     assert parts["rows"].sum() == ingested.result["rows"]
     m = db["quotes"].snapshot()
     for path, part in m.partitions.items():
-        for fragment in part["fragments"]:
-            holders = fragment["nodes"]
+        for fragment in part.fragments:
+            holders = fragment.nodes
             assert len(holders) == len(set(holders)) == 2, path
             for node in holders:
-                data = (roots[node] / fragment["file"]).read_bytes()
-                assert len(data) == fragment["bytes"]
-                assert zlib.crc32(data) == fragment["crc32"], (path, node)
+                data = (roots[node] / fragment.file).read_bytes()
+                assert len(data) == fragment.bytes
+                assert zlib.crc32(data) == fragment.crc32, (path, node)
 
 
 def test_scan_agg_job_matches_polars(cluster, ingested, oracle):

@@ -20,6 +20,7 @@ import hfq
 from hfq.partition import encode_component
 from hfq.schema import DATE, LONG, SYMBOL, Schema
 from hfq.testing.strategies import HOSTILE_SYMBOLS
+from hfq.write import PartitionWriter, Write
 
 SCHEMA = Schema({"sym": SYMBOL, "d": DATE, "id": LONG})
 ROWS_PER_APPEND = 1000
@@ -56,7 +57,7 @@ def start_writer(root, writer, appends):
 
 def check_whole_appends(table) -> np.ndarray:
     """Every committed append is there completely, once; returns the ids."""
-    ids = table.scan(columns=["id"]).to_arrow().column("id").to_numpy()
+    ids = table.refresh().scan(columns=["id"]).to_arrow().column("id").to_numpy()
     assert len(ids) % ROWS_PER_APPEND == 0
     assert len(np.unique(ids)) == len(ids), "duplicated rows"
     batches = np.unique(ids // ROWS_PER_APPEND, return_counts=True)[1]
@@ -170,11 +171,27 @@ def px_rows(sym, n=3):
                      "px": pa.array([1.0 + i for i in range(n)])})
 
 
+class SlowWriter:
+    """A writer that has written its rows but not committed yet."""
+
+    def __init__(self, db, table, sym):
+        self.write = Write(db.catalog, db.nodes, table.snapshot(), db.settings)
+        self.rows = PartitionWriter(self.write.files, db.nodes, table.snapshot(), db.settings)
+        self.rows.write(PX.conform(px_rows(sym)))
+
+    def spill(self):
+        self.rows._spill()
+
+    def finish(self, op):
+        self.write.stage_all(self.rows.flush())
+        return self.write.commit(op)
+
+    def abort(self):
+        self.write.abort()
+
+
 def slow_writer(db, table, sym):
-    from hfq.ingest.writer import PartitionWriter
-    writer = PartitionWriter(db.catalog, db.nodes, table.snapshot(), db.settings)
-    writer.write(PX.conform(px_rows(sym)))
-    return writer
+    return SlowWriter(db, table, sym)
 
 
 def test_commit_after_vacuum_forgot_versions_is_the_new_head(db):
@@ -184,7 +201,7 @@ def test_commit_after_vacuum_forgot_versions_is_the_new_head(db):
         t.append(px_rows(sym))
     assert t.vacuum(keep_versions=1, grace_s=0)["versions_forgotten"] == 3
     committed = writer.finish("append")
-    assert committed.version == t.version == 4
+    assert committed.version == t.refresh().version == 4
     assert sorted(set(t.scan().to_arrow()["symbol"].to_pylist())) == ["A", "B", "C", "SLOW"]
 
 
@@ -210,7 +227,7 @@ def test_vacuum_keeps_what_a_recent_reader_and_a_live_writer_need(db):
     t.vacuum(keep_versions=1)                     # default grace: version 2 is too recent
     assert scan.to_arrow().num_rows == 6
     writer = slow_writer(db, t, "W")
-    writer._spill()                               # its fragment is on disk, not committed
+    writer.spill()                                # its fragment is on disk, not committed
     old = time.time() - 7200
     for rel, _ in db.store.walk_files("t/data"):
         os.utime(db.store.path(rel), (old, old))  # ... and looks two hours old

@@ -145,7 +145,7 @@ def test_csv_five_times_the_memory_budget(tmp_path):
     path = tmp_path / "big.csv"
     n = synth.write_taq_csv(str(path), dates=("2007-08-01",), rows_per_day=40_000, symbols=50)
     assert os.path.getsize(path) > 5 * budget
-    from hfq.ingest import writer as writer_module
+    from hfq import write as writer_module
     peaks = []
     original = writer_module.PartitionWriter._spill
 

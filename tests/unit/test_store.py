@@ -143,7 +143,7 @@ def test_partitions_listing(quotes):
 def test_verify_detects_corruption(quotes, db):
     quotes.append(taq(rows=2000))
     assert quotes.verify() == 10
-    victim = next(iter(quotes.snapshot().partitions.values()))["fragments"][0]["file"]
+    victim = next(iter(quotes.snapshot().partitions.values())).fragments[0].file
     path = db.store.path(victim)
     with open(path, "r+b") as f:
         f.seek(100)
@@ -212,9 +212,9 @@ def test_encodings_round_trip_bit_exact(db):
     })
     t.append(data)
     assert canonical(t.scan().to_arrow()).equals(canonical(data))
-    files = [f for p in t.snapshot().partitions.values() for f in p["fragments"]]
+    files = [f for p in t.snapshot().partitions.values() for f in p.fragments]
     import pyarrow.ipc as ipc
-    with pa.memory_map(db.store.path(files[0]["file"])) as src:
+    with pa.memory_map(db.store.path(files[0].file)) as src:
         meta = {f.name: (f.metadata or {}).get(b"hfq.enc", b"").decode()
                 for f in ipc.open_file(src).schema}
     assert meta["p"].startswith("scale:4")     # exact 4-decimal prices are stored as integers
