@@ -15,8 +15,7 @@ Examples
 
 from __future__ import annotations
 
-from hfq import config, errors, reduce, schema, synth
-from hfq import schema as schemas
+from hfq import config, errors, reduce, schema, schemas, synth
 from hfq.db import Database, connect
 from hfq.errors import HfqError
 from hfq.partition import Compo, Hash, Range, Value

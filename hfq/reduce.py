@@ -356,8 +356,8 @@ class Sum(Reducer[Total, Total]):
         (values,) = self._read(frame)
         arr = _present(values).to_numpy()
         with np.errstate(over="ignore", invalid="ignore"):   # IEEE: overflow gives +-inf
-            total = arr.sum()
-        return _python(total)   # type: ignore[no-any-return]
+            total: Total = _python(arr.sum())
+        return total
 
     def finalize(self, state: Total) -> Total:
         return state

@@ -204,6 +204,8 @@ class Table:
         reducer = as_reducer(reduce)
         if map_fn is None:
             map_fn = reducer.accumulate
+            if columns is None:
+                columns = reducer.columns() or None
         scan = self.scan(columns=columns, where=where, dates=dates, symbols=symbols,
                          version=version)
         units = scan.plan.units

@@ -20,9 +20,9 @@ PACKED = np.dtype([("ts", "<i8"), ("price", "<f8"), ("amount", "<f8"), ("exchang
 COMBOS = ((1, 0), (3, 1))               # the two (exchange, pair) combinations asked for
 EXCHANGES, PAIRS = 12, 200
 PUBLISHED = 290.0                       # M rows/s, one core, packed rows
-SCHEMA = hfq.schemas.Schema({"ts": hfq.schemas.TIMESTAMP, "exchange": hfq.schemas.SHORT,
-                     "pair": hfq.schemas.SHORT, "side": hfq.schemas.SHORT,
-                     "price": hfq.schemas.DOUBLE, "amount": hfq.schemas.DOUBLE})
+SCHEMA = hfq.schema.Schema({"ts": hfq.schema.TIMESTAMP, "exchange": hfq.schema.SHORT,
+                     "pair": hfq.schema.SHORT, "side": hfq.schema.SHORT,
+                     "price": hfq.schema.DOUBLE, "amount": hfq.schema.DOUBLE})
 COLUMNS = ["exchange", "pair", "price", "amount"]
 
 

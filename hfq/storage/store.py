@@ -97,17 +97,7 @@ def _components(rel: str) -> list[str]:
     return parts
 
 
-class _StoreMeta(abc.ABCMeta):
-    """Transitional: ``Store(url, storage_options)`` still works and means
-    :func:`open_store` (call ``open_store`` in new code)."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if cls is Store:
-            return open_store(*args, **kwargs)
-        return super().__call__(*args, **kwargs)
-
-
-class Store(abc.ABC, metaclass=_StoreMeta):
+class Store(abc.ABC):
     """A root directory; every path given to a method is relative to it and uses ``/``.
 
     Build one with :func:`open_store`.  ``local`` is True only for :class:`LocalStore`, whose
@@ -209,7 +199,6 @@ class LocalStore(Store):
     """A root on a local (or locally mounted) disk, driven by ``os`` calls."""
 
     local = True
-    fs: None = None  # transitional: the old single Store had ``fs=None`` for local roots
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.url = url

@@ -16,7 +16,8 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "hfq"
 
 LAYERS = [
-    ("model", ["hfq.errors", "hfq.config", "hfq.schema", "hfq.partition", "hfq.reduce"]),
+    ("model", ["hfq.errors", "hfq.config", "hfq.schema", "hfq.schemas", "hfq.partition",
+               "hfq.reduce"]),
     ("storage", ["hfq.storage"]),
     ("catalog", ["hfq.catalog"]),
     ("query", ["hfq.query"]),

@@ -113,12 +113,11 @@ def test_open_store_picks_the_class(store: Store) -> None:
     assert (kind == "local") is (fsspec.utils.get_protocol(store.url) in ("file", "local"))
 
 
-def test_local_urls_and_the_transitional_constructor(tmp_path: Any) -> None:
+def test_local_urls(tmp_path: Any) -> None:
     for url in (str(tmp_path), f"file://{tmp_path}", f"local://{tmp_path}"):
         s = open_store(url)
         assert isinstance(s, LocalStore) and s.local and s.root == os.path.abspath(tmp_path)
-    assert isinstance(Store(str(tmp_path)), LocalStore)           # Store(...) == open_store(...)
-    assert isinstance(Store("memory://x/y", {}), FsspecStore)
+    assert isinstance(open_store("memory://x/y", {}), FsspecStore)
     assert open_store(str(tmp_path)) == LocalStore(str(tmp_path))
 
 
