@@ -18,6 +18,7 @@ import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Settings", "get", "override"]
 
@@ -90,7 +91,7 @@ class Settings:
         import sys
         return self.progress == "always" or (self.progress == "auto" and sys.stderr.isatty())
 
-    def replace(self, **changes) -> Settings:
+    def replace(self, **changes: Any) -> Settings:
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise TypeError(f"unknown settings {sorted(unknown)}; "
@@ -99,12 +100,12 @@ class Settings:
 
 
 def _from_env() -> Settings:
-    values = {}
+    values: dict[str, Any] = {}
     for f in dataclasses.fields(Settings):
         raw = os.environ.get(f"HFQ_{f.name.upper()}")
         if raw is None:
             continue
-        kind = int if f.name in ("memory_budget", "cache_bytes") else type(f.default)
+        kind: type[Any] = int if f.name in ("memory_budget", "cache_bytes") else type(f.default)
         try:
             values[f.name] = kind(raw)
         except ValueError:
@@ -113,7 +114,7 @@ def _from_env() -> Settings:
     return Settings(**values)
 
 
-_overrides: list[dict] = []
+_overrides: list[dict[str, Any]] = []
 
 
 def get() -> Settings:
@@ -125,7 +126,7 @@ def get() -> Settings:
 
 
 @contextlib.contextmanager
-def override(**changes) -> Iterator[Settings]:
+def override(**changes: Any) -> Iterator[Settings]:
     """Change settings inside a ``with`` block (validated at once)."""
     get().replace(**changes)  # validate before entering
     _overrides.append(changes)

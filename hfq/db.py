@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -57,6 +57,7 @@ class Database:
         self._handles: weakref.WeakSet[Table] = weakref.WeakSet()
         self.catalog.on_commit(self._committed)
         self._runtime = runtime
+        name: str | None
         if runtime is None:   # embedded: the root is this process's node
             name = node_identity(self.store)
             self.nodes = Nodes(name, self.store, None)
@@ -102,8 +103,8 @@ class Database:
                     entry = held.setdefault(node, [0, 0])
                     entry[0] += 1
                     entry[1] += fragment.bytes
-        if not infos:
-            infos = [NodeInfo(self.nodes.local, self.store.root)]
+        if not infos:   # embedded: local is the root's node (None only if attached, no live node)
+            infos = [NodeInfo(cast(str, self.nodes.local), self.store.root)]
         return pl.DataFrame([{"node": i.name, "root": i.root, "ray_node_id": i.ray_node_id,
                               "cpus": i.cpus, "files": held.get(i.name, [0, 0])[0],
                               "bytes": held.get(i.name, [0, 0])[1]} for i in infos],
@@ -253,7 +254,7 @@ def connect(root: str | None = None, *, address: str | None = None,
         raise HfqError(f"no hfq node server could start on the cluster at {address!r}")
     local = runtime.local_name()
     local_root = runtime.info(local).root if local else None
-    if local_root is not None and not _is_node_root(local_root, local):
+    if local is not None and local_root is not None and not _is_node_root(local_root, local):
         local = local_root = None   # a driver on the node, but not seeing its disk
     head = runtime.head_name()
     if catalog is None:
@@ -263,7 +264,8 @@ def connect(root: str | None = None, *, address: str | None = None,
                            "catalog= a path or URL every driver can reach")
         catalog = runtime.info(head).root
     return Database(catalog, storage_options=storage_options, settings=snapshot,
-                    runtime=runtime, local=(local, local_root) if local else None,
+                    runtime=runtime,
+                    local=(local, local_root) if local and local_root is not None else None,
                     default_node=head)
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +60,7 @@ class Scheme:
     def _component(self, value: Any) -> str:
         raise NotImplementedError
 
-    def _may_match(self, value: Any, lo: Any, hi: Any, members: Sequence[Any] | None) -> bool:
+    def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None) -> bool:
         raise NotImplementedError
 
 
@@ -81,7 +81,7 @@ class Value(Scheme):
     def to_json(self) -> dict:
         return {"kind": "value", "column": self.column, "by": self.by}
 
-    def _codes(self, column):
+    def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
         if column.null_count:
             raise SchemaMismatchError(
                 f"partition column {self.column!r} has {column.null_count} null values")
@@ -96,10 +96,11 @@ class Value(Scheme):
         codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         return codes, [_jsonable(v) for v in enc.dictionary.to_pylist()]
 
-    def _component(self, value):
+    def _component(self, value: Any) -> str:
         return f"{self.column}={encode_component(str(value))}"
 
-    def _may_match(self, value, lo, hi, members):
+    def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None
+                   ) -> bool:
         if members is not None and value not in members:
             return False
         day = str(value)[:10]   # date bounds against a date or an ISO (UTC) timestamp key
@@ -128,13 +129,14 @@ class Hash(Scheme):
         digest = hashlib.blake2b(text, digest_size=8).digest()
         return int.from_bytes(digest, "little") % self.buckets
 
-    def _codes(self, column):
+    def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
         return _map_distinct(column, self.bucket, self.column), list(range(self.buckets))
 
-    def _component(self, value):
+    def _component(self, value: Any) -> str:
         return f"{self.column}=h{int(value)}"
 
-    def _may_match(self, value, lo, hi, members):
+    def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None
+                   ) -> bool:
         if members is None:
             return True
         return value in {self.bucket(m) for m in members}
@@ -160,14 +162,15 @@ class Range(Scheme):
         import bisect
         return bisect.bisect_right(self.boundaries, _jsonable(value))
 
-    def _codes(self, column):
+    def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
         return (_map_distinct(column, self.bucket, self.column),
                 list(range(len(self.boundaries) + 1)))
 
-    def _component(self, value):
+    def _component(self, value: Any) -> str:
         return f"{self.column}=r{int(value)}"
 
-    def _may_match(self, value, lo, hi, members):
+    def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None
+                   ) -> bool:
         if members is not None:
             return value in {self.bucket(m) for m in members}
         if lo is not None and value < self.bucket(lo):
@@ -208,7 +211,7 @@ def scheme_from_json(data: dict) -> Scheme | Compo:
     kind = data["kind"]
     if kind == "compo":
         a, b = (scheme_from_json(x) for x in data["levels"])
-        return Compo(a, b)
+        return Compo(cast(Scheme, a), cast(Scheme, b))   # __post_init__ rejects a nested Compo
     if kind == "value":
         return Value(data["column"], by=data.get("by"))
     if kind == "hash":
@@ -285,7 +288,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _map_distinct(column: pa.ChunkedArray, fn, name: str) -> np.ndarray:
+def _map_distinct(column: pa.ChunkedArray, fn: Callable[[Any], int], name: str) -> np.ndarray:
     """Apply ``fn`` to each distinct value and spread the results over the rows."""
     if column.null_count:
         raise SchemaMismatchError(f"partition column {name!r} has {column.null_count} nulls")

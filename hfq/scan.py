@@ -8,7 +8,7 @@ run per partition, so raw rows that do not match never leave the partition's rea
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import polars as pl
 import pyarrow as pa
@@ -84,7 +84,7 @@ class Scan:
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def to_polars(self) -> pl.DataFrame:
-        return pl.from_arrow(self.to_arrow())
+        return cast(pl.DataFrame, pl.from_arrow(self.to_arrow()))   # a Table gives a DataFrame
 
     def to_pandas(self) -> pandas.DataFrame:
         """As pandas, with no per-row Python objects.

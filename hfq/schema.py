@@ -8,7 +8,7 @@ that Arrow schema, or raises :class:`~hfq.errors.SchemaMismatchError` listing ev
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -107,7 +107,7 @@ class Schema:
     def __contains__(self, name: object) -> bool:
         return name in self._columns
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, ColumnType]]:
         return iter(self._columns.items())
 
     def __len__(self) -> int:

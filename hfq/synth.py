@@ -21,11 +21,11 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, cast
 
 import numpy as np
 import polars as pl
@@ -41,6 +41,7 @@ __all__ = [
 
 Dates = str | _dt.date | Iterable[str | _dt.date]
 Target = str | os.PathLike | IO[bytes]
+_TimeTable = tuple[np.ndarray, list[tuple[float, float]]]   # (quantile knots, gaps)
 
 TAQ_CSV_HEADER = "symbol,date,time,bid,ofr,bidsiz,ofrsiz,mode,ex,mmid"
 """Header line of a raw TAQ quotes CSV file."""
@@ -78,13 +79,13 @@ def _check(seed: int, batch_rows: int = 1, **minimums: tuple[int, int]) -> None:
 
 
 def _dates(dates: Dates) -> list[_dt.date]:
-    one = isinstance(dates, (str, _dt.date))
+    items = (dates,) if isinstance(dates, (str, _dt.date)) else dates
     return [d.date() if isinstance(d, _dt.datetime) else d if isinstance(d, _dt.date)
-            else _dt.date.fromisoformat(str(d)) for d in ((dates,) if one else dates)]
+            else _dt.date.fromisoformat(str(d)) for d in items]
 
 
 @lru_cache(maxsize=64)
-def _table(kind: str, p) -> np.ndarray:
+def _table(kind: str, p: Any) -> np.ndarray:
     """4096-entry lookup table: category indices in proportion to the tuple ``p`` ("cat"), or
     the quantiles of a geometric distribution (1, 2, ...) of success probability ``p``."""
     if kind == "geom":
@@ -94,7 +95,7 @@ def _table(kind: str, p) -> np.ndarray:
     return np.repeat(np.arange(len(p), dtype=np.int8), counts)
 
 
-def _draw(g: np.random.Generator, kind: str, p, n) -> np.ndarray:
+def _draw(g: np.random.Generator, kind: str, p: Any, n: int | tuple[int, ...]) -> np.ndarray:
     return _table(kind, p)[g.integers(0, 4096, n, dtype=np.int16)]
 
 
@@ -107,7 +108,7 @@ def _segments(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _seg_cumsum(x: np.ndarray, seg: np.ndarray, first: np.ndarray, base: np.ndarray,
-                carried=None) -> np.ndarray:
+                carried: float | None = None) -> np.ndarray:
     """Cumulative sum restarting at every segment, plus the segment's ``base`` (a fresh array);
     ``carried`` replaces the first base (a key continuing from the previous chunk)."""
     if carried is not None:
@@ -122,18 +123,19 @@ def _seg_cummax(x: np.ndarray, seg: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(off + x) - off
 
 
-def _time_table(profile: dict[tuple[int, int], object]):
+def _time_table(profile: dict[tuple[int, int], float | Callable[[np.ndarray], np.ndarray]]
+                ) -> _TimeTable:
     """{(first minute, end minute): weight or f(minutes)} -> (quantile knots, gaps).
 
     The knots are the times of the quantiles k/16384 counted in active seconds (time between
     the ranges removed); ``gaps`` lists (active second, length) pairs that restore it.
     """
     weights, gaps, active, prev = [], [], 0.0, None
-    for (lo, hi), w in profile.items():
+    for (lo, hi), weight in profile.items():
         if prev is not None and lo != prev:
             gaps.append((active, (lo - prev) * 60.0))
         mins = np.arange(lo, hi)
-        weights.append(np.broadcast_to(w(mins) if callable(w) else w, mins.shape))
+        weights.append(np.broadcast_to(weight(mins) if callable(weight) else weight, mins.shape))
         active, prev = active + (hi - lo) * 60, hi
     w = np.concatenate(weights).astype(float)
     first = next(iter(profile))[0] * 60.0
@@ -144,7 +146,7 @@ def _time_table(profile: dict[tuple[int, int], object]):
 
 
 @lru_cache(maxsize=2)
-def _profile(kind: int):
+def _profile(kind: int) -> _TimeTable:
     """Intraday activity: TAQ quotes over 04:00-20:00 (thin pre- and post-market, U-shaped
     regular session); L2 snapshots 09:15-09:30 (auction), 09:30-11:30 and 13:00-15:00."""
     if kind == _TAQ:
@@ -155,7 +157,7 @@ def _profile(kind: int):
                         (897, 900): 0.5})
 
 
-def _inverse_time(u: np.ndarray, table) -> np.ndarray:
+def _inverse_time(u: np.ndarray, table: _TimeTable) -> np.ndarray:
     """Seconds since midnight (float) for quantiles ``u`` in [0, 1), monotone in ``u``."""
     knots, gaps = table
     x = u * (len(knots) - 1)
@@ -166,7 +168,8 @@ def _inverse_time(u: np.ndarray, table) -> np.ndarray:
     return t
 
 
-def _rows_of(a: int, b: int, starts: np.ndarray, ends: np.ndarray):
+def _rows_of(a: int, b: int, starts: np.ndarray, ends: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For rows a..b-1 of a day laid out by key (key k owns rows starts[k]..ends[k]-1): the key,
     the position of the row within its key and the key's row count."""
     k0 = int(np.searchsorted(ends, a, side="right"))
@@ -178,11 +181,12 @@ def _rows_of(a: int, b: int, starts: np.ndarray, ends: np.ndarray):
 def _rebatch(chunks: Iterable[dict[str, np.ndarray]], batch_rows: int
              ) -> Iterator[dict[str, np.ndarray]]:
     """Cut a stream of column chunks into pieces of ``batch_rows`` rows (the last shorter)."""
-    def merged():
+    def merged() -> dict[str, np.ndarray]:
         return pending[0] if len(pending) == 1 else {
             k: np.concatenate([p[k] for p in pending]) for k in pending[0]}
 
-    pending, have = [], 0
+    pending: list[dict[str, np.ndarray]] = []
+    have = 0
     for chunk in chunks:
         pending.append(chunk)
         have += len(next(iter(chunk.values())))
@@ -194,7 +198,7 @@ def _rebatch(chunks: Iterable[dict[str, np.ndarray]], batch_rows: int
         yield merged()
 
 
-def _prefetch(it: Iterator) -> Iterator:
+def _prefetch(it: Iterator[Any]) -> Iterator[Any]:
     """Yield from ``it`` while a worker thread already generates the next item."""
     with ThreadPoolExecutor(1, thread_name_prefix="hfq-synth") as pool:
         ahead = pool.submit(next, it, None)
@@ -214,9 +218,9 @@ def _const_date(day: _dt.date, n: int) -> pa.Array:
     return pa.array(np.full(n, day.toordinal() - _EPOCH, np.int32), pa.date32())
 
 
-def _open(path: Target):
+def _open(path: Target) -> contextlib.AbstractContextManager[IO[bytes]]:
     if hasattr(path, "write"):
-        return contextlib.nullcontext(path)
+        return contextlib.nullcontext(cast(IO[bytes], path))   # an open file: not ours to close
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return open(path, "wb")
 
@@ -314,7 +318,8 @@ def _taq_day(day: _dt.date, rows: int, uni: dict, seed: int) -> Iterator[dict[st
                "ex": _draw(g, "cat", _EX_P, m), "mmid": _draw(g, "cat", _MMID_P, m)}
 
 
-def _taq_stream(dates: Dates, rows_per_day: int, symbols: int, seed: int, batch_rows: int):
+def _taq_stream(dates: Dates, rows_per_day: int, symbols: int, seed: int, batch_rows: int
+                ) -> Iterator[tuple[_dt.date, dict[str, np.ndarray], dict[str, np.ndarray]]]:
     _check(seed, batch_rows, rows_per_day=(rows_per_day, 0), symbols=(symbols, 1))
     uni = _taq_universe(symbols, seed)
     for day in _dates(dates):
@@ -589,8 +594,8 @@ def write_l2_csv(path: Target, *, dates: Dates = ("2020-06-01",), rows_per_day: 
             fh.write((",".join(_schema.L2.names) + "\n").encode())
         for b in _prefetch(l2_batches(dates=dates, rows_per_day=rows_per_day,
                                       securities=securities, seed=seed, batch_rows=1 << 17)):
-            pl.from_arrow(b).write_csv(fh, include_header=False, date_format="%Y-%m-%d",
-                                       time_format="%H:%M:%S%.3f")
+            cast(pl.DataFrame, pl.from_arrow(b)).write_csv(
+                fh, include_header=False, date_format="%Y-%m-%d", time_format="%H:%M:%S%.3f")
             written += b.num_rows
     return written
 
@@ -623,7 +628,8 @@ def _readings_day(day: _dt.date, devices: int, interval_s: int, p: dict, seed: i
                "rssi": (p["rssi"][d] + g.integers(-3, 4, m)).clip(-84, -17).astype(np.int16)}
 
 
-def _readings_stream(start, days, devices, interval_s, seed, batch_rows):
+def _readings_stream(start: str | _dt.date, days: int, devices: int, interval_s: int, seed: int,
+                     batch_rows: int) -> Iterator[dict[str, np.ndarray]]:
     _check(seed, batch_rows, days=(days, 0), devices=(devices, 1), interval_s=(interval_s, 1))
     g = _rng(seed, _READ)
     p = {"period": g.uniform(8, 30, devices) * 3600, "phase": g.random(devices),
@@ -754,7 +760,7 @@ def write_device_info_csv(path: Target, *, devices: int = 3000, seed: int = 0,
     >>> buf.getvalue().decode().splitlines()[0]
     'device_id,api_version,manufacturer,model,os_name'
     """
-    df = pl.from_arrow(device_info_table(devices=devices, seed=seed))
+    df = cast(pl.DataFrame, pl.from_arrow(device_info_table(devices=devices, seed=seed)))
     with _open(path) as fh:
         df.write_csv(fh, include_header=header)
     return df.height

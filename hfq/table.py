@@ -13,7 +13,7 @@ from hfq.catalog.records import Fragment, Manifest
 from hfq.errors import CorruptPartitionError, SchemaMismatchError
 from hfq.ingest.frames import iter_arrow_batches
 from hfq.query.plan import Filters, default_columns, normalize_dates
-from hfq.query.read import MapTask
+from hfq.query.read import MapTask, PartitionFunction
 from hfq.reduce import as_reducer
 from hfq.runtime.task import StoreCall
 from hfq.scan import Scan
@@ -94,9 +94,10 @@ class Table:
             "version": m.version,
             "checksum": ",".join(f"{f.crc32:08x}" for f in part.fragments),
         } for path, part in m.partitions.items()]
-        schema = {"partition": pl.String, "key": pl.List(pl.String), "rows": pl.Int64,
-                  "bytes": pl.Int64, "files": pl.Int64, "nodes": pl.List(pl.String),
-                  "version": pl.Int64, "checksum": pl.String}
+        schema: dict[str, pl.DataType | type[pl.DataType]] = {
+            "partition": pl.String, "key": pl.List(pl.String), "rows": pl.Int64,
+            "bytes": pl.Int64, "files": pl.Int64, "nodes": pl.List(pl.String),
+            "version": pl.Int64, "checksum": pl.String}
         return pl.DataFrame(rows, schema=schema)
 
     # -- writing ------------------------------------------------------------------------------
@@ -186,7 +187,8 @@ class Table:
         return {"files_removed": sum(removed.values()), "versions_forgotten": forgotten}
 
     # -- compute ------------------------------------------------------------------------------
-    def map_reduce(self, map_fn: Callable[[pl.DataFrame], Any] | None, reduce: Any, *,
+    def map_reduce(self, map_fn: Callable[[pl.DataFrame], Any] | PartitionFunction | None,
+                   reduce: Any, *,
                    columns: Sequence[str] | None = None, where: pl.Expr | None = None,
                    dates: Any = None, symbols: Iterable[str] | str | None = None,
                    version: int | None = None, progress: bool | None = None) -> Any:

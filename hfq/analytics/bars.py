@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -227,7 +227,7 @@ class _BarsTask(PartitionFunction):
 
     def _outside_range(self, table: pa.Table) -> pa.Table:
         """The destination rows this run does not recompute."""
-        frame = pl.from_arrow(table)
+        frame = cast(pl.DataFrame, pl.from_arrow(table))   # a Table gives a DataFrame
         inside = pl.lit(True)
         if self.date_col:
             day = pl.col(self.date_col).cast(pl.Date)
@@ -236,5 +236,6 @@ class _BarsTask(PartitionFunction):
             if self.date_hi:
                 inside &= day <= pl.lit(self.date_hi).str.to_date()
         if self.symbol_col:
+            assert self.symbols is not None   # symbol_col is set only with symbols
             inside &= pl.col(self.symbol_col).cast(pl.String).is_in(list(self.symbols))
         return self.schema.conform(frame.filter(~inside).to_arrow())

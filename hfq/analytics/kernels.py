@@ -8,8 +8,14 @@ node's disk (``NUMBA_CACHE_DIR``), so only the first job on a fresh node pays co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = ["MINUTES", "columns", "floats", "ols_moments", "ols_residuals", "spread_minutes",
            "time_ns"]
@@ -18,7 +24,7 @@ MINUTES = 24 * 60
 _NS_PER_MINUTE = 60 * 1_000_000_000
 
 
-def time_ns(series) -> np.ndarray:
+def time_ns(series: pl.Series) -> np.ndarray:
     """A polars Time column as int64 nanoseconds since midnight (nulls as -1, which no
     session window contains); zero-copy when there are no nulls."""
     physical = series.to_physical()
@@ -27,7 +33,7 @@ def time_ns(series) -> np.ndarray:
     return physical.to_numpy()
 
 
-def floats(series) -> np.ndarray:
+def floats(series: pl.Series) -> np.ndarray:
     """A numeric polars column as float64 numpy (nulls as NaN, which no comparison passes)."""
     import polars as pl
     if series.dtype != pl.Float64:
@@ -36,7 +42,9 @@ def floats(series) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def spread_minutes(time, bid, ofr, lo_ns, hi_ns, max_ratio, sums, counts):  # pragma: no cover
+def spread_minutes(time: np.ndarray, bid: np.ndarray, ofr: np.ndarray, lo_ns: int, hi_ns: int,
+                   max_ratio: float, sums: np.ndarray, counts: np.ndarray
+                   ) -> None:  # pragma: no cover
     """Add ``(ofr - bid) / (ofr + bid) * 2`` of the quotes with ``lo_ns <= time <= hi_ns``,
     ``ofr > bid``, ``bid > 0`` and ``ofr / bid < max_ratio`` to ``sums[minute]`` and count them
     in ``counts[minute]`` (minute of day).  NaN prices fail every comparison."""
@@ -50,7 +58,8 @@ def spread_minutes(time, bid, ofr, lo_ns, hi_ns, max_ratio, sums, counts):  # pr
             counts[m] += 1
 
 
-def columns(frame, exprs, where=None) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+def columns(frame: pl.DataFrame, exprs: Sequence[pl.Expr], where: pl.Expr | None = None
+            ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
     """``exprs`` evaluated on a polars frame as a tuple of float64 numpy columns (zero-copy
     where polars allows; nulls as NaN), and ``where`` as a boolean mask (nulls False; all
     True without one) -- the inputs of the OLS kernels, with no filtered copy of the rows."""
@@ -73,7 +82,7 @@ def columns(frame, exprs, where=None) -> tuple[tuple[np.ndarray, ...], np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _complete(cols, mask, i):  # pragma: no cover
+def _complete(cols: tuple[np.ndarray, ...], mask: np.ndarray, i: int) -> bool:  # pragma: no cover
     if not mask[i]:
         return False
     for j in range(len(cols)):
@@ -83,7 +92,8 @@ def _complete(cols, mask, i):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def ols_moments(cols, mask):  # pragma: no cover
+def ols_moments(cols: tuple[np.ndarray, ...], mask: np.ndarray
+                ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """Row count, mean (as ``hi + lo``) and centred cross-products of the columns ``cols``
     (``[x..., y]``) over the rows with ``mask`` set and no NaN -- the state of
     :class:`hfq.reduce.OLSMoments`.  Two passes: the sums, then the products of the
@@ -121,7 +131,9 @@ def ols_moments(cols, mask):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def ols_residuals(cols, mask, hi, lo, beta, const):  # pragma: no cover
+def ols_residuals(cols: tuple[np.ndarray, ...], mask: np.ndarray, hi: np.ndarray,
+                  lo: np.ndarray, beta: np.ndarray, const: bool
+                  ) -> tuple[float, np.ndarray]:  # pragma: no cover
     """The second pass of a fit: residuals ``e = y - x . beta`` of the complete rows of
     ``cols`` (``[x..., y]``, ``mask`` set), with every column shifted by ``hi + lo`` first
     (the means: a centred fit, whose constant is then 0; zeros for a fit through the origin).
@@ -158,7 +170,7 @@ def ols_residuals(cols, mask, hi, lo, beta, const):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def runs(sym, time, bar_ns):  # pragma: no cover
+def runs(sym: np.ndarray, time: np.ndarray, bar_ns: int) -> np.ndarray:  # pragma: no cover
     """Start index of each run of rows with the same symbol code and bar (``time // bar_ns``)
     -- the groups of bars over rows sorted by symbol, then time."""
     n = time.shape[0]
@@ -172,7 +184,8 @@ def runs(sym, time, bar_ns):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def quote_bars(starts, bid, ofr):  # pragma: no cover
+def quote_bars(starts: np.ndarray, bid: np.ndarray, ofr: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Per run: mean bid, mean offer, open/high/low/close of the mid, quote count.  NaN
     prices are missing values (left out; NaN where a run has none)."""
     r = starts.shape[0]
@@ -215,7 +228,8 @@ def quote_bars(starts, bid, ofr):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def trade_bars(starts, price, size):  # pragma: no cover
+def trade_bars(starts: np.ndarray, price: np.ndarray, size: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Per run: open/high/low/close, volume, VWAP, trade count.  NaN prices (and sizes) are
     missing values."""
     r = starts.shape[0]

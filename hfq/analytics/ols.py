@@ -15,7 +15,7 @@ read the same table version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,7 @@ def ols(table: Table, y: pl.Expr | str,
     scan = {"columns": columns, "dates": dates, "symbols": symbols, "version": version,
             "progress": progress}
 
-    def moments(df: pl.DataFrame):
+    def moments(df: pl.DataFrame) -> tuple[Any, ...]:
         from hfq.analytics.kernels import columns, ols_moments
         n, hi, lo, c = ols_moments(*columns(df, z_exprs, where))
         return (n, hi, lo, c) if n else OLSMoments().identity()
@@ -129,11 +129,11 @@ def ols(table: Table, y: pl.Expr | str,
     xx_inv = _inverse(xx, names, table.name)
     beta = xx_inv @ xy
     ssr = tss - xy @ beta
-    meat = None
+    meat: np.ndarray | None = None
     if robust or ssr < _EXACT_SSR_BELOW * tss:
         shift_hi, shift_lo = (hi, lo) if intercept else (np.zeros(p + 1), np.zeros(p + 1))
 
-        def residuals(df: pl.DataFrame):
+        def residuals(df: pl.DataFrame) -> tuple[float, np.ndarray]:
             from hfq.analytics.kernels import columns, ols_residuals
             return ols_residuals(*columns(df, z_exprs, where), shift_hi, shift_lo, beta,
                                  intercept)
@@ -154,6 +154,7 @@ def ols(table: Table, y: pl.Expr | str,
     else:
         bread, a, coef = xx_inv, np.eye(k), beta
     if robust:
+        assert meat is not None   # robust always runs the residual pass
         inner = bread @ meat @ bread * (n / df_resid if robust == "HC1" else 1.0)
     else:
         inner = bread * sigma2
@@ -166,7 +167,7 @@ def ols(table: Table, y: pl.Expr | str,
     r2 = 1.0 - ssr / tss
     adj_r2 = 1.0 - (n - intercept) / df_resid * (1.0 - r2)
 
-    def by_name(values) -> dict[str, float]:
+    def by_name(values: Iterable[Any]) -> dict[str, float]:
         return dict(zip(names, (float(v) for v in values)))
 
     return OLSFit(names=names, coef=by_name(coef), stderr=by_name(stderr),
@@ -176,7 +177,9 @@ def ols(table: Table, y: pl.Expr | str,
                   cov_type=robust or "nonrobust", y=y_name or "y")
 
 
-def _regressors(x) -> tuple[list[str], list[pl.Expr]]:
+def _regressors(x: Mapping[str, pl.Expr | str] | Sequence[pl.Expr | str] | pl.Expr | str
+                ) -> tuple[list[str], list[pl.Expr]]:
+    items: list[tuple[str | None, pl.Expr | str]]
     if isinstance(x, Mapping):
         items = list(x.items())
     else:

@@ -37,6 +37,7 @@ def spread_by_minute(table: Table, *, dates: Any = None, symbols: Any = None,
     independent implementation the tests compare against).
     """
     lo, hi = _time(start), _time(end)
+    partial: pl.DataFrame | None
     if engine == "numba":
         partial = _numba(table, lo, hi, max_ratio, dates, symbols, progress)
     elif engine == "polars":
@@ -57,17 +58,19 @@ def _ns(t: dt.time) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000_000 + t.microsecond * 1000
 
 
-def _numba(table, lo, hi, max_ratio, dates, symbols, progress) -> pl.DataFrame:
+def _numba(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any, symbols: Any,
+           progress: bool | None) -> pl.DataFrame:
     from hfq.analytics.kernels import MINUTES, floats, spread_minutes, time_ns
     lo_ns, hi_ns, ratio = _ns(lo), _ns(hi), float(max_ratio)
 
-    def per_minute(df: pl.DataFrame):
+    def per_minute(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         sums, counts = np.zeros(MINUTES), np.zeros(MINUTES, dtype=np.int64)
         spread_minutes(time_ns(df["time"]), floats(df["bid"]), floats(df["ofr"]),
                        lo_ns, hi_ns, ratio, sums, counts)
         return sums, counts
 
-    def merge(a, b):
+    def merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+              ) -> tuple[np.ndarray, np.ndarray]:
         return a[0] + b[0], a[1] + b[1]
 
     sums, counts = table.map_reduce(per_minute, merge, columns=["time", "bid", "ofr"],
@@ -77,7 +80,8 @@ def _numba(table, lo, hi, max_ratio, dates, symbols, progress) -> pl.DataFrame:
                          "n": counts})
 
 
-def _polars(table, lo, hi, max_ratio, dates, symbols, progress) -> pl.DataFrame:
+def _polars(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any,
+            symbols: Any, progress: bool | None) -> pl.DataFrame | None:
     bid, ofr, time = pl.col("bid"), pl.col("ofr"), pl.col("time")
     where = (time.is_between(lo, hi) & (ofr > bid) & (bid > 0) & (ofr / bid < max_ratio))
 

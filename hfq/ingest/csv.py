@@ -17,9 +17,9 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import fsspec
 import polars as pl
@@ -109,7 +109,7 @@ def load_csv(write: Write, paths: str | Iterable[str], *, settings: Settings,
     files = _expand(paths, storage_options or {})
     report = LoadReport(table=base.table, files=[f.path for f in files])
     total = sum(_size(f) for f in files)
-    options = {"on_error": on_error, "delimiter": delimiter, "header": header,
+    options: dict[str, Any] = {"on_error": on_error, "delimiter": delimiter, "header": header,
                "null_values": tuple(null_values)}
     if nodes.local is not None and nodes.alive() == [nodes.local]:
         bar = _progress(settings, progress, total, f"load {base.table}")
@@ -194,11 +194,12 @@ def _load_share(node: NodeContext, files_out: FileWriter, base: Manifest, paths:
 
 
 # -- files and blocks -------------------------------------------------------------------------
-def _expand(paths: str | Iterable[str], storage_options: dict) -> list:
+def _expand(paths: str | Iterable[str], storage_options: dict[str, Any]) -> list[Any]:
+    patterns: Iterable[Any] = paths
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
-        paths = [paths]
+        patterns = [paths]
     out = []
-    for pattern in paths:
+    for pattern in patterns:
         pattern = str(pattern)
         opened = fsspec.open_files(pattern, mode="rb", compression="infer", **storage_options)
         if not opened:
@@ -207,7 +208,7 @@ def _expand(paths: str | Iterable[str], storage_options: dict) -> list:
     return out
 
 
-def _size(f) -> int:
+def _size(f: Any) -> int:
     try:
         return int(f.fs.size(f.path))
     except (OSError, TypeError, ValueError):
@@ -226,7 +227,7 @@ class _BlockReader:
 
     POOL = 3
 
-    def __init__(self, f, block_bytes: int) -> None:
+    def __init__(self, f: Any, block_bytes: int) -> None:
         self.file = f
         self.path = f.path
         self.block_bytes = block_bytes
@@ -293,7 +294,7 @@ class _BlockReader:
             self._fh.close()
 
 
-def _read_into(fh, view: memoryview) -> int:
+def _read_into(fh: Any, view: memoryview) -> int:
     """Fill ``view`` as far as the file goes; returns the bytes read."""
     done = 0
     while done < len(view):
@@ -415,7 +416,7 @@ def _first_line_of(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _arrow_parse(block: bytes, ctx: _FileContext) -> pa.Table:
+def _arrow_parse(block: bytes | memoryview, ctx: _FileContext) -> pa.Table:
     return pacsv.read_csv(
         pa.py_buffer(block),
         read_options=pacsv.ReadOptions(column_names=ctx.names, use_threads=True,
@@ -464,14 +465,14 @@ def _times(col: pa.Array, target: pa.DataType) -> pa.Array:
     except ValueError:
         pass
     try:
-        series = pl.from_arrow(col).str.to_time("%H:%M:%S%.f", strict=True)
+        series = cast(pl.Series, pl.from_arrow(col)).str.to_time("%H:%M:%S%.f", strict=True)
     except pl.exceptions.PolarsError as exc:
         raise ValueError(str(exc).splitlines()[0]) from None
     return series.to_arrow().cast(target)
 
 
 def _timestamps(col: pa.Array, target: pa.DataType) -> pa.Array:
-    series = pl.from_arrow(col)
+    series = cast(pl.Series, pl.from_arrow(col))   # an Array gives a Series
     try:
         parsed = series.str.to_datetime("%Y-%m-%d %H:%M:%S%#z", strict=True,
                                         time_unit="ns", time_zone="UTC")
@@ -480,11 +481,16 @@ def _timestamps(col: pa.Array, target: pa.DataType) -> pa.Array:
             parsed = series.str.to_datetime(strict=True, time_unit="ns")
         except pl.exceptions.PolarsError as exc:
             raise ValueError(str(exc)) from None
-        if parsed.dtype.time_zone is None and target.tz is not None:
+        if _time_zone(parsed) is None and target.tz is not None:
             parsed = parsed.dt.replace_time_zone(target.tz)
-    if target.tz is None and parsed.dtype.time_zone is not None:
+    if target.tz is None and _time_zone(parsed) is not None:
         parsed = parsed.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
     return parsed.to_arrow().cast(target)
+
+
+def _time_zone(series: pl.Series) -> str | None:
+    """The time zone of a Datetime series."""
+    return cast(pl.Datetime, series.dtype).time_zone
 
 
 def _find_bad_rows(lines: list[bytes], first_line: int, ctx: _FileContext,
@@ -521,7 +527,8 @@ def _find_bad_rows(lines: list[bytes], first_line: int, ctx: _FileContext,
 
 
 # -- plumbing ----------------------------------------------------------------------------------
-def _take(pending, writer: PartitionWriter, rejects: list, bar) -> None:
+def _take(pending: tuple[Future[tuple[pa.Table, list[tuple]]], int], writer: PartitionWriter,
+          rejects: list[tuple], bar: Any) -> None:
     job, nbytes = pending
     table, bad = job.result()
     rejects.extend(bad)
@@ -542,7 +549,7 @@ def _write_rejects(path: str | None, table: str, rejects: list[tuple]) -> str:
 
 
 def _progress(settings: Settings, progress: bool | None, total: int, label: str, *,
-              unit: str = "B"):
+              unit: str = "B") -> Any:
     if not settings.show_progress(progress):
         return None
     from tqdm import tqdm

@@ -29,7 +29,7 @@ class Filters:
     symbols: tuple | None = None
 
     def bounds(self) -> dict[str, tuple]:
-        out = {}
+        out: dict[str, tuple] = {}
         if self.date_column and (self.date_lo or self.date_hi):
             out[self.date_column] = (self.date_lo, self.date_hi, None)
         if self.symbol_column and self.symbols is not None:

@@ -12,7 +12,7 @@ import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import polars as pl
 import pyarrow as pa
@@ -75,8 +75,8 @@ def read_unit(store: Store, spec: ReadSpec, unit: Unit) -> pa.Table:
     if not unit.exact:
         table = _filter_rows(table, f)
     if spec.where is not None and table.num_rows:
-        mask = where_mask(pl.from_arrow(table.select(spec.where_columns)), spec.where,
-                          table.num_rows)
+        frame = cast(pl.DataFrame, pl.from_arrow(table.select(spec.where_columns)))
+        mask = where_mask(frame, spec.where, table.num_rows)
         table = table.filter(mask.to_arrow()) if isinstance(mask, pl.Series) else (
             table if mask else table.slice(0, 0))
     return table.select(spec.columns) if table.column_names != spec.columns else table

@@ -52,7 +52,7 @@ class Runtime:
         self._starter = starter
         self.create = starter is not None
         self._lock = threading.RLock()
-        self._servers: dict[str, object] = {}     # node name -> actor handle
+        self._servers: dict[str, Any] = {}        # node name -> actor handle
         self._infos: dict[str, NodeInfo] = {}     # node name -> info
         self._by_ray_id: dict[str, str] = {}     # ray node id -> node name
         self._dead: set[str] = set()              # ray node ids seen dead
@@ -83,9 +83,9 @@ class Runtime:
             new = [n for n in nodes if n["NodeID"] not in self._by_ray_id
                    and n["NodeID"] not in self._dead]
             handles = [(n, self._server_for(n)) for n in new]
-            handles = [(n, h, h.info.remote()) for n, h in handles if h is not None]
+            asked = [(n, h, h.info.remote()) for n, h in handles if h is not None]
             found = []
-            for n, handle, ref in handles:
+            for n, handle, ref in asked:
                 try:
                     info = ray.get(ref, timeout=_START_TIMEOUT_S)
                     if self.create and info.code != code_fingerprint():
@@ -105,7 +105,7 @@ class Runtime:
             for n, handle, info in found:
                 if info.name in self._servers and self._infos[info.name].ray_node_id != n["NodeID"]:
                     raise HfqError(
-                        f"two Ray nodes ({self._infos[info.name].ray_node_id[:12]} and "
+                        f"two Ray nodes ({str(self._infos[info.name].ray_node_id)[:12]} and "
                         f"{n['NodeID'][:12]}) use the same hfq node root {info.root}; give each "
                         "node its own HFQ_NODE_ROOT")
                 self._servers[info.name] = handle
@@ -124,7 +124,7 @@ class Runtime:
         with self._lock:
             return [self._infos[n] for n in sorted(self._servers)]
 
-    def server(self, name: str):
+    def server(self, name: str) -> Any:
         with self._lock:
             try:
                 return self._servers[name]
@@ -162,7 +162,7 @@ class Runtime:
             self._servers.pop(name, None)
             self._infos.pop(name, None)
 
-    def _replace(self, node: dict, handle):
+    def _replace(self, node: dict[str, Any], handle: Any) -> Any:
         ray.kill(handle, no_restart=True)
         for _ in range(100):   # the name is freed once the actor is gone
             try:

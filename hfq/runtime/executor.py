@@ -55,11 +55,14 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
 
     try:
         if local is not None and nodes.local is not None:
+            assert pool is not None   # made whenever local is given
             for i in state.take_local(nodes.local):
                 futures[pool.submit(local, units[i])] = i
         while state.pending or refs or futures:
             for name, chunk in state.dispatch(
                     lambda n: sum(1 for _, m in refs.values() if m == n)):
+                # dispatch gives work only with a runtime, and submit comes with the runtime
+                assert submit is not None and nodes.runtime is not None
                 try:
                     refs[submit(nodes.runtime.server(name), [units[i] for i in chunk])] = \
                         (chunk, name)
@@ -134,9 +137,9 @@ class _State:
 
     def take_local(self, name: str) -> list[int]:
         """Every unit the local node holds (they run in this process, not through Ray)."""
-        taken = []
+        taken: list[int] = []
         for queue in self.queues.values():
-            keep = deque()
+            keep: deque[int] = deque()
             for i in queue:
                 (taken if name in self._holders(i) else keep).append(i)
             queue.clear()
@@ -144,10 +147,10 @@ class _State:
         self.pending -= len(taken)
         return taken
 
-    def dispatch(self, inflight: Callable[[str], int]):
+    def dispatch(self, inflight: Callable[[str], int]) -> list[tuple[str, list[int]]]:
         """(node, unit indexes) to submit now: up to two calls in flight per CPU of a node,
         each with up to a quarter of what the node has queued per call slot (at most 32)."""
-        out = []
+        out: list[tuple[str, list[int]]] = []
         if self.nodes.runtime is None:   # no Ray: everything ran locally
             return out
         for name in sorted(self.alive):
@@ -206,7 +209,7 @@ class _State:
             "disks) and run again", parts)
 
 
-def _bar(progress: bool, total: int, label: str):
+def _bar(progress: bool, total: int, label: str) -> Any:
     if not progress or total <= 1:
         return None
     from tqdm import tqdm

@@ -123,7 +123,7 @@ class Nodes:
                     try:
                         server = self._server(name)
                         refs[server.call.remote(fn, call_args, compute)] = name
-                    except (NodeUnavailableError, *dead_actor_errors()):
+                    except (NodeUnavailableError,) + dead_actor_errors():
                         missing.append(name)
         if self.local in targets and self.local in alive:
             out[self.local] = fn(self.context(), *(args_for(self.local) if args_for else args))
@@ -250,17 +250,21 @@ class Nodes:
         holds run in this process (no cache, no copy) instead of on its server."""
         if not units:
             return
-        submit = None
+        submit: Callable[[Any, list[Any]], Any] | None = None
         if self.runtime is not None:
-            import ray
-            from ray import cloudpickle
-            # the task is put once; each server fetches and unpickles it once
-            job = cloudpickle.dumps(task)
-            key = hashlib.blake2b(job, digest_size=16).hexdigest()
-            job_ref = [ray.put(job)]   # in a list: Ray passes the reference, not the value
+            job: list[Any] = []   # (key, [ObjectRef]) once the first batch goes to a server
 
-            def submit(server: Any, batch: list[Any]) -> Any:
-                return server.run.remote(key, job_ref, batch)
+            def to_server(server: Any, batch: list[Any]) -> Any:
+                if not job:   # the task is put once; each server fetches and unpickles it once
+                    import ray
+                    from ray import cloudpickle
+                    data = cloudpickle.dumps(task)
+                    # in a list: Ray passes the reference, not the value
+                    job.extend([hashlib.blake2b(data, digest_size=16).hexdigest(),
+                                [ray.put(data)]])
+                return server.run.remote(job[0], job[1], batch)
+
+            submit = to_server
         elif not here:
             raise HfqError("map functions need the Ray runtime (Database.runtime starts it)")
         local = (lambda unit: task(self.context(), unit)) if here and self.local else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
+from typing import Any
 
 __all__ = ["PartitionCache"]
 
@@ -29,7 +30,7 @@ class PartitionCache:
         self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable):
+    def get(self, key: Hashable) -> Any:
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -39,7 +40,7 @@ class PartitionCache:
             self.hits += 1
             return item[0]
 
-    def put(self, key: Hashable, value) -> None:
+    def put(self, key: Hashable, value: Any) -> None:
         size = value.estimated_size() if hasattr(value, "estimated_size") else value.nbytes
         if size > self.capacity // 4:   # one huge entry must not flush everything else
             return
@@ -53,7 +54,7 @@ class PartitionCache:
                 _, (_, evicted) = self._items.popitem(last=False)
                 self.used -= evicted
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         with self._lock:
             return {"bytes": self.used, "capacity": self.capacity, "columns": len(self._items),
                     "hits": self.hits, "misses": self.misses}

@@ -22,6 +22,7 @@ from the catalog.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -250,6 +251,7 @@ def _decode_array(array: pa.Array, how: str, target: pa.DataType) -> pa.Array:
     delta = "delta" in parts
     values = array.to_numpy(zero_copy_only=False) if not array.null_count \
         else array.fill_null(0).to_numpy(zero_copy_only=False)
+    dtype: Any
     if digits is not None:
         dtype = np.float64
     elif pa.types.is_integer(target):
@@ -277,7 +279,7 @@ def _decode_array(array: pa.Array, how: str, target: pa.DataType) -> pa.Array:
     return decoded if decoded.type == target else decoded.view(target)
 
 
-def _pool_array(n: int, dtype) -> tuple[pa.Buffer, np.ndarray]:
+def _pool_array(n: int, dtype: Any) -> tuple[pa.Buffer, np.ndarray]:
     """A writable numpy array over a buffer from Arrow's memory pool."""
     buffer = pa.allocate_buffer(n * np.dtype(dtype).itemsize)
     return buffer, np.frombuffer(buffer, dtype=dtype)

@@ -18,6 +18,10 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hfq.db import Database
 
 __all__ = ["LocalCluster", "local_cluster"]
 
@@ -31,8 +35,8 @@ class LocalCluster:
     root: str
     cpus_per_node: int
     object_store_mb: int
-    cluster: object = None
-    nodes: list = field(default_factory=list)   # ray Node handles, index = node number
+    cluster: Any = None   # a ray.cluster_utils.Cluster while running (None before and after)
+    nodes: list[Any] = field(default_factory=list)   # ray Node handles, index = node number
     roots: list[str] = field(default_factory=list)
 
     @property
@@ -62,7 +66,7 @@ class LocalCluster:
         self.cluster.remove_node(node, allow_graceful=False)
         self.nodes[i] = None
 
-    def connect(self, **settings):
+    def connect(self, **settings: Any) -> Database:
         """An hfq database on this cluster (initialises Ray in this process if needed)."""
         import hfq
         return hfq.connect(address=self.address, **settings)
