@@ -112,23 +112,23 @@ def _split(text: str | None) -> list[str] | None:
     return None if text is None else [x for x in text.split(",") if x]
 
 
-def _create(args) -> int:
+def _create(args: argparse.Namespace) -> int:
     import hfq
     schema = getattr(hfq.schemas, args.schema.upper(), None)
     if not isinstance(schema, hfq.schema.Schema):
         raise hfq.errors.InvalidNameError(f"unknown schema {args.schema!r}; choose TAQ, TRADES, "
                                           "L2, READINGS or DEVICE_INFO")
-    scheme = hfq.Value(args.partition)
+    scheme: hfq.Value | hfq.Compo = hfq.Value(args.partition)
     if args.hash:
         column, _, buckets = args.hash.partition(":")
-        scheme = hfq.Compo(scheme, hfq.Hash(column, int(buckets or 100)))
+        scheme = hfq.Compo(hfq.Value(args.partition), hfq.Hash(column, int(buckets or 100)))
     _db(args).create_table(args.table, schema, partition_by=scheme,
                            sort_by=_split(args.sort) or ())
     print(f"created {args.table}")
     return 0
 
 
-def _ingest(args) -> int:
+def _ingest(args: argparse.Namespace) -> int:
     report = _db(args).load_csv(args.table, args.paths, on_error=args.on_error,
                                 reject_path=args.rejects,
                                 progress=False if args.no_progress else None)
@@ -136,24 +136,25 @@ def _ingest(args) -> int:
     return 0
 
 
-def _tables(args) -> int:
+def _tables(args: argparse.Namespace) -> int:
     db = _db(args)
     for name in db.tables():
         print(repr(db[name]))
     return 0
 
 
-def _partitions(args) -> int:
+def _partitions(args: argparse.Namespace) -> int:
     import polars as pl
     with pl.Config(tbl_rows=-1, fmt_str_lengths=60):
         print(_db(args)[args.table].partitions())
     return 0
 
 
-def _scan(args) -> int:
-    dates = _split(args.dates)
-    if dates is not None:
-        dates = dates[0] if len(dates) == 1 else tuple(dates)
+def _scan(args: argparse.Namespace) -> int:
+    days = _split(args.dates)
+    dates: str | tuple[str, ...] | None = None
+    if days is not None:
+        dates = days[0] if len(days) == 1 else tuple(days)
     scan = _db(args)[args.table].scan(columns=_split(args.columns), dates=dates,
                                       symbols=_split(args.symbols))
     if args.explain:
@@ -165,17 +166,17 @@ def _scan(args) -> int:
     return 0
 
 
-def _verify(args) -> int:
+def _verify(args: argparse.Namespace) -> int:
     print(f"{_db(args)[args.table].verify()} files match their checksums")
     return 0
 
 
-def _vacuum(args) -> int:
+def _vacuum(args: argparse.Namespace) -> int:
     print(_db(args)[args.table].vacuum(keep_versions=args.keep_versions))
     return 0
 
 
-def _synth(args) -> int:
+def _synth(args: argparse.Namespace) -> int:
     import datetime as dt
     import os
 
@@ -184,9 +185,10 @@ def _synth(args) -> int:
     if args.kind == "taq":
         first = dt.date(2007, 8, 1)
         dates = [(first + dt.timedelta(days=k)).isoformat() for k in range(args.days)]
-        for path in synth.taq_csv_files(args.directory, dates=dates,
-                                        rows_per_day=args.rows_per_day, symbols=args.symbols):
-            print(path)
+        for written in synth.taq_csv_files(args.directory, dates=dates,
+                                           rows_per_day=args.rows_per_day,
+                                           symbols=args.symbols):
+            print(written)
     else:
         path = os.path.join(args.directory, "readings.csv")
         synth.write_readings_csv(path, days=args.days, devices=args.devices)
@@ -196,7 +198,7 @@ def _synth(args) -> int:
     return 0
 
 
-def _demo(args) -> int:
+def _demo(args: argparse.Namespace) -> int:
     from hfq.demo import run_demo
     run_demo(args.dir, days=args.days, rows_per_day=args.rows_per_day, symbols=args.symbols)
     return 0

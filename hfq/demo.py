@@ -9,13 +9,14 @@ import pickle
 import shutil
 import time
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["plot_spread", "run_demo", "trading_days"]
 
 
 def trading_days(first: str, count: int) -> list[str]:
     """``count`` weekdays from ``first`` on, as ISO dates."""
-    day, out = dt.date.fromisoformat(first), []
+    day, out = dt.date.fromisoformat(first), list[str]()
     while len(out) < count:
         if day.weekday() < 5:
             out.append(day.isoformat())
@@ -23,7 +24,7 @@ def trading_days(first: str, count: int) -> list[str]:
     return out
 
 
-def _timed(fn: Callable, repeat: int = 3) -> tuple[float, object]:
+def _timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
     """Best of ``repeat`` runs (warm page cache), and the last result."""
     best, result = float("inf"), None
     for _ in range(repeat):
@@ -118,7 +119,8 @@ def run_demo(workdir: str, *, days: int = 5, rows_per_day: int = 2_000_000,
     return out
 
 
-def _analytics(db, quotes, workdir: str, dates: list[str], echo) -> dict:
+def _analytics(db: Any, quotes: Any, workdir: str, dates: list[str],
+               echo: Callable[..., Any]) -> dict[str, Any]:
     """Steps 5-7: the three published analytics, each partition reduced where it lives."""
     import polars as pl
 
@@ -153,7 +155,7 @@ def _analytics(db, quotes, workdir: str, dates: list[str], echo) -> dict:
             "ols_s": t_ols, "ols_coef": fit.coef}
 
 
-def plot_spread(curve, path: str, *, title: str = "Quoted spread by minute") -> str:
+def plot_spread(curve: Any, path: str, *, title: str = "Quoted spread by minute") -> str:
     """Draw a ``spread_by_minute`` curve into a PNG file; returns the path."""
     import matplotlib
     matplotlib.use("Agg")

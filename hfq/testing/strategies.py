@@ -18,6 +18,7 @@ Examples
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pyarrow as pa
 from hypothesis import strategies as st
@@ -37,7 +38,7 @@ def symbols() -> st.SearchStrategy[str]:
     """Ordinary tickers mixed with hostile strings (no lone surrogates: Arrow is UTF-8)."""
     plain = st.text(alphabet=st.characters(min_codepoint=65, max_codepoint=90), min_size=1,
                     max_size=5)
-    anything = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+    anything = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
     return st.one_of(plain, st.sampled_from(HOSTILE_SYMBOLS), anything)
 
 
@@ -50,7 +51,7 @@ def prices(*, allow_nan: bool = True) -> st.SearchStrategy[float | None]:
 
 
 @st.composite
-def taq_tables(draw, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
+def taq_tables(draw: st.DrawFn, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
     """Arrow tables in :data:`hfq.schema.TAQ` with nulls, empty strings and hostile symbols."""
     n = draw(st.integers(0, max_rows))
     pool = draw(st.lists(symbols(), min_size=1, max_size=8, unique=True))
@@ -63,7 +64,7 @@ def taq_tables(draw, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
         st.sampled_from(["N", "P", "", "é"]),
         st.sampled_from(["", "FLOW", "EDGX", None]),
     ), min_size=n, max_size=n))
-    cols = list(zip(*rows)) if rows else [[] for _ in range(10)]
+    cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in range(10)]
     arrays = [
         pa.array(cols[0], pa.string()).dictionary_encode(),
         pa.array([_EPOCH + dt.timedelta(days=d) for d in cols[1]], pa.date32()),
@@ -90,7 +91,7 @@ def reducer_values(*, finite: bool = False, max_size: int = 60) -> st.SearchStra
 
 
 @st.composite
-def partitioned(draw, values: list) -> list[list]:
+def partitioned(draw: st.DrawFn, values: list[Any]) -> list[list[Any]]:
     """``values`` cut into consecutive pieces, empty pieces and single rows included."""
     cuts = sorted(draw(st.lists(st.integers(0, len(values)), max_size=8)))
     bounds = [0, *cuts, len(values)]
@@ -98,7 +99,7 @@ def partitioned(draw, values: list) -> list[list]:
 
 
 @st.composite
-def merge_trees(draw, n: int) -> tuple[list[int], list[tuple[int, int]]]:
+def merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, int]]]:
     """A random order of ``n`` partial results and a random binary merge tree over them, as
     (order, [(i, j), ...]): each step merges slot i into slot j (fixed left/right roles)."""
     order = draw(st.permutations(list(range(n))))
