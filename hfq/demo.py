@@ -11,7 +11,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["plot_spread", "run_demo", "trading_days"]
+__all__ = ["default_demo_dir", "plot_spread", "run_demo", "trading_days"]
+
+#: What the demo writes under its directory; only these are replaced by the next run.
+DEMO_ENTRIES = ("csv", "db", "day.pkl", "spread_by_minute.png")
+
+
+def default_demo_dir() -> str:
+    """Where ``hfq demo`` writes unless told: ``$HFQ_DEMO_DIR``, else ``hfq/demo`` under
+    ``$XDG_CACHE_HOME`` (``~/.cache`` when unset) -- never inside the current directory, so a
+    demo run in a clone of the repository leaves the clone as it was."""
+    explicit = os.environ.get("HFQ_DEMO_DIR")
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.abspath(os.path.join(cache, "hfq", "demo"))
 
 
 def trading_days(first: str, count: int) -> list[str]:
@@ -41,18 +55,36 @@ def _dir_bytes(path: str) -> int:
                for f in files)
 
 
-def run_demo(workdir: str, *, days: int = 5, rows_per_day: int = 2_000_000,
-             symbols: int = 8000, echo: Callable[[str], None] = print) -> dict:
-    """Generate, ingest, read and query a synthetic TAQ week; print and return the timings."""
+def _clear(workdir: str) -> None:
+    """Remove what an earlier demo wrote under ``workdir`` (and nothing else there)."""
+    for entry in DEMO_ENTRIES:
+        path = os.path.join(workdir, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+
+
+def run_demo(workdir: str | None = None, *, days: int = 5, rows_per_day: int = 2_000_000,
+             symbols: int = 8000, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Generate, ingest, read and query a synthetic TAQ week; print and return the timings.
+
+    Writes under ``workdir`` (default :func:`default_demo_dir`): ``csv/``, ``db/``,
+    ``day.pkl`` and ``spread_by_minute.png``, replacing those of an earlier run; the result's
+    ``workdir`` and ``workdir_bytes`` say where and how much.
+    """
     import hfq
     from hfq import synth
 
+    workdir = os.path.abspath(workdir or default_demo_dir())
     csv_dir = os.path.join(workdir, "csv")
     root = os.path.join(workdir, "db")
-    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir, exist_ok=True)
+    _clear(workdir)
     os.makedirs(csv_dir)
+    echo(f"writing under {workdir}")
     dates = trading_days("2007-08-01", days)
-    out: dict = {}
+    out: dict[str, Any] = {"workdir": workdir}
 
     echo(f"1. writing {days} days x {rows_per_day:,} synthetic TAQ quotes as raw CSV ...")
     start = time.perf_counter()
@@ -90,7 +122,7 @@ def run_demo(workdir: str, *, days: int = 5, rows_per_day: int = 2_000_000,
         pickle.dump(plain, fh, protocol=pickle.HIGHEST_PROTOCOL)
     del plain
 
-    def load_pickle():
+    def load_pickle() -> Any:
         with open(pickle_path, "rb") as fh:
             return pickle.load(fh)
 
@@ -116,7 +148,21 @@ def run_demo(workdir: str, *, days: int = 5, rows_per_day: int = 2_000_000,
 
     out.update(_analytics(db, quotes, workdir, dates, echo))
     db.close()
+
+    sizes = {entry: _entry_bytes(os.path.join(workdir, entry)) for entry in DEMO_ENTRIES}
+    out.update(workdir_bytes=sum(sizes.values()))
+    parts = ", ".join(f"{entry}{'/' if entry in ('csv', 'db') else ''} {b / 1e6:,.1f} MB"
+                      for entry, b in sizes.items())
+    echo(f"8. the demo's files: {workdir} ({out['workdir_bytes'] / 1e6:,.1f} MB: {parts})")
+    if set(os.listdir(workdir)) <= set(DEMO_ENTRIES):
+        echo(f"   remove them with: rm -rf {workdir}")
     return out
+
+
+def _entry_bytes(path: str) -> int:
+    if os.path.isdir(path):
+        return _dir_bytes(path)
+    return os.path.getsize(path) if os.path.exists(path) else 0
 
 
 def _analytics(db: Any, quotes: Any, workdir: str, dates: list[str],

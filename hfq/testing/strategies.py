@@ -4,11 +4,17 @@ Timestamps are drawn as integer offsets, symbols include the hostile ones (path 
 ``..``, empty, NUL, long unicode), prices are drawn as exact decimals *and* as arbitrary floats,
 so encodings and partition paths are exercised on their edges.
 
+Generating hostile data is slow on a loaded machine: a test that uses these strategies should
+not fail for that, so give it ``deadline=None`` and suppress the timing and size health checks
+(the repository's ``conftest.py`` loads such a profile for every test and doctest).
+
 Examples
 --------
->>> from hypothesis import given, settings
+>>> from hypothesis import HealthCheck, given, settings
 >>> from hfq.testing.strategies import taq_tables
->>> @settings(max_examples=5)
+>>> @settings(max_examples=5, deadline=None,
+...           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+...                                  HealthCheck.filter_too_much])
 ... @given(taq_tables(max_rows=10))
 ... def test(table):
 ...     assert table.schema == schema.TAQ.arrow

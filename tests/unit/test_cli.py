@@ -1,50 +1,499 @@
-"""The hfq command end to end (in-process), and the messages people see."""
+"""The hfq command as people use it: through the real entry point (``python -m hfq.cli`` and
+the ``hfq`` console script) for what the shell sees -- exit status, one-line errors, JSON --
+and in-process ``main([...])`` for the many small cases.  Answers are checked against the
+Python API and polars on the same data.  No Ray: embedded reads and writes only (except the
+demo, which runs the analytics).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import polars as pl
+import pyarrow as pa
 import pytest
 
 import hfq
-from hfq.cli import main
+from hfq.cli import COMMANDS, WhereError, main, parse_where
+
+DAYS = ("2007-08-01", "2007-08-02")
+SCHEME = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 4))
+HFQ_SCRIPT = Path(sys.executable).with_name("hfq")
 
 
-def test_command_line_workflow(tmp_path, capsys):
+# -- helpers -----------------------------------------------------------------------------------
+def shell(*args: str, cwd: Path | str | None = None, script: bool = False
+          ) -> subprocess.CompletedProcess[str]:
+    """``hfq ARGS`` in a child process, as typed in a shell (no HFQ_ROOT inherited)."""
+    env = {k: v for k, v in os.environ.items() if k != "HFQ_ROOT"}
+    exe = [str(HFQ_SCRIPT)] if script else [sys.executable, "-m", "hfq.cli"]
+    return subprocess.run([*exe, *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env=env)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``main(ARGS)`` in this process: (exit status, stdout, stderr)."""
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    code, out, err = cli(capsys, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("hfq: error: ") and "Traceback" not in err
+    return lines[0]
+
+
+def make_quotes(root: str) -> hfq.Table:
+    """Two days x 2,000 quotes of 50 symbols, then 6 rows with nulls (a second file in some
+    partitions)."""
+    db = hfq.connect(root)
+    t = db.create_table("quotes", hfq.schemas.TAQ, partition_by=SCHEME,
+                        sort_by=("symbol", "time"))
+    data = hfq.synth.taq_table(dates=DAYS, rows_per_day=2000, symbols=50)
+    t.append(data)
+    nulls = pl.from_arrow(data.slice(0, 6))
+    assert isinstance(nulls, pl.DataFrame)
+    t.append(nulls.with_columns(pl.lit(None, pl.Float64).alias("bid"),
+                                pl.lit(None, pl.String).alias("mmid")))
+    return t
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database root with table quotes, read (never changed) by many tests."""
+    root = str(tmp_path_factory.mktemp("shared") / "db")
+    make_quotes(root)
+    return root
+
+
+@pytest.fixture
+def own(tmp_path: Path) -> str:
+    """A database root with table quotes that the test may change."""
     root = str(tmp_path / "db")
-    data = str(tmp_path / "csv")
-    assert main(["synth", "taq", data, "--days", "2", "--rows-per-day", "5000",
-                 "--symbols", "50"]) == 0
-    assert main(["--root", root, "create", "quotes", "--schema", "TAQ", "--partition", "date",
-                 "--hash", "symbol:4", "--sort", "symbol,time"]) == 0
-    assert main(["--root", root, "ingest", "quotes", f"{data}/taq_*.csv", "--no-progress"]) == 0
-    assert "loaded 10,000 rows" in capsys.readouterr().out
-    assert main(["--root", root, "tables"]) == 0
-    assert "version 1: 10,000 rows in 8 partitions" in capsys.readouterr().out
-    assert main(["--root", root, "scan", "quotes", "--dates", "2007-08-01", "--symbols", "IBM",
-                 "--explain"]) == 0
-    assert "partitions: 1 kept, 7 pruned of 8" in capsys.readouterr().out
-    out = str(tmp_path / "ibm.csv")
-    assert main(["--root", root, "scan", "quotes", "--symbols", "IBM", "--out", out]) == 0
-    exported = pl.read_csv(out)
+    make_quotes(root)
+    return root
+
+
+# -- the shell: entry points, help, version, global options ------------------------------------
+def test_version_and_help_through_the_real_entry_points() -> None:
+    for script in (False, True):
+        if script and not HFQ_SCRIPT.exists():
+            continue
+        done = shell("--version", script=script)
+        assert (done.returncode, done.stdout) == (0, f"hfq {hfq.__version__}\n")
+    done = shell("--help")
+    assert done.returncode == 0 and done.stderr == ""
+    text = " ".join(done.stdout.split())   # help text is re-wrapped to the terminal
+    for name, description in COMMANDS:
+        assert f"{name} {' '.join(description.split())}" in text, name
+    for option in ("--root", "--address", "--json", "--debug", "--version"):
+        assert option in done.stdout
+
+
+def test_every_option_has_help_and_shows_its_default(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    from hfq.cli import _parser
+    parser = _parser()
+    sub = next(a for a in parser._actions if a.dest == "==SUPPRESS==" and a.choices)
+    assert isinstance(sub.choices, dict)
+    assert set(sub.choices) == {name for name, _ in COMMANDS}
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            assert action.help, f"hfq {name} {action.option_strings or action.dest}: no help"
+    code, out, _ = cli(capsys, "scan", "--help")
+    text = " ".join(out.split())
+    assert code == 0
+    assert "--limit LIMIT rows to show (with --json: to include as 'head') (default: 10)" in text
+    assert "--where EXPR" in text and "(default: none)" in text
+    code, out, _ = cli(capsys, "demo", "--help")
+    assert "$HFQ_DEMO_DIR" in out and "(default: 5)" in " ".join(out.split())
+
+
+def test_global_options_before_or_after_the_command(shared: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    t = hfq.connect(shared)["quotes"]
+    want = [{"table": "quotes", "version": t.version, "rows": len(t),
+             "partitions": t.partitions().height, "files": int(t.partitions()["files"].sum()),
+             "bytes": int(t.partitions()["bytes"].sum())}]
+    for args in (["--root", shared, "--json", "tables"], ["tables", "--root", shared, "--json"],
+                 ["--json", "tables", "--root", shared], ["--root", shared, "tables", "--json"]):
+        code, out, err = cli(capsys, *args)
+        assert (code, err) == (0, ""), args
+        assert json.loads(out) == want, args
+    # a later value wins; an empty root has no tables
+    code, out, _ = cli(capsys, "--root", shared, "tables", "--root", str(tmp_path / "e"))
+    assert code == 0 and out.startswith("no tables in")
+    if HFQ_SCRIPT.exists():   # the console script, options after the command
+        done = shell("tables", "--json", "--root", shared, script=True)
+        assert done.returncode == 0 and json.loads(done.stdout) == want
+
+
+def test_usage_errors_are_one_line_with_exit_status_2(shared: str,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    code, _, err = cli(capsys, "scan")
+    assert code == 2
+    assert "the following arguments are required: table" in one_error_line(err)
+    code, _, err = cli(capsys, "create", "x", "--schema", "TAQ", "--partition", "date",
+                       "--hash", "symbol:many")
+    assert code == 2 and "'many' is not an integer" in one_error_line(err)
+    code, _, err = cli(capsys, "--root", shared, "--address", "auto", "tables")
+    assert code == 2 and "--root and --address exclude each other" in one_error_line(err)
+    code, _, err = cli(capsys, "frobnicate")
+    assert code == 2 and "invalid choice: 'frobnicate'" in one_error_line(err)
+    code, _, err = cli(capsys)
+    assert code == 2 and "usage: hfq" in err
+
+
+def test_errors_are_one_line_with_exit_status_1(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "--root", str(tmp_path), "scan", "nope")
+    assert code == 1
+    assert one_error_line(err) == f"hfq: error: no table 'nope' in {tmp_path} (tables: none)"
+    code, out, _ = cli(capsys, "--help")
+    assert code == 0 and "usage: hfq" in out
+
+
+def test_a_bad_date_is_one_line_on_stderr(shared: str) -> None:
+    done = shell("scan", "quotes", "--root", shared, "--dates", "2007-13-01")
+    assert done.returncode == 2 and done.stdout == ""
+    line = one_error_line(done.stderr)
+    assert "'2007-13-01' is not a date" in line and "month must be in 1..12" in line
+    done = shell("scan", "quotes", "--root", shared, "--dates", "2007-08-02,2007-08-01")
+    assert done.returncode == 2 and "the first date is after the last" in done.stderr
+
+
+def test_a_missing_ingest_file_is_one_line_and_debug_shows_the_traceback(shared: str,
+                                                                         tmp_path: Path
+                                                                         ) -> None:
+    missing = str(tmp_path / "taq_nope.csv")
+    done = shell("--root", shared, "ingest", "quotes", missing, cwd=tmp_path)
+    assert done.returncode == 1
+    assert one_error_line(done.stderr) == f"hfq: error: No such file or directory: {missing}"
+    done = shell("--root", shared, "ingest", "quotes", str(tmp_path / "none_*.csv"))
+    assert done.returncode == 1 and "no file matches" in one_error_line(done.stderr)
+    done = shell("ingest", "quotes", missing, "--root", shared, "--debug")
+    assert done.returncode == 1
+    assert "Traceback (most recent call last)" in done.stderr
+    assert "FileNotFoundError" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"hfq: error: No such file or directory: {missing}")
+    assert len(hfq.connect(shared)["quotes"]) == 4006   # unchanged
+
+
+def test_a_closed_pipe_ends_quietly(shared: str) -> None:
+    done = subprocess.run(f"set -o pipefail; {sys.executable} -m hfq.cli --root {shared} "
+                          "scan quotes --limit 4000 | head -n 2", shell=True,
+                          capture_output=True, text=True, timeout=120, executable="/bin/bash")
+    assert len(done.stdout.splitlines()) == 2
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr
+
+
+# -- the workflow, and JSON equal to the Python API ---------------------------------------------
+def test_workflow_through_the_shell_with_json(tmp_path: Path) -> None:
+    root, data = str(tmp_path / "db"), str(tmp_path / "csv")
+    done = shell("synth", "taq", data, "--days", "2", "--rows-per-day", "2000", "--symbols",
+                 "50", "--json")
+    synth = json.loads(done.stdout)
+    assert len(synth["files"]) == 2 and synth["bytes"] > 0
+    done = shell("create", "quotes", "--schema", "taq", "--partition", "date", "--hash",
+                 "symbol:4", "--sort", "symbol,time", "--root", root, "--json")
+    assert json.loads(done.stdout) == {"table": "quotes", "version": 0, "created": True,
+                                       "partitioning": "date / hash(symbol, 4)",
+                                       "sort_by": ["symbol", "time"]}
+    done = shell("--root", root, "--json", "ingest", "quotes", f"{data}/taq_*.csv")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    t = hfq.connect(root)["quotes"]
+    assert report["rows"] == len(t) == 4000 and report["version"] == t.version == 1
+    assert report["rejected"] == 0 and len(report["files"]) == 2
+    done = shell("--root", root, "scan", "quotes", "--symbols", "IBM", "--dates",
+                 "2007-08-01", "--explain", "--json")
+    plan = json.loads(done.stdout)
+    assert "partitions: 1 kept, 7 pruned of 8" in plan["plan"] and plan["version"] == 1
+    done = shell("--root", root, "scan", "quotes", "--dates", "2007-08-02,", "--json",
+                 "--limit", "3")
+    scan = json.loads(done.stdout)
+    assert scan["rows"] == 2000 and len(scan["head"]) == 3
+    assert {r["date"] for r in scan["head"]} == {"2007-08-02"}
+
+
+def test_command_line_workflow_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    root, data = str(tmp_path / "db"), str(tmp_path / "csv")
+    assert cli(capsys, "synth", "taq", data, "--days", "2", "--rows-per-day", "5000",
+               "--symbols", "50")[0] == 0
+    assert cli(capsys, "--root", root, "create", "quotes", "--schema", "TAQ", "--partition",
+               "date", "--hash", "symbol:4", "--sort", "symbol,time")[0] == 0
+    code, out, _ = cli(capsys, "--root", root, "ingest", "quotes", f"{data}/taq_*.csv",
+                       "--no-progress")
+    assert code == 0 and "loaded 10,000 rows" in out
+    code, out, _ = cli(capsys, "--root", root, "tables")
+    assert out.split("\n")[2].split() == ["quotes", "1", "10,000", "8", "8",
+                                          *out.split("\n")[2].split()[-2:]]
+    code, out, _ = cli(capsys, "--root", root, "scan", "quotes", "--dates", "2007-08-01",
+                       "--symbols", "IBM", "--explain")
+    assert "partitions: 1 kept, 7 pruned of 8" in out
+    out_csv = str(tmp_path / "ibm.csv")
+    code, out, _ = cli(capsys, "--root", root, "scan", "quotes", "--symbols", "IBM", "--out",
+                       out_csv)
     expected = hfq.connect(root)["quotes"].scan(symbols=["IBM"]).to_polars()
-    assert exported.height == expected.height > 0
-    assert main(["--root", root, "verify", "quotes"]) == 0
-    assert "8 files match" in capsys.readouterr().out
-    assert main(["--root", root, "partitions", "quotes"]) == 0
-    assert main(["--root", root, "vacuum", "quotes"]) == 0
+    assert out == f"wrote {expected.height:,} rows to {out_csv}\n"
+    assert pl.read_csv(out_csv).height == expected.height > 0
+    code, out, _ = cli(capsys, "--root", root, "scan", "quotes", "--limit", "3")
+    lines = out.strip().splitlines()
+    assert lines[0].split() == hfq.schemas.TAQ.names and len(lines) == 2 + 3 + 1
+    assert lines[-1] == "10,000 rows (first 3 shown)"
 
 
-def test_errors_are_one_line_with_exit_code_1(tmp_path, capsys):
-    assert main(["--root", str(tmp_path), "scan", "nope"]) == 1
-    assert capsys.readouterr().err.strip() == (
-        f"hfq: error: no table 'nope' in {tmp_path} (tables: none)")
-    with pytest.raises(SystemExit):
-        main(["--help"])
+def test_info_text_and_json(shared: str, capsys: pytest.CaptureFixture[str]) -> None:
+    t = hfq.connect(shared)["quotes"]
+    info = cli_json(capsys, "info", "quotes", "--root", shared)
+    parts = t.partitions()
+    assert info["table"] == "quotes" and info["version"] == t.version == 2
+    assert info["versions"] == t.versions() == [0, 1, 2]
+    assert info["rows"] == len(t) == 4006
+    assert (info["partitions"], info["files"], info["bytes"]) == (
+        parts.height, parts["files"].sum(), parts["bytes"].sum())
+    assert info["partitioning"] == "date / hash(symbol, 4)"
+    assert info["partition_by"] == SCHEME.to_json()
+    assert info["sort_by"] == ["symbol", "time"]
+    assert [c["name"] for c in info["schema"]] == hfq.schemas.TAQ.names
+    assert info["schema"][0] == {"name": "symbol", "type": "SYMBOL"}
+    code, out, _ = cli(capsys, "info", "quotes", "--root", shared)
+    assert code == 0
+    for line in ("table            quotes", "rows             4,006",
+                 "partitioned by   date / hash(symbol, 4)", "sorted by        symbol, time",
+                 "bid      DOUBLE"):
+        assert line in out
 
 
-def test_demo_runs_small(tmp_path, capsys):
+def test_partitions_summary_and_all(shared: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parts = hfq.connect(shared)["quotes"].partitions()
+    summary = cli_json(capsys, "--root", shared, "partitions", "quotes")
+    assert summary["partitions"] == parts.height == 8
+    assert summary["rows"] == parts["rows"].sum() == 4006
+    assert summary["bytes"] == parts["bytes"].sum() and summary["files"] == parts["files"].sum()
+    assert summary["first_partition"] == parts["partition"][0]
+    assert summary["last_partition"] == parts["partition"][-1]
+    assert summary["by"] == "date"
+    assert [(g["date"], g["partitions"]) for g in summary["groups"]] == [(d, 4) for d in DAYS]
+    assert sum(g["rows"] for g in summary["groups"]) == 4006
+    every = cli_json(capsys, "--root", shared, "partitions", "quotes", "--all")
+    assert every == parts.to_dicts()
+
+    code, short, _ = cli(capsys, "--root", shared, "partitions", "quotes")
+    assert code == 0 and "8 partitions, 4,006 rows" in short
+    assert "2007-08-01            4   2," in short and "hfq partitions quotes --all" in short
+    code, full, _ = cli(capsys, "--root", shared, "partitions", "quotes", "--all")
+    rows = [line for line in full.splitlines() if line.startswith("date=")]
+    assert len(rows) == parts.height
+    assert len([x for x in short.splitlines() if x.startswith("date=")]) == 0
+    assert rows[0].split()[0] == parts["partition"][0]   # the whole path, never cut here
+    assert all(len(line) <= 200 for line in full.splitlines())
+
+
+def test_json_is_strict_nan_and_infinity_are_null(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(tmp_path / "db")
+    assert cli(capsys, "--root", root, "create", "q", "--schema", "TAQ", "--partition",
+               "date", "--hash", "symbol")[0] == 0
+    info = cli_json(capsys, "--root", root, "info", "q")
+    assert info["partition_by"] == hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 100)).to_json()
+    row = pl.from_arrow(hfq.synth.taq_table(rows_per_day=1, symbols=1))
+    assert isinstance(row, pl.DataFrame)
+    hfq.connect(root)["q"].append(row.with_columns(bid=pl.lit(float("nan")),
+                                                   ofr=pl.lit(float("inf"))))
+    code, out, _ = cli(capsys, "--root", root, "scan", "q", "--json")
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not JSON: {constant}")
+
+    got = json.loads(out, parse_constant=refuse)
+    assert (got["rows"], got["head"][0]["bid"], got["head"][0]["ofr"]) == (1, None, None)
+
+
+# -- --where ----------------------------------------------------------------------------------
+WHERE = [
+    ("bid > 0 and ofr > bid", (pl.col("bid") > 0) & (pl.col("ofr") > pl.col("bid"))),
+    ("symbol in ('IBM','MSFT')", pl.col("symbol").is_in(["IBM", "MSFT"])),
+    ("symbol not in ('IBM', 'MSFT') and bidsiz % 2 == 1",
+     ~pl.col("symbol").is_in(["IBM", "MSFT"]) & (pl.col("bidsiz") % 2 == 1)),
+    ("not (ofr - bid) * 2 / (ofr + bid) < 0.001 or bidsiz >= 20",
+     ~((pl.col("ofr") - pl.col("bid")) * 2 / (pl.col("ofr") + pl.col("bid")) < 0.001)
+     | (pl.col("bidsiz") >= 20)),
+    ("time >= '09:30' and time < '16:00:00' and date == '2007-08-02'",
+     (pl.col("time") >= pl.time(9, 30)) & (pl.col("time") < pl.time(16))
+     & (pl.col("date") == pl.date(2007, 8, 2))),
+    ("10 < bid <= 30", (pl.col("bid") > 10) & (pl.col("bid") <= 30)),
+    ("-bid < -50 or ex == 'N'", (-pl.col("bid") < -50) | (pl.col("ex") == "N")),
+    ("bid is None", pl.col("bid").is_null()),
+    ("mmid is not None and mmid != ''", pl.col("mmid").is_not_null() & (pl.col("mmid") != "")),
+]
+
+
+@pytest.mark.parametrize(("text", "oracle"), WHERE, ids=[w[0] for w in WHERE])
+def test_scan_where_equals_polars_filter(shared: str, capsys: pytest.CaptureFixture[str],
+                                         text: str, oracle: pl.Expr) -> None:
+    want = hfq.connect(shared)["quotes"].to_polars().filter(oracle)
+    got = cli_json(capsys, "--root", shared, "scan", "quotes", "--where", text,
+                   "--limit", "100000")
+    assert got["rows"] == want.height
+    expected = json.loads(json.dumps(want.to_dicts(), default=str))
+    assert sorted(map(str, got["head"])) == sorted(map(str, expected))
+
+
+def test_scan_where_to_csv_through_the_shell(shared: str, tmp_path: Path) -> None:
+    out = tmp_path / "quoted.csv"
+    done = shell("scan", "quotes", "--where", "symbol in ('IBM', 'MSFT') and ofr > bid",
+                 "--columns", "symbol,bid,ofr", "--dates", "20070801", "--out", str(out),
+                 "--root", shared)
+    assert done.returncode == 0, done.stderr
+    want = hfq.connect(shared)["quotes"].to_polars().filter(
+        pl.col("symbol").is_in(["IBM", "MSFT"]) & (pl.col("ofr") > pl.col("bid"))
+        & (pl.col("date") == pl.date(2007, 8, 1))).select("symbol", "bid", "ofr")
+    got = pl.read_csv(out)
+    assert done.stdout == f"wrote {want.height:,} rows to {out}\n" and want.height > 0
+    assert sorted(got.rows()) == sorted(want.with_columns(pl.col("symbol").cast(pl.String))
+                                        .rows())
+
+
+REFUSED = [
+    ("__import__('os')", "a function call is not allowed: __import__('os')"),
+    ("__import__('os').system('touch PWNED')",
+     "a function call is not allowed: __import__('os').system('touch PWNED')"),
+    ("__import__('os').sep == '/'", "attribute access is not allowed: __import__('os').sep"),
+    ("bid.real > 0", "attribute access is not allowed: bid.real"),
+    ("abs(bid) > 1", "a function call is not allowed: abs(bid)"),
+    ("px > 0", "unknown column 'px'; the columns are symbol, date, time, bid"),
+    ("bid[0] > 1", "indexing is not allowed: bid[0]"),
+    ("(lambda: 1)() == 1", "a function call is not allowed"),
+    ("[x for x in ()] == 1", "a comprehension is not allowed"),
+    ("bid > 0 & ofr > 0", "'&' (use 'and') is not allowed"),
+    ("bid + 1", "--where must be a condition"),
+    ("bid and ofr", "a value where a condition is needed is not allowed: bid"),
+    ("bid == None", "comparing with None (use 'is None' / 'is not None')"),
+    ("symbol in 'IBM'", "'in' without a list of values"),
+    ("symbol in (ex,)", "anything but a number or a string inside 'in (...)'"),
+    ("bid if ofr else ask", "an if-else expression is not allowed"),
+    ("date > '2007-13-01'", "'2007-13-01' is not a date32[day] value"),
+    ("bid >", "invalid syntax"),
+    ("f'{bid}' == 'x'", "an f-string is not allowed"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_where_refuses_what_it_does_not_know(text: str, message: str, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    columns = {f.name: f.type for f in hfq.schemas.TAQ.arrow}
+    with pytest.raises(WhereError) as caught:
+        parse_where(text, columns)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_where_errors_on_the_command_line(shared: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "--root", shared, "scan", "quotes", "--where",
+                         "__import__('os').system('touch PWNED')")
+    assert (code, out) == (2, "")
+    assert one_error_line(err) == ("hfq: error: --where: a function call is not allowed: "
+                                   "__import__('os').system('touch PWNED')")
+    assert not (tmp_path / "PWNED").exists()
+    code, _, err = cli(capsys, "--root", shared, "scan", "quotes", "--where", "price > 1")
+    assert code == 2 and "unknown column 'price'" in one_error_line(err)
+    code, _, err = cli(capsys, "--root", shared, "scan", "quotes", "--where", "symbol > 3")
+    assert code == 1 and "cannot compare" in one_error_line(err)   # polars' own, one line
+
+
+def test_parse_where_builds_polars_expressions() -> None:
+    columns = {"bid": pa.float64(), "ofr": pa.float64(), "flag": pa.bool_()}
+    frame = pl.DataFrame({"bid": [1.0, 2.0, None], "ofr": [1.5, 1.0, 3.0],
+                          "flag": [True, False, True]})
+    assert frame.filter(parse_where("ofr > bid", columns)).height == 1
+    assert frame.filter(parse_where("flag and not bid is None", columns)).height == 1
+    assert frame.filter(parse_where("True", columns)).height == 3
+
+
+# -- maintenance commands -----------------------------------------------------------------------
+def test_compact_verify_vacuum_and_time_travel(own: str, capsys: pytest.CaptureFixture[str]
+                                               ) -> None:
+    before = hfq.connect(own)["quotes"]
+    files_before = int(before.partitions()["files"].sum())
+    rows_before = before.to_polars().sort(pl.all()).rows()
+    result = cli_json(capsys, "--root", own, "compact", "quotes")
+    after = hfq.connect(own)["quotes"]
+    assert result["version_before"] == 2 and result["version"] == after.version == 3
+    assert result["files_before"] == files_before > result["files"] == after.partitions().height
+    assert after.to_polars().sort(pl.all()).rows() == rows_before
+    code, out, _ = cli(capsys, "--root", own, "compact", "quotes")
+    assert code == 0 and "one file already (version 3)" in out
+
+    checked = cli_json(capsys, "--root", own, "verify", "quotes")
+    assert checked == {"table": "quotes", "version": 3, "files_checked": result["files"],
+                       "ok": True}
+    code, out, _ = cli(capsys, "verify", "quotes", "--root", own)
+    assert out == f"{result['files']} files match their checksums (quotes version 3)\n"
+
+    vacuumed = cli_json(capsys, "--root", own, "vacuum", "quotes", "--keep-versions", "1")
+    assert set(vacuumed) == {"table", "version", "files_removed", "versions_forgotten"}
+    code, out, _ = cli(capsys, "--root", own, "vacuum", "quotes")
+    assert code == 0 and out.startswith("vacuumed quotes: files removed ")
+
+    # the version before the nulls were appended, still on record
+    old = cli_json(capsys, "--root", own, "scan", "quotes", "--at-version", "1", "--limit", "0")
+    assert (old["version"], old["rows"], old["head"]) == (1, 4000, [])
+
+
+def test_drop(own: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "drop", "quotes", "--root", own)
+    assert (code, out, err) == (0, "dropped quotes\n", "")
+    assert hfq.connect(own).tables() == []
+    code, out, err = cli(capsys, "drop", "quotes", "--root", own)
+    assert code == 1 and out == ""
+    assert one_error_line(err) == f"hfq: error: no table 'quotes' in {own} (tables: none)"
+    assert cli_json(capsys, "--root", own, "tables") == []
+
+
+# -- the demo -----------------------------------------------------------------------------------
+def test_demo_writes_outside_the_current_directory_by_default(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    from hfq.demo import default_demo_dir
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HFQ_DEMO_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_demo_dir() == str(tmp_path / "home" / ".cache" / "hfq" / "demo")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_demo_dir() == str(tmp_path / "xdg" / "hfq" / "demo")
+    monkeypatch.setenv("HFQ_DEMO_DIR", "elsewhere")
+    assert default_demo_dir() == str(tmp_path / "elsewhere")
+
+
+def test_demo_runs_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from hfq.demo import run_demo
-    result = run_demo(str(tmp_path / "demo"), days=2, rows_per_day=20_000, symbols=100)
+    workdir = tmp_path / "demo"
+    workdir.mkdir()
+    (workdir / "notes.txt").write_text("mine")   # not the demo's: left alone
+    result = run_demo(str(workdir), days=2, rows_per_day=20_000, symbols=100)
     assert result["rows"] == 40_000 and result["day_rows"] == 20_000
     assert 0 < result["point_rows"] < 20_000
     out = capsys.readouterr().out
@@ -53,9 +502,17 @@ def test_demo_runs_small(tmp_path, capsys):
     with open(result["spread_png"], "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
     assert result["bars"] > 0 and set(result["ols_coef"]) == {"intercept", "quote_size"}
+    # where and how much, said at the end
+    assert result["workdir"] == str(workdir)
+    size = sum(f.stat().st_size for f in workdir.rglob("*") if f.is_file())
+    assert result["workdir_bytes"] == size - len("mine")
+    assert f"8. the demo's files: {workdir} ({(size - 4) / 1e6:,.1f} MB: csv/ " in out
+    assert "rm -rf" not in out and (workdir / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in workdir.iterdir()) == sorted(
+        ["csv", "db", "day.pkl", "spread_by_minute.png", "notes.txt"])
 
 
-def test_messages_people_see(db, quotes):
+def test_messages_people_see(db: hfq.Database, quotes: hfq.Table) -> None:
     with pytest.raises(hfq.errors.SchemaMismatchError,
                        match=r"no column 'price'; the columns are symbol, date, time, bid"):
         quotes.scan(columns=["price"])
@@ -63,7 +520,7 @@ def test_messages_people_see(db, quotes):
                        match=r"where= uses column 'px', which table 'quotes' does not have"):
         quotes.scan(where=pl.col("px") > 1)
     with pytest.raises(TypeError, match="where must be a polars expression"):
-        quotes.scan(where="bid > 0")
+        quotes.scan(where="bid > 0")   # type: ignore[arg-type]
     with pytest.raises(ValueError, match="the first date is after the second"):
         quotes.scan(dates=("2007-08-02", "2007-08-01"))
     with pytest.raises(ValueError, match="is not a date"):
