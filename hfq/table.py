@@ -183,7 +183,6 @@ class Table:
         removed = nodes.call_each(StoreCall(sweep), names=list(listings),
                                   args_for=lambda n: (self.name, referenced[n], grace,
                                                       listings[n], committed))
-        self.refresh()
         return {"files_removed": sum(removed.values()), "versions_forgotten": forgotten}
 
     # -- compute ------------------------------------------------------------------------------

@@ -135,17 +135,18 @@ class Write:
         return self.committed
 
     def abort(self) -> int:
-        """Remove every file this change wrote, on every live node; returns how many."""
-        staged = self.txn.fragments_added()
+        """Remove every file this change wrote, on every live node; returns how many.
+
+        Every file of the change is named after its transaction (:attr:`files`), so one
+        sweep by name finds the staged fragments and any a worker finished after the error.
+        """
         self.txn.added.clear()
-        removed = 0
         try:
-            self.nodes.remove(staged)
-            removed = self.nodes.remove_prefix(self.base.table, self.txn.id)
+            return self.nodes.remove_prefix(self.base.table, self.txn.id)
         except Exception as exc:  # noqa: BLE001 - the original error matters more
             log.warning("table %s: cleaning up after a failed write left files behind (%s); "
                         "vacuum() removes them", self.base.table, exc)
-        return removed
+            return 0
 
 
 class PartitionWriter:

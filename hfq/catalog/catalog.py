@@ -241,13 +241,6 @@ class Transaction:
         """Record that ``file`` (already copied there) is now held by ``nodes``."""
         self.moved[file] = tuple(nodes)
 
-    def fragments_added(self) -> list[Fragment]:
-        return [f for _, frags in self.added.values() for f in frags]
-
-    @property
-    def empty(self) -> bool:
-        return not (self.added or any(self.removed.values()) or self.moved)
-
     def apply(self, head: Manifest, op: str) -> Manifest:
         """``head`` with this change applied, as the next version."""
         if head.table_id != self.base.table_id:

@@ -67,9 +67,13 @@ class BatchStats:
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> BatchStats:
-        return BatchStats(int(data["rows"]),
-                          {k: None if v is None else ColumnStats(v[0], v[1], int(v[2]))
-                           for k, v in data["stats"].items()})
+        return _batch_stats(int(data["rows"]), data["stats"])
+
+
+def _batch_stats(rows: int, stats: Mapping[str, Sequence[Any] | None]) -> BatchStats:
+    """A batch from ``{column: [min, max, nulls] or None}`` (JSON's and storage's form)."""
+    return BatchStats(rows, {k: None if v is None else ColumnStats(v[0], v[1], int(v[2]))
+                             for k, v in stats.items()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +119,7 @@ def fragment_from(file: str, *, rows: int, size: int, crc32: int,
     """A fragment from what the storage layer reports of an encoded file: ``batches`` as
     ``(rows, {column: (min, max, nulls) or None})``."""
     return Fragment(file=file, rows=rows, bytes=size, crc32=crc32,
-                    batches=tuple(BatchStats(n, {k: None if v is None else
-                                                 ColumnStats(v[0], v[1], int(v[2]))
-                                                 for k, v in stats.items()})
-                                  for n, stats in batches),
+                    batches=tuple(_batch_stats(n, stats) for n, stats in batches),
                     nodes=tuple(nodes))
 
 

@@ -110,22 +110,20 @@ class Nodes:
         ``strict``, raised as :class:`~hfq.errors.NodeUnavailableError` naming it.  An error
         raised by ``fn`` itself is raised as it is.
         """
-        targets = list(self.alive() if names is None else names)
-        alive = set(self.alive())
+        live = self.alive()
+        targets = list(live if names is None else names)
         out: dict[str, T] = {}
-        missing = [n for n in targets if n not in alive]
+        missing = [n for n in targets if n not in live]
         refs: dict[Any, str] = {}
-        if any(n != self.local and n in alive for n in targets):
-            import ray
-            for name in targets:
-                if name != self.local and name in alive:
+        for name in targets:
+            if name in live and name != self.local:
+                try:
                     call_args = args_for(name) if args_for else args
-                    try:
-                        server = self._server(name)
-                        refs[server.call.remote(fn, call_args, compute)] = name
-                    except (NodeUnavailableError,) + dead_actor_errors():
-                        missing.append(name)
-        if self.local in targets and self.local in alive:
+                    refs[self._server(name).call.remote(fn, call_args, compute)] = name
+                except (NodeUnavailableError,) + dead_actor_errors():
+                    self._lost(name)
+                    missing.append(name)
+        if self.local in targets and self.local in live:
             out[self.local] = fn(self.context(), *(args_for(self.local) if args_for else args))
         if refs:
             import ray
@@ -142,7 +140,7 @@ class Nodes:
                         ", ".join(sorted(missing)))
             if strict:
                 raise NodeUnavailableError(f"hfq node(s) {', '.join(sorted(missing))} are not "
-                                           f"alive (live nodes: {', '.join(self.alive())})",
+                                           f"alive (live nodes: {', '.join(live)})",
                                            sorted(missing))
         return out
 

@@ -67,9 +67,6 @@ class NodeServer:
         put_file(self.store, rel, data, sync=sync)
         return self.name
 
-    def get_file(self, rel: str) -> pa.Buffer:
-        return pa.py_buffer(self.store.read_bytes(rel))
-
     # -- work ---------------------------------------------------------------------------------
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], compute: bool = False) -> Any:
         """``fn(node context, *args)`` here; ``compute``: it holds the node's CPUs while it

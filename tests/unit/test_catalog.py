@@ -236,3 +236,17 @@ def test_vacuum_keeps_what_a_recent_reader_and_a_live_writer_need(db):
     assert t.scan().count() == 9
     t.vacuum(keep_versions=1, grace_s=0)
     assert t.scan().count() == 9 and t.verify() >= 1
+
+
+def test_a_failed_write_leaves_no_file_behind(tmp_path):
+    """Fragments spilled before the error (and their temporaries) are gone when it raises."""
+    db = hfq.connect(str(tmp_path / "db"), memory_budget=64 << 10, csv_block_bytes=16 << 10)
+    t = db.create_table("t", PX, partition_by=hfq.Value("d"), sort_by=("symbol",))
+    t.append(px_rows("KEEP"))
+    kept = sorted(rel for rel, _ in db.store.walk_files("t/data"))
+    good = PX.conform(px_rows("A", n=20_000))          # passes the budget: spilled to disk
+    bad = pa.table({"symbol": ["B"], "d": ["not a date"], "px": [1.0]})
+    with pytest.raises(hfq.errors.SchemaMismatchError):
+        t.append([good, bad])
+    assert sorted(rel for rel, _ in db.store.walk_files("t/data")) == kept
+    assert t.refresh().version == 1 and len(t) == 3
