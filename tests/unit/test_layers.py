@@ -16,8 +16,8 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "hfq"
 
 LAYERS = [
-    ("model", ["hfq.errors", "hfq.config", "hfq.schema", "hfq.schemas", "hfq.partition",
-               "hfq.reduce"]),
+    ("model", ["hfq.errors", "hfq.faults", "hfq.config", "hfq.schema", "hfq.schemas",
+               "hfq.partition", "hfq.reduce"]),
     ("storage", ["hfq.storage"]),
     ("catalog", ["hfq.catalog"]),
     ("query", ["hfq.query"]),
@@ -26,11 +26,13 @@ LAYERS = [
     ("ingest", ["hfq.ingest"]),
     ("analytics", ["hfq.analytics"]),
     ("synth", ["hfq.synth"]),
+    ("engine", ["hfq.engine"]),
+    ("quality", ["hfq.quality"]),
     ("facade", ["hfq.db", "hfq.table", "hfq.scan", "hfq.cli", "hfq.demo", "hfq.testing",
                 "hfq"]),
 ]
 LEVEL = {"model": 0, "storage": 1, "catalog": 2, "query": 3, "runtime": 4, "write": 5,
-         "ingest": 6, "analytics": 6, "synth": 6, "facade": 7}
+         "ingest": 6, "analytics": 6, "synth": 6, "engine": 6, "quality": 6, "facade": 7}
 
 
 def room(module: str) -> str:
