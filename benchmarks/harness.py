@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numba
 import numpy as np
@@ -43,10 +44,29 @@ class Result:
     check: object = None
     notes: str = ""
     extra: dict = field(default_factory=dict)   # more fields for results.json (and the plots)
+    cache: str = "warm"                         # the page cache state of every run: warm / cold
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def low(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def high(self) -> float:
+        return max(self.seconds)
+
+
+def tie(a: Result, b: Result) -> bool:
+    """Do the two contenders' run ranges overlap?  Then neither one won."""
+    return a.low <= b.high and b.low <= a.high
+
+
+def speedup(peer: Result, ours: Result) -> str:
+    """``peer time / our time`` as ``1.23x``, marked ``(tie)`` when the run ranges overlap."""
+    return f"{peer.median / ours.median:.2f}x" + (" (tie)" if tie(peer, ours) else "")
 
 
 @dataclass
@@ -56,17 +76,36 @@ class Bench:
     days: int
     repeats: int
     quick: bool
+    shape: str = "many"                                           # the data's shape (SHAPES)
     results: list[Result] = field(default_factory=list)
     summary: dict[str, list[str]] = field(default_factory=dict)   # scenario -> report lines
     cache: dict = field(default_factory=dict)                     # data shared by scenarios
     session: ClusterSession | None = None                         # the one running cluster
+    seconds: float = 0.0                                          # the whole run's wall time
 
     @property
     def work(self) -> str:
-        return os.path.join(self.out, "work")
+        return os.path.join(self.out, "work", self.shape)
+
+    @property
+    def symbols(self) -> int:
+        """Tickers in the data: many (skewed activity) or a few (SHAPES)."""
+        return SHAPES[self.shape][1](self.rows)
+
+    def name(self, scenario: str) -> str:
+        """A scenario's name in the results: the default shape unmarked, others suffixed."""
+        return scenario if self.shape == "many" else f"{scenario} [{SHAPES[self.shape][0]}]"
 
     def log(self, text: str) -> None:
         print(text, flush=True)
+
+
+SHAPES: dict[str, tuple[str, Callable[[int], int]]] = {
+    # hfq.synth's tickers have lognormal activity (sigma 1.6: the top 1% of the symbols carry
+    # about a quarter of the quotes), times written H:MM:SS without a leading zero
+    "many": ("many symbols", lambda rows: min(8000, max(50, rows // 500))),
+    "few": ("few symbols", lambda rows: 20),
+}
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -76,44 +115,164 @@ def dir_bytes(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def measure(bench: Bench, scenario: str, contenders: dict[str, Callable[[], tuple]],
-            *, repeats: int | None = None, warmup: bool = True,
-            rtol: float = 1e-9) -> list[Result]:
-    """Run every contender ``repeats`` times in alternating order; fn() -> (rows, check)."""
+@dataclass
+class Answer:
+    """A contender whose whole answer is checked: ``run(full)`` -> (rows, check), where the
+    check (a full-content digest, :func:`digest`) is computed only when ``full`` -- on the
+    warm-up run, outside the timing; timed runs count rows from their answer only."""
+
+    run: Callable[[bool], tuple[int, Any]]
+
+    @classmethod
+    def of(cls, read: Callable[[], Any], check: Callable[[Any], Any] | None = None,
+           count: Callable[[Any], int] = len) -> Answer:
+        """``read()`` returns a frame (or anything ``count`` and ``check`` take)."""
+        def run(full: bool) -> tuple[int, Any]:
+            out = read()
+            return count(out), ((check or digest)(out) if full else None)
+        return cls(run)
+
+
+def measure(bench: Bench, scenario: str,
+            contenders: dict[str, Callable[[], tuple] | Answer], *,
+            repeats: int | None = None, warmup: bool = True, rtol: float = 1e-9,
+            prepare: Callable[[], None] | None = None, cache: str = "warm",
+            same_answer: bool = True) -> list[Result]:
+    """Run every contender once to warm up, then ``repeats`` times in alternating order.
+
+    A plain contender returns (rows, check) on every run; an :class:`Answer` has its full
+    answer checked on the warm-up run and its rows counted on every run.  Contenders must
+    agree before any time counts.  ``prepare()`` runs before every run, untimed (e.g.
+    evicting the page cache for a cold row: ``cache="cold"``).  ``same_answer=False``: the
+    contenders do different work (the caller checks what can be compared)."""
     repeats = repeats or bench.repeats
+    scenario = bench.name(scenario)
     names = list(contenders)
     times: dict[str, list[float]] = {n: [] for n in names}
     outputs: dict[str, tuple] = {}
-    if warmup:
-        for name in names:
-            outputs[name] = contenders[name]()
-    for r in range(repeats):
+
+    def call(name: str, full: bool) -> tuple:
+        if prepare is not None:
+            prepare()
+        gc.collect()
+        fn = contenders[name]
+        start = time.perf_counter()
+        out = fn.run(full) if isinstance(fn, Answer) else fn()
+        took = time.perf_counter() - start
+        if full or not isinstance(fn, Answer):
+            outputs[name] = out
+        elif out[0] != outputs[name][0]:
+            raise AssertionError(f"{scenario}: {name} returned {out[0]} rows, "
+                                 f"{outputs[name][0]} on its checked run")
+        return took
+
+    for name in names:
+        took = call(name, True)
+        if not warmup:
+            times[name].append(took)
+    for r in range(repeats - (0 if warmup else 1)):
         order = names if r % 2 == 0 else list(reversed(names))
         for name in order:
-            gc.collect()
-            start = time.perf_counter()
-            outputs[name] = contenders[name]()
-            times[name].append(time.perf_counter() - start)
-    results = [Result(scenario, n, times[n], outputs[n][0], check=outputs[n][1]) for n in names]
-    agree(scenario, results, rtol=rtol)
+            times[name].append(call(name, False))
+    results = [Result(scenario, n, times[n], outputs[n][0], check=outputs[n][1], cache=cache)
+               for n in names]
+    if same_answer:
+        agree(scenario, results, rtol=rtol)
     bench.results.extend(results)
     for res in results:
         bench.log(f"  {scenario:18s} {res.contender:34s} {res.median:8.3f} s  "
-                  f"{res.rows:>12,} rows")
+                  f"{res.rows:>12,} rows ({cache})")
     return results
 
 
 def agree(scenario: str, results: list[Result], rtol: float = 1e-9) -> None:
-    """Every contender must return the same rows (count, and a checksum of prices -- or a
-    tuple of numbers, compared element by element)."""
+    """Every contender must return the same rows: the count, and the same check -- a digest
+    of the whole answer (compared exactly), or a tuple of numbers (compared element by
+    element to ``rtol``)."""
     first = results[0]
     for res in results[1:]:
-        if res.rows != first.rows or not np.allclose(np.asarray(res.check, dtype=float),
-                                                     np.asarray(first.check, dtype=float),
-                                                     rtol=rtol, atol=0):
+        same = res.check == first.check if isinstance(first.check, Digest) else np.allclose(
+            np.asarray(res.check, dtype=float), np.asarray(first.check, dtype=float),
+            rtol=rtol, atol=0)
+        if res.rows != first.rows or not same:
             raise AssertionError(
                 f"{scenario}: {res.contender} returned {res.rows} rows / check {res.check}, "
                 f"{first.contender} returned {first.rows} rows / check {first.check}")
+
+
+class Digest(tuple):
+    """(rows, columns, an order-independent hash of every value of every row)."""
+
+
+def canonical(frame: Any) -> Any:
+    """A frame (pandas, arrow, polars) as polars with one representation per kind of value:
+    text as strings, integers as Int64, floats as Float64, dates as Date, times of day as
+    nanoseconds since midnight (Int64) -- so equal answers compare equal whatever their
+    container; columns by name."""
+    import pandas as pd
+    import polars as pl
+    if isinstance(frame, pd.DataFrame):
+        df = pl.from_pandas(frame)
+    elif isinstance(frame, pl.DataFrame):
+        df = frame
+    else:
+        df = pl.from_arrow(frame)
+    exprs = []
+    for name, dtype in df.schema.items():
+        col = pl.col(name)
+        if dtype in (pl.Categorical, pl.String) or isinstance(dtype, pl.Enum):
+            col = col.cast(pl.String)
+        elif dtype == pl.Time:
+            col = col.cast(pl.Int64)
+        elif isinstance(dtype, pl.Duration):
+            col = col.dt.total_nanoseconds()
+        elif isinstance(dtype, pl.Datetime):
+            col = col.dt.date()
+        elif dtype.is_integer():
+            col = col.cast(pl.Int64)
+        elif dtype.is_float():
+            col = col.cast(pl.Float64)
+        exprs.append(col.alias(name))
+    return df.select(sorted(exprs, key=lambda e: e.meta.output_name()))
+
+
+def digest(frame: Any) -> Digest:
+    """Every value of every row of ``frame`` (or of a list of frames), in any row order:
+    a wrapping sum of polars' row hashes over :func:`canonical` columns."""
+    frames = frame if isinstance(frame, list) else [frame]
+    rows, total, columns = 0, np.uint64(0), ()
+    for f in frames:
+        df = canonical(f)
+        columns = tuple(df.columns)
+        with np.errstate(over="ignore"):
+            total += np.sum(df.hash_rows(seed=0).to_numpy(), dtype=np.uint64)
+        rows += df.height
+    return Digest((rows, columns, int(total)))
+
+
+def merge_digests(parts: list[Digest]) -> Digest:
+    """The digest of the union of answers digested apart (as :func:`digest` of them all)."""
+    total = sum(p[2] for p in parts) % (1 << 64)
+    return Digest((sum(p[0] for p in parts), parts[0][1] if parts else (), total))
+
+
+def count_rows(frames: list) -> int:
+    return sum(len(f) for f in frames)
+
+
+def evict(*paths: str) -> None:
+    """Drop every file under ``paths`` from the page cache (written back first):
+    ``posix_fadvise(DONTNEED)`` needs no root for files this user can open."""
+    for path in paths:
+        files = [path] if os.path.isfile(path) else [
+            os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
+        for name in files:
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def price_check(frame) -> float:
@@ -125,13 +284,12 @@ def price_check(frame) -> float:
     return float(frame["bid"].sum() + frame["ofr"].sum())   # pandas and polars alike
 
 
-def load_pickle(path: str) -> Callable[[], tuple]:
+def load_pickle(path: str) -> Answer:
     """The peer every read is measured against: ``pickle.load`` of a pandas DataFrame."""
-    def run():
+    def read():
         with open(path, "rb") as fh:
-            df = pickle.load(fh)
-        return len(df), price_check(df)
-    return run
+            return pickle.load(fh)
+    return Answer.of(read)
 
 
 def duck_arrow(cursor):
@@ -151,7 +309,7 @@ def make_csv(bench: Bench) -> list[str]:
     shutil.rmtree(csv_dir, ignore_errors=True)
     bench.log(f"generating {bench.days} x {bench.rows:,} rows of TAQ CSV ...")
     return [str(p) for p in synth.taq_csv_files(csv_dir, dates=dates, rows_per_day=bench.rows,
-                                                symbols=min(8000, max(50, bench.rows // 500)))]
+                                                symbols=bench.symbols)]
 
 
 def taq_table(bench: Bench, root: str, compression: str) -> hfq.Table:
@@ -232,7 +390,7 @@ def cluster_data(bench: Bench) -> TaqData:
         from hfq.demo import trading_days
         bench.log(f"  generating {bench.days} x {bench.rows:,} rows of TAQ in memory ...")
         table = synth.taq_table(dates=trading_days(DAY, bench.days), rows_per_day=bench.rows,
-                                symbols=min(8000, max(50, bench.rows // 500)))
+                                symbols=bench.symbols)
         frame = pl.from_arrow(table.select(SPREAD_COLUMNS))
         arrays = (frame["bid"].to_numpy(), frame["ofr"].to_numpy(),
                   frame["time"].to_physical().to_numpy())

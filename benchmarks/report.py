@@ -7,7 +7,7 @@ import os
 import platform
 import re
 
-from harness import Bench, Result, mrows
+from harness import SHAPES, Bench, Result, mrows, speedup, tie
 
 
 def scenarios(bench: Bench) -> dict[str, list[Result]]:
@@ -32,36 +32,52 @@ def plot_name(scenario: str) -> str:
 
 
 # -- report.md -----------------------------------------------------------------------------------
+SMOKE = ("**Smoke test (`--quick`)**: tiny data and one timed run per contender, to check "
+         "that every scenario runs end to end and every answer agrees. The figures below are "
+         "not measurements; the targets are not judged.")
+
+
 def markdown(bench: Bench, plots: dict[str, str]) -> str:
-    lines = ["# hfq benchmarks", "",
-             f"{bench.days} day(s) x {bench.rows:,} rows of synthetic TAQ; "
-             f"{os.cpu_count()} cores; Python {platform.python_version()}; "
-             f"median of {bench.repeats} runs after a warm-up (ingest: one run, no warm-up); "
-             "warm page cache (the sandbox cannot drop caches, so there are no cold-cache "
-             "figures). Every contender's answer was checked against the others before its "
-             "time counted.", ""]
+    shapes = "; ".join(f"{v[0]}: {v[1](bench.rows):,} tickers" for v in SHAPES.values())
+    lines = ["# hfq benchmarks", ""]
+    if bench.quick:
+        lines += [SMOKE, ""]
+    lines += [f"{bench.days} day(s) x {bench.rows:,} rows of synthetic TAQ in two shapes "
+              f"({shapes}; scenarios on the second shape are marked with it); "
+              f"{os.cpu_count()} cores; Python {platform.python_version()}; "
+              f"{bench.repeats} timed runs per contender after a warm-up, in alternating "
+              "order; median, min and max seconds. Page cache: warm unless a table says "
+              "cold (then every file of every contender is evicted with "
+              "`posix_fadvise(DONTNEED)` before each run and each store is opened afresh). "
+              "Every contender's whole answer (every value of every row, or the query's "
+              "numbers) was checked against the others on its warm-up run, and rows are "
+              "counted from the answers. A speed-up whose run ranges overlap is marked "
+              f"(tie). Whole run: {bench.seconds / 60:.1f} min.", ""]
     for scenario, rows in scenarios(bench).items():
         ours = [r for r in rows if r.contender.startswith("hfq") and timed(r)]
         peers = [r for r in rows if not r.contender.startswith("hfq") and timed(r)]
-        lines += [f"## {scenario}", "", "| contender | median s | M rows/s | bytes | notes |",
-                  "|---|---|---|---|---|"]
+        cache = next((r.cache for r in rows if timed(r)), "warm")
+        lines += [f"## {scenario}", "", f"Page cache: {cache}.", "",
+                  "| contender | median s | min s | max s | M rows/s | bytes | notes |",
+                  "|---|---|---|---|---|---|---|"]
         for r in rows:
-            secs = f"{r.median:.3f}" if timed(r) else ""
-            rate = f"{mrows(r.rows, r.median):,.2f}" if timed(r) else ""
+            secs = f"{r.median:.4f} | {r.low:.4f} | {r.high:.4f}" if timed(r) else " | | "
+            rate = f"{mrows(r.rows, r.median):,.2f}" if timed(r) and r.rows else ""
             size = f"{r.bytes:,}" if r.bytes else ""
-            lines.append(f"| {r.contender} | {secs} | {rate} | {size} | {r.notes} |")
-        if bench.summary.get(scenario):
+            notes = "" if bench.quick else r.notes
+            lines.append(f"| {r.contender} | {secs} | {rate} | {size} | {notes} |")
+        if bench.summary.get(scenario) and not bench.quick:
             lines += ["", *bench.summary[scenario]]
         if ours and peers:
             lines += ["", "Speed-up of hfq over each peer (peer time / hfq time; above 1: hfq "
-                      "is faster):", "",
+                      "is faster; (tie): the run ranges overlap):", "",
                       "| hfq \\ peer | " + " | ".join(p.contender for p in peers) + " |",
                       "|---|" + "---|" * len(peers)]
             for r in ours:
-                cells = " | ".join(f"{p.median / r.median:.2f}x" for p in peers)
+                cells = " | ".join(speedup(p, r) for p in peers)
                 lines.append(f"| {r.contender} | {cells} |")
-        for name in plots.get(scenario, ()):
-            lines += ["", f"![{scenario}](plots/{name})"]
+        for name, caption in plots.get(scenario, ()):
+            lines += ["", f"![{caption}](plots/{name})"]
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -74,16 +90,21 @@ def machine_readable(bench: Bench) -> dict:
     data: dict = {"_meta": {"rows_per_day": bench.rows, "days": bench.days,
                             "repeats": bench.repeats, "quick": bench.quick,
                             "cores": os.cpu_count(), "python": platform.python_version(),
-                            "cache": "warm (caches cannot be dropped here)"}}
+                            "smoke_test": bench.quick, "seconds": bench.seconds,
+                            "shapes": {k: v[0] for k, v in SHAPES.items()},
+                            "cache": "warm unless an entry says cold (posix_fadvise)"}}
     for scenario, rows in scenarios(bench).items():
         ref = reference(rows)
         entry = data.setdefault(scenario, {})
         for r in rows:
             item = {"median_s": r.median if timed(r) else None,
-                    "runs_s": r.seconds if timed(r) else [], "rows": r.rows, "bytes": r.bytes,
+                    "min_s": r.low if timed(r) else None, "max_s": r.high if timed(r) else None,
+                    "runs_s": r.seconds if timed(r) else [], "cache": r.cache,
+                    "rows": r.rows, "bytes": r.bytes,
                     "rows_per_s": r.rows / r.median if timed(r) else None,
                     "reference": ref.contender if ref else None,
                     "ratio": r.median / ref.median if ref and timed(r) else None,
+                    "tie_with_reference": tie(r, ref) if ref and timed(r) else None,
                     "bytes_ratio": (r.bytes / ref.bytes if ref and ref.bytes and r.bytes
                                     else None),
                     "notes": r.notes}
@@ -93,14 +114,15 @@ def machine_readable(bench: Bench) -> dict:
 
 
 # -- plots ---------------------------------------------------------------------------------------
-def draw(bench: Bench, folder: str) -> dict[str, list[str]]:
+def draw(bench: Bench, folder: str) -> dict[str, list[tuple[str, str]]]:
     """One bar chart of throughput per scenario, and line charts for the families measured
-    over a count (clients, nodes).  Returns scenario -> the PNG files shown under it."""
+    over a count (clients, nodes).  Returns scenario -> the (PNG file, caption) shown under
+    it."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     os.makedirs(folder, exist_ok=True)
-    shown: dict[str, list[str]] = {}
+    shown: dict[str, list[tuple[str, str]]] = {}
     for scenario, rows in scenarios(bench).items():
         rows = [r for r in rows if timed(r)]
         if not rows:
@@ -112,22 +134,22 @@ def draw(bench: Bench, folder: str) -> dict[str, list[str]]:
         ax.set_yticks(range(len(rows)), [r.contender for r in rows], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel("M rows/s (higher is better)")
-        ax.set_title(scenario)
+        ax.set_title(scenario + (" (smoke test: not a measurement)" if bench.quick else ""))
         for i, rate in enumerate(rates):
             ax.text(rate, i, f" {rate:,.1f}", va="center", fontsize=7)
         fig.tight_layout()
         name = plot_name(scenario)
         fig.savefig(os.path.join(folder, name), dpi=100)
         plt.close(fig)
-        shown.setdefault(scenario, []).append(name)
+        shown.setdefault(scenario, []).append((name, f"{scenario}: M rows/s per contender"))
     for axis in ("clients", "nodes"):      # one line per contender over the count
         series: dict[str, list[tuple[int, float]]] = {}
         family = ""
         for r in bench.results:
-            if axis in r.extra and timed(r):
+            if axis in r.extra and timed(r) and "[" not in r.scenario:   # the first shape
                 series.setdefault(r.extra.get("series", r.contender), []).append(
                     (r.extra[axis], mrows(r.rows, r.median)))
-                family = family or r.scenario
+                family = r.scenario     # shown under the family's last table
         if not series:
             continue
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -145,7 +167,7 @@ def draw(bench: Bench, folder: str) -> dict[str, list[str]]:
         name = f"by_{axis}.png"
         fig.savefig(os.path.join(folder, name), dpi=100)
         plt.close(fig)
-        shown.setdefault(family, []).append(name)
+        shown.setdefault(family, []).append((name, f"total M rows/s by {axis}"))
     return shown
 
 

@@ -1,18 +1,22 @@
 """Side-by-side benchmarks: hfq against the tools a quant researcher would otherwise pick.
 
-    python benchmarks/run.py [--rows N] [--days D] [--quick] [--only NAME ...] [--out DIR]
+    python benchmarks/run.py [--rows N] [--days D] [--quick] [--only NAME ...]
+                             [--shapes many few] [--out DIR]
 
-Every scenario generates deterministic synthetic data (hfq.synth, or numpy with a fixed seed),
-runs each contender on the same rows with a warm-up and several repeats in alternating order,
-checks that the contenders agree on the result before any time counts, and writes
-``report.md``, ``results.json`` and ``plots/*.png`` to ``--out``.  Page caches are warm
-(dropping them needs root on the host, which this sandbox does not allow), so every read figure
-is a warm-cache figure.
+Every scenario runs on each data shape (hfq.synth TAQ with many symbols of skewed activity, and
+with a few symbols), runs each contender on the same rows with a warm-up and several timed
+runs in alternating order, checks every contender's whole answer against the others before any
+time counts, and writes ``report.md``, ``results.json`` and ``plots/*.png`` to ``--out``.
+Figures are warm-page-cache unless marked cold (every file evicted with posix_fadvise before
+each run).  ``--quick`` is a smoke test: tiny data, figures that are not measurements.
 
 Scenarios (all of them by default; ``--only`` picks some):
 
 * ``ingest``       -- raw TAQ CSV -> each store: rows/s and bytes on disk.
-* ``read``         -- one full day into Python (arrow / polars / pandas), and one symbol of one day.
+* ``read``         -- one full day into Python (arrow / polars / pandas), warm and cold; peak
+  memory per reader; a fresh process reading one symbol-day.
+* ``point``        -- random (symbol, day) slices one after another, warm and cold, vs each
+  peer in its best layout.
 * ``concurrent``   -- 1, 2, 4 client processes each reading random (symbol, day) slices: total
   rows/s, vs the same slices from DuckDB, Parquet, ArcticDB and one pickle per (symbol, day).
 * ``packed_scan``  -- count and sum(price * amount) for two (exchange, pair) combinations over
@@ -39,15 +43,17 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
-from harness import Bench  # noqa: E402
-from scenarios import analytics, cluster, packed, readers, store  # noqa: E402
+from harness import SHAPES, Bench  # noqa: E402
+from scenarios import analytics, cluster, packed, readers, scale, store  # noqa: E402
 
 SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
-             "concurrent": readers.scenario_concurrent, "packed_scan": packed.scenario_packed,
+             "point": readers.scenario_point, "concurrent": readers.scenario_concurrent,
+             "packed_scan": packed.scenario_packed,
              "scaling": cluster.scenario_scaling, "overhead": cluster.scenario_overhead,
              "scan_kernel": cluster.scenario_scan_kernel,
              "cluster_read": cluster.scenario_cluster_read,
-             "analytics": analytics.scenario_analytics}
+             "analytics": analytics.scenario_analytics,
+             "scale": scale.scenario_scale}
 
 
 def main(argv=None) -> int:
@@ -59,29 +65,45 @@ def main(argv=None) -> int:
                    metavar="NAME", help=f"run only these: {', '.join(SCENARIOS)}")
     p.add_argument("--out", default="bench_out")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES),
+                   help="the data's shapes, each running every chosen scenario: "
+                   + "; ".join(f"{k} = {v[0]}" for k, v in SHAPES.items()))
     p.add_argument("--keep-data", action="store_true", help="keep the generated data in --out")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.repeats = min(args.rows, 20_000), 1
     bench = Bench(out=args.out, rows=args.rows, days=args.days, repeats=args.repeats,
                   quick=args.quick)
-    os.makedirs(bench.work, exist_ok=True)
+    if args.quick:
+        bench.log("SMOKE TEST (--quick): tiny data, one timed run each -- checks that every "
+                  "scenario runs end to end; its figures are not measurements.")
     chosen = [n for n in SCENARIOS if args.only is None or n in args.only]
+    steps = [(shape, name) for shape in args.shapes for name in chosen]
     began = time.perf_counter()
     try:
-        for i, name in enumerate(chosen, 1):
+        for i, (shape, name) in enumerate(steps, 1):
+            if shape != bench.shape:          # new data: nothing carries over but the results
+                if bench.session is not None:
+                    bench.session.close()
+                    bench.session = None
+                bench.cache.clear()
+                bench.shape = shape
+            os.makedirs(bench.work, exist_ok=True)
             start = time.perf_counter()
-            bench.log(f"[{i}/{len(chosen)}] {name} ...")
+            label = f"[{i}/{len(steps)}] {name} ({SHAPES[shape][0]})"
+            bench.log(f"{label} ...")
             SCENARIOS[name](bench)
-            bench.log(f"[{i}/{len(chosen)}] {name} done in {time.perf_counter() - start:.0f} s "
+            bench.log(f"{label} done in {time.perf_counter() - start:.0f} s "
                       f"({time.perf_counter() - began:.0f} s so far)")
     finally:
         if bench.session is not None:
             bench.session.close()
+    bench.shape = args.shapes[0]
+    bench.seconds = time.perf_counter() - began
     text = report.write(bench, args.out)
     print(text)
     if not args.keep_data:
-        shutil.rmtree(bench.work, ignore_errors=True)
+        shutil.rmtree(os.path.join(args.out, "work"), ignore_errors=True)
     return 0
 
 

@@ -174,6 +174,9 @@ start() {
     echo "http://127.0.0.1:$DASH_PORT" > "$STATE/dashboard_url"
     {
         echo "export RAY_ADDRESS=$address"
+        # the `ray` (and `python`) that started the cluster come first: `ray job submit` works
+        # in a fresh shell without activating the venv
+        echo "export PATH=\"$(dirname "$RAY"):\$PATH\""
         if [ -n "${RAY_AUTH_MODE:-}" ]; then echo "export RAY_AUTH_MODE=$RAY_AUTH_MODE"; fi
         if [ -n "${RAY_AUTH_TOKEN_PATH:-}" ]; then
             echo "export RAY_AUTH_TOKEN_PATH=$RAY_AUTH_TOKEN_PATH"

@@ -15,8 +15,9 @@ Examples
 
 from __future__ import annotations
 
-from hfq import config, errors, reduce, schema, schemas, synth
+from hfq import config, engine, errors, quality, reduce, schema, schemas, synth
 from hfq.db import Database, connect
+from hfq.engine import bucket, minute_of_day  # the query engine's time buckets
 from hfq.errors import HfqError
 from hfq.partition import Compo, Hash, Range, Value
 from hfq.scan import Scan
@@ -24,7 +25,8 @@ from hfq.table import Table
 
 __all__ = [
     "Compo", "Database", "Hash", "HfqError", "Range", "Scan", "Table", "Value", "config",
-    "connect", "errors", "reduce", "schema", "schemas", "synth",
+    "connect", "errors", "quality", "reduce", "schema", "schemas", "synth",
+    "bucket", "engine", "minute_of_day",
 ]
 
 __version__ = "0.1.0"

@@ -176,8 +176,12 @@ COMMANDS: list[tuple[str, str]] = [
     ("scan", "read rows (--dates, --symbols, --where): the first rows, the plan, or CSV"),
     ("compact", "merge each partition's files into one sorted file"),
     ("verify", "check every file's checksum against the catalog"),
+    ("repair", "replace every damaged or missing copy of a file by a good copy"),
+    ("check", "read the catalog back: damaged, missing or inconsistent versions (--repair)"),
     ("vacuum", "remove files of writers that died; forget old versions"),
     ("drop", "remove a table and all its files"),
+    ("quality", "market-data quality per symbol-day: bad prices, crossed quotes, gaps, jumps"),
+    ("sql", "run one SQL SELECT over the tables (DuckDB/Postgres flavour), next to the data"),
 ]
 
 
@@ -240,6 +244,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where skipped rows go with --on-error skip (default: next to the "
                         "first CSV file)")
     i.add_argument("--no-progress", action="store_true", help="no progress bar")
+    i.add_argument("--duplicates", choices=["raise", "append", "skip"], default="raise",
+                   help="a file whose content the table loaded before: refuse the load "
+                        "(raise), load it again (append) or leave it out (skip)")
 
     command("tables", _tables)
 
@@ -281,6 +288,14 @@ def _parser() -> argparse.ArgumentParser:
     v = command("verify", _verify)
     v.add_argument("table", help="the table")
 
+    rp = command("repair", _repair)
+    rp.add_argument("tables", nargs="*", help="the tables (default: every table)")
+
+    ck = command("check", _check)
+    ck.add_argument("--repair", action="store_true",
+                    help="restore bad catalog files from the nodes' copies, set aside what "
+                         "cannot be restored: each table opens at its newest intact version")
+
     va = command("vacuum", _vacuum)
     va.add_argument("table", help="the table")
     va.add_argument("--keep-versions", type=_positive, default=None, metavar="N",
@@ -288,6 +303,38 @@ def _parser() -> argparse.ArgumentParser:
 
     dr = command("drop", _drop)
     dr.add_argument("table", help="the table to remove, with all its files")
+
+    # -- hfq quality (hfq.quality) --
+    qc = command("quality", _quality)
+    qc.add_argument("table", help="the quotes table")
+    qc.add_argument("--dates", default=None, type=_dates, metavar="DATE[,LAST]",
+                    help="one date, or an inclusive FIRST,LAST range (default: all)")
+    qc.add_argument("--symbols", default=None, metavar="SYMS",
+                    help="comma separated (default: all)")
+    qc.add_argument("--session", default="09:30-16:00", type=_session, metavar="START-END",
+                    help="the trading session, end excluded: rows outside it and minutes "
+                         "without quotes in it are counted")
+    qc.add_argument("--max-ratio", type=float, default=1.2, metavar="R",
+                    help="ofr/bid at or above R is an extreme (wide) quote")
+    qc.add_argument("--jump-k", type=float, default=10.0, metavar="K",
+                    help="a mid move beyond K scaled MADs of the symbol-day's moves is a jump")
+    qc.add_argument("--at-version", type=_non_negative, default=None, metavar="N",
+                    help="report on committed version N (default: the newest)")
+    qc.add_argument("--all", action="store_true",
+                    help="every symbol-day's counts instead of the summary")
+    qc.add_argument("--png", default=None, metavar="PATH",
+                    help="also draw the report as a PNG at PATH (default: none)")
+
+    # -- hfq sql (hfq.engine) --
+    sq = command("sql", _sql)
+    sq.add_argument("query", help="one SELECT, e.g. \"SELECT symbol, count(*) FROM quotes "
+                                  "GROUP BY symbol\"")
+    sq.add_argument("--limit", type=_non_negative, default=20,
+                    help="rows to show (with --json: to include)")
+    sq.add_argument("--explain", action="store_true",
+                    help="print the plan (node and driver stages, partitions) only")
+    sq.add_argument("--out", default=None, metavar="FILE",
+                    help="write every row of the answer to this CSV file (default: none)")
     return p
 
 
@@ -534,7 +581,8 @@ def _create(args: argparse.Namespace) -> int:
 def _ingest(args: argparse.Namespace) -> int:
     report = _db(args).load_csv(args.table, args.paths, on_error=args.on_error,
                                 reject_path=args.rejects,
-                                progress=False if args.no_progress or args.json else None)
+                                progress=False if args.no_progress or args.json else None,
+                                duplicates=args.duplicates)
     if args.json:
         _emit_json({"table": report.table, "files": [str(x) for x in report.files],
                     "rows": report.rows, "bytes": report.bytes, "seconds": report.seconds,
@@ -755,6 +803,47 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _repair(args: argparse.Namespace) -> int:
+    """``hfq repair [TABLE ...]``: exit status 1 when some copy could not be repaired."""
+    db = _db(args)
+    for name in args.tables:
+        db[name]   # an unknown table is a one-line error before any work
+    rows = db.repair(args.tables or None)
+    failed = [r for r in rows if not r["action"].startswith("repaired")]
+    if args.json:
+        _emit_json({"repaired": len(rows) - len(failed), "not_repaired": len(failed),
+                    "copies": rows})
+    elif not rows:
+        print("every copy on the live nodes matches its checksum")
+    else:
+        for r in rows:
+            print(f"{r['table']} {r['file'] or ''} on {r['node']}: {r['problem']}: "
+                  f"{r['action']}")
+        print(f"{len(rows) - len(failed)} copies repaired, {len(failed)} not")
+    return 1 if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``hfq check [--repair]``: exit status 1 when the catalog had a problem (with
+    ``--repair``: when some table has no intact version left)."""
+    db = _db(args)
+    rows = db.check(repair=args.repair)
+    if args.json:
+        _emit_json({"ok": not rows, "problems": rows})
+    elif not rows:
+        print(f"every catalog file of {len(db.tables())} tables is intact")
+    else:
+        for r in rows:
+            print(f"{r['table']} version {r['version'] or '-'}: {r['problem']}\n"
+                  f"    -> {r['action']}")
+        print(f"{len(rows)} problems" + ("" if args.repair else
+                                         "; `hfq check --repair` opens the newest intact "
+                                         "versions"))
+    if args.repair:
+        return 1 if any("no intact version" in r["action"] for r in rows) else 0
+    return 1 if rows else 0
+
+
 def _vacuum(args: argparse.Namespace) -> int:
     t = _table(args)
     result = t.vacuum(keep_versions=args.keep_versions)
@@ -763,6 +852,82 @@ def _vacuum(args: argparse.Namespace) -> int:
     else:
         print(f"vacuumed {t.name}: " + ", ".join(f"{k.replace('_', ' ')} {v}"
                                                  for k, v in result.items()))
+    return 0
+
+
+def _session(text: str) -> tuple[dt.time, dt.time]:
+    from hfq.quality import parse_time
+    start, sep, end = text.partition("-")
+    try:
+        first, last = parse_time(start), parse_time(end)
+    except HfqError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not START-END times of day, e.g. 09:30-16:00") from None
+    if not sep or first >= last:
+        raise argparse.ArgumentTypeError(f"{text!r}: the session must start before it ends")
+    return first, last
+
+
+def _quality(args: argparse.Namespace) -> int:
+    t = _table(args)
+    report = t.quality(args.dates, _split(args.symbols), version=args.at_version,
+                       progress=False if args.json else None, session=args.session,
+                       max_ratio=args.max_ratio, jump_k=args.jump_k)
+    if args.png:
+        report.plot(args.png)
+        _say(args, f"wrote {args.png}")
+    days = report.by_symbol_day
+    if args.json:
+        _emit_json({**report.to_dict(), "symbol_days": days.to_dicts()} if args.all
+                   else report.to_dict())
+        return 0
+    if args.all:
+        counts = days.columns[2:]
+        _show(report.headline(), "", _grid(
+            ["symbol", "date", *counts],
+            ([r["symbol"], r["date"], *(f"{r[c]:,}" for c in counts)]
+             for r in days.iter_rows(named=True)), right=counts))
+        return 0
+    summary = report.summary()
+    _show(report.headline(), "", _grid(
+        ["check", "count", "unit", "share", "symbol-days", "worst", "rule"],
+        ([r["check"], f"{r['count']:,}", r["unit"], f"{r['share']:.3%}",
+          f"{r['symbol_days']:,}", r["worst"], r["rule"]] for r in summary.iter_rows(named=True)),
+        right=["count", "share", "symbol-days"]),
+        "", f"every symbol-day: hfq quality {t.name} --all")
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    """``hfq sql "SELECT ..."``: the answer as a table, JSON, CSV, or the plan."""
+    query = _db(args).sql(args.query)
+    if args.explain:
+        plan = query.explain()
+        if args.json:
+            _emit_json({"query": args.query, "plan": plan})
+        else:
+            print(plan)
+        return 0
+    frame = query.collect()
+    if args.out:
+        frame.write_csv(args.out)
+        if args.json:
+            _emit_json({"rows": frame.height, "out": args.out})
+        else:
+            print(f"wrote {frame.height:,} rows to {args.out}")
+        return 0
+    head = frame.head(args.limit)
+    if args.json:
+        _emit_json({"rows": frame.height, "columns": frame.columns,
+                    "rows_shown": head.height, "head": head.to_dicts()})
+        return 0
+    shown = f" (first {head.height:,} shown)" if head.height < frame.height else ""
+    if not head.height:
+        print(f"{frame.height:,} rows")
+        return 0
+    cells = [[_cell(v) for v in row] for row in head.iter_rows()]
+    numeric = [name for name, dtype in head.schema.items() if dtype.is_numeric()]
+    _show(_grid(head.columns, cells, right=numeric), f"{frame.height:,} rows{shown}")
     return 0
 
 

@@ -41,6 +41,14 @@ def _default_cache() -> int:
     return int(min(4 << 30, machine_memory() // 8))
 
 
+def _in_jupyter() -> bool:
+    """Is this a Jupyter kernel (where progress bars render in the cell's output)?"""
+    import sys
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every knob hfq has.  Environment variable ``HFQ_<FIELD>`` (upper case) sets the default."""
@@ -85,11 +93,12 @@ class Settings:
 
     def show_progress(self, progress: bool | None = None) -> bool:
         """Whether to draw a progress bar: ``progress`` if given, else per ``self.progress``
-        (``auto``: only when standard error is a terminal)."""
+        (``auto``: only when standard error is a terminal or a Jupyter notebook's)."""
         if progress is not None:
             return progress
         import sys
-        return self.progress == "always" or (self.progress == "auto" and sys.stderr.isatty())
+        return self.progress == "always" or (self.progress == "auto" and (
+            sys.stderr.isatty() or _in_jupyter()))
 
     def replace(self, **changes: Any) -> Settings:
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import weakref
 from collections.abc import Iterable, Sequence
@@ -9,27 +10,38 @@ from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
-from hfq import config
+from hfq import config, faults
 from hfq.catalog import Catalog, remove_table_files
 from hfq.catalog.records import Fragment, Manifest
+from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
 from hfq.config import Settings
-from hfq.errors import HfqError, SchemaMismatchError, TableNotFoundError
+from hfq.errors import (
+    CsvError,
+    DuplicateLoadError,
+    HfqError,
+    QueryError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 from hfq.ingest.csv import LoadReport
 from hfq.ingest.csv import load_csv as _load_csv
 from hfq.partition import Compo, Scheme, check_scheme
 from hfq.runtime.node import NodeInfo, node_identity
 from hfq.runtime.nodes import Nodes
-from hfq.runtime.placement import place, replica_count
+from hfq.runtime.placement import rebalanced, replica_count
 from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
 from hfq.storage.store import open_store
 from hfq.table import Table
-from hfq.write import Write
+from hfq.write import Write, merge_small_fragments
 
 if TYPE_CHECKING:
+    from hfq.engine.query import Query
     from hfq.runtime.cluster import Runtime
 
 __all__ = ["Database", "connect"]
+
+log = logging.getLogger("hfq")
 
 
 class Database:
@@ -56,6 +68,9 @@ class Database:
         self.catalog = Catalog(self.store)
         self._handles: weakref.WeakSet[Table] = weakref.WeakSet()
         self.catalog.on_commit(self._committed)
+        self.catalog.on_files(self._replicate_catalog)
+        self.recovered: list[dict[str, str]] = []
+        """What ``hfq.connect(..., recover=True)`` found and did (see :meth:`check`)."""
         self._runtime = runtime
         name: str | None
         if runtime is None:   # embedded: the root is this process's node
@@ -113,15 +128,134 @@ class Database:
                                     "files": pl.Int64, "bytes": pl.Int64})
 
     def rebalance(self, tables: Iterable[str] | None = None) -> dict[str, int]:
-        """Move partitions to where placement puts them over the live nodes (after nodes
-        joined or left); returns files moved per table.
+        """Re-create missing replicas and move partitions to nodes that joined; returns files
+        moved per table.
 
-        Copies are made (and checked against the catalog's CRC-32) before one commit per
-        table switches readers to them; the old copies stay until :meth:`Table.vacuum`, so
-        no reader, old or new, ever finds a partition missing.
+        Each partition ends with its ``replicas`` copies on live nodes: copies on dead nodes
+        are re-created elsewhere (placement order), and a node that joined (one holding
+        nothing of the table) takes the partitions placement gives it.  With no node change
+        and every copy alive nothing moves -- partitions placed next to their source (minute
+        bars) stay there.  Copies are made (and checked against the catalog's CRC-32) before
+        one commit per table switches readers to them; the old copies stay until
+        :meth:`Table.vacuum`, so no reader, old or new, ever finds a partition missing.
         """
         nodes = self.cluster_nodes()
         return {name: _rebalance(self, name, nodes) for name in (tables or self.tables())}
+
+    def repair(self, tables: Iterable[str] | None = None) -> list[dict[str, str]]:
+        """Check every copy of every file on the live nodes holding it (size and CRC-32)
+        and replace each damaged or missing one by an intact copy from another holder.
+
+        Returns one row per copy that was not intact (table, partition, file, node,
+        problem, action: ``repaired from <node>`` or why not), plus a row per holder node
+        that is not alive (its copies are re-created elsewhere by :meth:`rebalance`).  An
+        empty list: every live copy was intact.
+
+        Examples
+        --------
+        >>> import hfq, os, tempfile, pyarrow as pa
+        >>> db = hfq.connect(tempfile.mkdtemp())
+        >>> t = db.create_table("t", hfq.schema.Schema({"x": hfq.schema.LONG}),
+        ...                     partition_by=hfq.Hash("x", 1))
+        >>> _ = t.append(pa.table({"x": [1, 2, 3]}))
+        >>> db.repair()
+        []
+        >>> f = next(iter(t.snapshot().fragments()))
+        >>> os.remove(os.path.join(db.store.root, f.file))   # one node: no other copy
+        >>> [(r["problem"], r["action"][:12]) for r in db.repair()]
+        [('damaged or missing', 'not repaired')]
+        """
+        rows: list[dict[str, str]] = []
+        for name in (tables or self.tables()):
+            by_node: dict[str, list[Fragment]] = {}
+            for fragment in self.catalog.snapshot(name).fragments():
+                for node in self.nodes.holders(fragment):
+                    by_node.setdefault(node, []).append(fragment)
+            found = self.nodes.repair(by_node)
+            rows += [{**r, "table": r["table"] or name} for r in found]
+        return rows
+
+    # -- the catalog's defence (H3) --------------------------------------------------------
+    def check(self, *, repair: bool = False) -> list[dict[str, str]]:
+        """Read every catalog file back (each carries its checksum) and report every damaged,
+        missing or inconsistent one: rows of table, version, file, problem, action.  An
+        empty list: the catalog is intact.
+
+        ``repair`` (what ``hfq.connect(..., recover=True)`` does): on a cluster, first
+        gather the catalog files this root lacks from the nodes' copies (a new head after
+        the old one's disk was lost) and restore damaged ones from them; then move what is
+        still bad aside so each table opens at its newest intact version (its lost version
+        numbers are never reused), and copy the catalog to nodes missing some of it.
+
+        Examples
+        --------
+        >>> import hfq, os, tempfile, pyarrow as pa
+        >>> root = tempfile.mkdtemp()
+        >>> t = hfq.connect(root).create_table("t", hfq.schema.Schema({"x": hfq.schema.LONG}),
+        ...                                    partition_by=hfq.Hash("x", 1))
+        >>> _ = t.append(pa.table({"x": [1, 2]})), t.append(pa.table({"x": [3]}))
+        >>> with open(os.path.join(root, "t/_versions/00000000000000000002.json"), "r+b") as f:
+        ...     _ = f.truncate(100)                  # the head's record is damaged
+        >>> db = hfq.connect(root)
+        >>> [(r["version"], "is damaged" in r["problem"]) for r in db.check()]
+        [('2', True)]
+        >>> db = hfq.connect(root, recover=True)   # opens the newest intact version
+        >>> len(db["t"]), db["t"].version
+        (2, 1)
+        >>> db["t"].append(pa.table({"x": [4]}))   # the lost number 2 is not reused
+        3
+        """
+        fetch = None
+        if self._runtime is not None:
+            nodes = self.cluster_nodes()
+            others = [n for n in nodes.alive() if n != self._catalog_node]
+
+            def fetch(rels: list[str]) -> dict[str, list[bytes]]:
+                out: dict[str, list[bytes]] = {}
+                found = nodes.call_each(StoreCall(read_catalog_files), rels, names=others)
+                for files in found.values():
+                    for rel, data in files.items():
+                        out.setdefault(rel, []).append(data)
+                return out
+
+            if repair:
+                listed = nodes.call_each(StoreCall(catalog_files), names=others)
+                lacking = sorted({r for names in listed.values() for r in names} -
+                                 set(catalog_files(self.store)))
+                adopted = self.catalog.adopt(fetch(lacking)) if lacking else []
+                if adopted:
+                    log.warning("catalog: %d files gathered from the nodes' copies into %s",
+                                len(adopted), self.store.url)
+        rows = self.catalog.check(repair=repair, fetch=fetch)
+        if repair and self._runtime is not None:
+            mine = set(catalog_files(self.store))
+            for node, names in nodes.call_each(StoreCall(catalog_files), names=others).items():
+                missing = sorted(mine - set(names))
+                if missing:
+                    nodes.call(node, StoreCall(write_catalog_files),
+                               read_catalog_files(self.store, missing))
+        return rows
+
+    def _replicate_catalog(self, written: dict[str, bytes], removed: list[str]) -> None:
+        """Copy what the catalog wrote (and remove what it removed) on every other live node:
+        a lost head disk loses no committed version (:meth:`check` gathers them back)."""
+        if self._runtime is None:
+            return
+        others = [n for n in self.nodes.alive() if n != self._catalog_node]
+        if not others:
+            return
+        try:
+            self.nodes.call_each(StoreCall(write_catalog_files), written, removed, names=others)
+        except Exception as exc:  # noqa: BLE001 - the commit stands; check(repair=True) copies
+            log.warning("catalog: copying %d files to the nodes failed (%s); "
+                        "db.check(repair=True) copies them", len(written), exc)
+
+    @property
+    def _catalog_node(self) -> str | None:
+        """The node whose root holds the catalog (it needs no copy), if any."""
+        if not self.store.local or not self.store.exists(".hfq-node"):
+            return None
+        return node_identity(self.store)
 
     def close(self) -> None:
         """Stop the embedded Ray cluster if this database started it."""
@@ -133,7 +267,8 @@ class Database:
     # -- tables -------------------------------------------------------------------------------
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
                      sort_by: Sequence[str] = (), date_column: str | None = None,
-                     symbol_column: str | None = None, replicas: int | None = None) -> Table:
+                     symbol_column: str | None = None, replicas: int | None = None,
+                     compact_after: int | None = None) -> Table:
         """Create an empty table.
 
         Parameters
@@ -151,6 +286,12 @@ class Database:
             column and the first SYMBOL sort column).
         replicas
             Copies of each partition, on distinct nodes (default ``min(2, live nodes)``).
+        compact_after
+            The compaction policy of small appends (default: none, ``compact()`` by hand): a
+            partition holding this many fragments of less than one record batch each gets
+            them merged right after the append or load that made them
+            (:func:`hfq.write.merge_small_fragments`); ``2`` keeps a table appended in thin
+            slices as fast to read as one appended at once.
         """
         if not isinstance(schema, Schema):
             raise TypeError(f"schema must be an hfq Schema (e.g. hfq.schemas.TAQ), "
@@ -163,9 +304,13 @@ class Database:
                                           f"{', '.join(schema.names)}")
         if replicas is not None and (not isinstance(replicas, int) or replicas < 1):
             raise ValueError(f"replicas must be a positive int, not {replicas!r}")
+        if compact_after is not None and (not isinstance(compact_after, int) or
+                                          compact_after < 2):
+            raise ValueError(f"compact_after must be an int >= 2, not {compact_after!r}")
         options = {k: v for k, v in (("date_column", date_column),
                                      ("symbol_column", symbol_column),
-                                     ("replicas", replicas)) if v}
+                                     ("replicas", replicas),
+                                     ("compact_after", compact_after)) if v}
         manifest = self.catalog.create(name, schema, partition_by, sort_by, options)
         return self._handle(Table(self, name, manifest))
 
@@ -194,6 +339,34 @@ class Database:
     def tables(self) -> list[str]:
         return self.catalog.tables()
 
+    # -- queries (hfq.engine) ---------------------------------------------------------------
+    def sql(self, text: str) -> Query:
+        """A lazy query from one SQL ``SELECT`` (DuckDB/Postgres flavour) over this database's
+        tables; ``collect()`` runs it, ``explain()`` shows the plan.  Unsupported SQL, unknown
+        tables or columns and type errors raise :class:`~hfq.errors.SqlError` with the line
+        and column in the text.
+
+        Examples
+        --------
+        >>> import hfq, tempfile
+        >>> db = hfq.connect(tempfile.mkdtemp())
+        >>> t = db.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"),
+        ...                     sort_by=("symbol", "time"))
+        >>> _ = t.append(hfq.synth.taq_table(rows_per_day=500, symbols=5))
+        >>> db.sql("SELECT count(*) AS n FROM quotes WHERE bid > 0").collect()["n"][0] > 0
+        True
+        """
+        from hfq.engine.sql import compile_sql  # lazily: sqlglot loads in ~0.2 s
+
+        def table(name: str) -> Query:
+            try:
+                return self[name].query()
+            except TableNotFoundError:
+                raise QueryError(f"unknown table {name!r}; tables: "
+                                 f"{', '.join(self.tables()) or '(none)'}") from None
+
+        return compile_sql(text, table)
+
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node."""
         self.catalog.drop(name)
@@ -204,22 +377,54 @@ class Database:
     # -- ingest -------------------------------------------------------------------------------
     def load_csv(self, table: str, paths: str | Iterable[str], *, on_error: str = "raise",
                  reject_path: str | None = None, progress: bool | None = None,
-                 sync: bool = False, **csv_options: Any) -> LoadReport:
+                 sync: bool = False, duplicates: str = "raise",
+                 **csv_options: Any) -> LoadReport:
         """Load CSV files (paths, globs, fsspec URLs) into ``table`` as one atomic commit.
 
         See :func:`hfq.ingest.csv.load_csv` for the options; returns a
         :class:`~hfq.ingest.csv.LoadReport` (rows, bytes, seconds, rows_per_s, rejects).
+
+        The table remembers what it loaded (each file's path, size and SHA-256, and the
+        version that loaded it).  A file whose content it loaded already -- under any name --
+        is refused with :class:`~hfq.errors.DuplicateLoadError` naming that version, unless
+        ``duplicates="append"`` (load it again) or ``"skip"`` (leave it out; nothing loaded
+        at all is no new version).
         """
+        if duplicates not in ("raise", "append", "skip"):
+            raise ValueError(f"duplicates must be 'raise', 'append' or 'skip', "
+                             f"not {duplicates!r}")
         base = self.catalog.snapshot(table)
+        files = _fingerprints(paths, self.store.storage_options)
+        loaded = {r.sha256: r for r in self.catalog.loads(base)}
+        fresh: list[tuple[str, str, int, str]] = []
+        for full, path, size, sha in files:
+            earlier = loaded.get(sha) or next(((p, s, h) for _, p, s, h in fresh if h == sha),
+                                              None)
+            if earlier is None or duplicates == "append":
+                fresh.append((full, path, size, sha))
+            elif duplicates == "raise":
+                where = (f"version {earlier.version} (from {earlier.path})"
+                         if not isinstance(earlier, tuple) else f"this load ({earlier[0]})")
+                raise DuplicateLoadError(
+                    f"{path}: its content ({size:,} bytes, SHA-256 {sha[:16]}...) is already "
+                    f"in table {table!r}, loaded by {where}; pass duplicates='append' to load "
+                    "it again or duplicates='skip' to leave it out")
+        if not fresh:
+            log.info("load_csv %s: every file was loaded before; nothing to do", table)
+            return LoadReport(table=table, files=[], version=base.version)
         with Write(self.catalog, self.nodes, base, self.settings, sync=sync) as write:
-            return _load_csv(write, paths, settings=self.settings,
-                             storage_options=self.store.storage_options, on_error=on_error,
-                             reject_path=reject_path, progress=progress, **csv_options)
+            for _, path, size, sha in fresh:
+                write.txn.record_load(path, size, sha)
+            report = _load_csv(write, [full for full, *_ in fresh], settings=self.settings,
+                               storage_options=self.store.storage_options, on_error=on_error,
+                               reject_path=reject_path, progress=progress, **csv_options)
+        merge_small_fragments(write)   # the table's compact_after policy
+        return report
 
 
 def connect(root: str | None = None, *, address: str | None = None,
             catalog: str | None = None, storage_options: dict | None = None,
-            **settings: Any) -> Database:
+            recover: bool = False, **settings: Any) -> Database:
     """Open an hfq database: embedded at ``root``, or on the Ray cluster at ``address``.
 
     Embedded (no ``address``): ``root`` defaults to ``HFQ_ROOT`` or ``./hfq_data``; a one-node
@@ -232,6 +437,10 @@ def connect(root: str | None = None, *, address: str | None = None,
     Keyword settings (``compression``, ``memory_budget``, ``threads``, ...) override
     :mod:`hfq.config` for this handle.
 
+    ``recover=True``: check the catalog first and repair it (:meth:`Database.check`), so
+    every table opens at its newest intact version; what was found is logged and kept in
+    ``db.recovered``.
+
     Examples
     --------
     >>> import hfq, tempfile
@@ -239,6 +448,14 @@ def connect(root: str | None = None, *, address: str | None = None,
     >>> db.tables()
     []
     """
+    if recover:
+        db = connect(root, address=address, catalog=catalog, storage_options=storage_options,
+                     **settings)
+        db.recovered = db.check(repair=True)
+        for row in db.recovered:
+            log.warning("catalog: table %s version %s: %s -> %s", row["table"],
+                        row["version"], row["problem"], row["action"])
+        return db
     snapshot = config.get().replace(**settings) if settings else config.get()
     if address is None:
         if catalog is not None:
@@ -269,6 +486,36 @@ def connect(root: str | None = None, *, address: str | None = None,
                     default_node=head)
 
 
+def _fingerprints(paths: str | Iterable[str], storage_options: dict[str, Any]
+                  ) -> list[tuple[str, str, int, str]]:
+    """(URL to load, path, size, SHA-256 of the bytes) of each file ``paths`` names."""
+    import hashlib
+
+    import fsspec
+    patterns = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") \
+        else list(paths)
+    out = []
+    for pattern in patterns:
+        opened = fsspec.open_files(str(pattern), mode="rb", **storage_options)
+        if not opened:
+            raise CsvError(f"no file matches {str(pattern)!r}", path=str(pattern))
+        for f in opened:
+            protocols = f.fs.protocol if isinstance(f.fs.protocol, tuple) else (f.fs.protocol,)
+            url = f.path if "file" in protocols else f.full_name
+            digest, size = hashlib.sha256(), 0
+            try:
+                with f.fs.open(f.path, "rb") as fh:
+                    while chunk := fh.read(1 << 24):
+                        digest.update(chunk)
+                        size += len(chunk)
+            except FileNotFoundError:
+                raise   # as the load itself says it (the CLI's one-line error)
+            except OSError as exc:
+                raise CsvError(f"{url}: cannot be read ({exc})", path=url) from exc
+            out.append((url, url, size, digest.hexdigest()))
+    return out
+
+
 def _is_node_root(root: str, name: str) -> bool:
     """Is ``root`` on this machine's disk, the root of node ``name``?"""
     if not os.path.isdir(root):
@@ -280,26 +527,32 @@ def _is_node_root(root: str, name: str) -> bool:
 
 
 def _rebalance(db: Database, name: str, nodes: Nodes) -> int:
-    """Copy each partition to its placement over the live nodes, then commit the move."""
+    """Copy each partition to where :func:`~hfq.runtime.placement.rebalanced` puts it over
+    the live nodes, then commit the move."""
     m = db.catalog.snapshot(name)
     alive = nodes.alive()
     k = replica_count(m.options.get("replicas"), alive, name)
-    copies: dict[str, list[tuple[Fragment, str]]] = {}
+    used = {n for f in m.fragments() for n in nodes.holders(f)}
+    new = [n for n in alive if n not in used]
+    copies: dict[str, list[tuple[Fragment, Sequence[str]]]] = {}
     with Write(db.catalog, nodes, m, db.settings) as write:
         for path, part in m.partitions.items():
-            target = place(path, alive, k)
+            target = rebalanced(path, nodes.common_holders(part.fragments), alive, new, k)
             for fragment in part.fragments:
                 held = nodes.holders(fragment)
                 if set(held) == set(target):
                     continue
                 sources = [n for n in held if n in alive]
-                if not sources:
-                    continue   # no live copy to move: nothing to do until a holder returns
+                if not sources:   # nothing to copy from until a holder returns
+                    log.warning("table %s: no live copy of %s (held by %s); rebalance leaves "
+                                "it", name, fragment.file, ", ".join(held))
+                    continue
                 for dest in target:
                     if dest not in held:
-                        copies.setdefault(dest, []).append((fragment, sources[0]))
+                        copies.setdefault(dest, []).append((fragment, sources))
                 write.move(fragment.file, target)
         nodes.copy(copies)
+        faults.point("rebalance.copy.before_commit")
         if write.txn.moved:
             write.commit("rebalance")
         return len(write.txn.moved)

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["default_demo_dir", "plot_spread", "run_demo", "trading_days"]
+__all__ = ["clock_axis", "clock_times", "default_demo_dir", "example_quotes", "plot_spread",
+           "run_demo", "trading_days"]
 
 #: What the demo writes under its directory; only these are replaced by the next run.
 DEMO_ENTRIES = ("csv", "db", "day.pkl", "spread_by_minute.png")
@@ -26,6 +27,34 @@ def default_demo_dir() -> str:
         return os.path.abspath(os.path.expanduser(explicit))
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.abspath(os.path.join(cache, "hfq", "demo"))
+
+
+def example_quotes(*, days: int = 2, rows_per_day: int = 5000, symbols: int = 50,
+                   buckets: int = 2) -> Any:
+    """A small synthetic TAQ ``quotes`` table in a new database under a temporary directory
+    (removed when the process exits): what the API reference's examples run on.
+
+    Examples
+    --------
+    >>> from hfq.demo import example_quotes
+    >>> quotes = example_quotes(days=2, rows_per_day=1000)
+    >>> len(quotes), quotes.db.tables()
+    (2000, ['quotes'])
+    """
+    import atexit
+    import tempfile
+
+    import hfq
+    workdir = tempfile.mkdtemp(prefix="hfq-ex-")
+    atexit.register(shutil.rmtree, workdir, True)
+    db = hfq.connect(os.path.join(workdir, "db"), threads=1, progress="never")
+    quotes = db.create_table("quotes", hfq.schemas.TAQ,
+                             partition_by=hfq.Compo(hfq.Value("date"),
+                                                    hfq.Hash("symbol", buckets)),
+                             sort_by=("symbol", "time"))
+    quotes.append(hfq.synth.taq_batches(dates=trading_days("2007-08-01", days),
+                                        rows_per_day=rows_per_day, symbols=symbols))
+    return quotes
 
 
 def trading_days(first: str, count: int) -> list[str]:
@@ -201,19 +230,76 @@ def _analytics(db: Any, quotes: Any, workdir: str, dates: list[str],
             "ols_s": t_ols, "ols_coef": fit.coef}
 
 
-def plot_spread(curve: Any, path: str, *, title: str = "Quoted spread by minute") -> str:
-    """Draw a ``spread_by_minute`` curve into a PNG file; returns the path."""
+def plot_spread(curve: Any, path: str | None = None, *,
+                title: str = "Quoted spread by minute", ax: Any = None) -> Any:
+    """Draw a :func:`~hfq.analytics.spread_by_minute` curve with a clock-time x axis
+    (``09:30`` ... ``16:00``), into the PNG file ``path`` (returned) or, without ``path``,
+    onto ``ax`` or a new figure (the axes are returned; a notebook shows them inline).
+
+    Examples
+    --------
+    >>> import datetime as dt, matplotlib.pyplot as plt, polars as pl
+    >>> curve = pl.DataFrame({"minute": [dt.time(9, 30), dt.time(12, 0), dt.time(15, 59)],
+    ...                       "avg_spread": [0.002, 0.001, 0.0015], "n": [10, 20, 30]})
+    >>> ax = plot_spread(curve)
+    >>> ax.get_xlabel()
+    'time of day'
+    >>> plt.close(ax.figure)
+    """
     import matplotlib
-    matplotlib.use("Agg")
+    if path is not None:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    minutes = [t.hour * 60 + t.minute for t in curve["minute"]]
-    fig, ax = plt.subplots(figsize=(9, 4), dpi=110)
-    ax.plot([m / 60 for m in minutes], curve["avg_spread"] * 1e4, lw=1.2)
-    ax.set_xlabel("time of day (hours)")
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9, 4), dpi=110)
+    ax.plot(clock_times(curve["minute"]), curve["avg_spread"] * 1e4, lw=1.2)
+    clock_axis(ax)
     ax.set_ylabel("average quoted spread (bp)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    if path is None:
+        return ax
+    figure = fig or ax.figure
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
     return path
+
+
+def clock_times(times: Any) -> list[dt.datetime]:
+    """Times of day (``datetime.time``, e.g. a polars Time column) as datetimes on one
+    arbitrary day, which matplotlib can put on a clock-time axis (see :func:`clock_axis`).
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> clock_times([dt.time(9, 30)])
+    [datetime.datetime(2000, 1, 3, 9, 30)]
+    """
+    return [dt.datetime.combine(_CLOCK_DAY, t) for t in times]
+
+
+def clock_axis(ax: Any, *, axis: str = "x", label: str = "time of day") -> None:
+    """Format an axis of datetimes made by :func:`clock_times` as a clock (``HH:MM``).
+
+    Examples
+    --------
+    >>> import datetime as dt, matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot(clock_times([dt.time(9, 30), dt.time(16, 0)]), [1, 2])
+    >>> clock_axis(ax)
+    >>> fig.canvas.draw()
+    >>> [t.get_text() for t in ax.get_xticklabels()][:2]
+    ['10:00', '11:00']
+    >>> plt.close(fig)
+    """
+    import matplotlib.dates as mdates
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    locator = mdates.AutoDateLocator(minticks=4, maxticks=10)
+    target.set_major_locator(locator)
+    target.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    (ax.set_xlabel if axis == "x" else ax.set_ylabel)(label)
+
+
+_CLOCK_DAY = dt.date(2000, 1, 3)

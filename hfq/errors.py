@@ -12,14 +12,19 @@ __all__ = [
     "CommitConflictError",
     "CorruptPartitionError",
     "CsvError",
+    "DuplicateLoadError",
     "HfqError",
     "InvalidNameError",
+    "ManifestError",
     "NodeUnavailableError",
     "PartitionUnavailableError",
+    "QueryError",
     "SchemaMismatchError",
+    "SqlError",
     "TableExistsError",
     "TableNotFoundError",
     "UnsafePathError",
+    "WriteError",
 ]
 
 
@@ -65,8 +70,72 @@ class CommitConflictError(HfqError, RuntimeError):
     """Another writer committed a change that cannot be merged with this one."""
 
 
+# -- the catalog's own damage (hfq.catalog) -----------------------------------------------------
+class ManifestError(HfqError, ValueError):
+    """A catalog file that is damaged (truncated, empty, not JSON, a key missing, a field
+    edited: its checksum fails), missing (a committed version whose file is gone) or
+    inconsistent (with its name, its pieces or the table's other versions).  ``path`` is the
+    file, ``table`` and ``version`` say whose it is, when known.  ``hfq.connect(root,
+    recover=True)``, ``db.check()`` and ``hfq check`` report these and open the newest intact
+    version."""
+
+    def __init__(self, message: str, *, path: str = "", table: str | None = None,
+                 version: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.table = table
+        self.version = version
+
+    def __reduce__(self) -> tuple:   # keep the attributes across processes
+        return (_manifest_error, (str(self), self.path, self.table, self.version))
+
+
+def _manifest_error(message: str, path: str, table: str | None,
+                    version: int | None) -> ManifestError:
+    return ManifestError(message, path=path, table=table, version=version)
+
+
+class DuplicateLoadError(HfqError, ValueError):
+    """``load_csv`` of a file whose content this table has loaded already (the message names
+    the file, the earlier one and the version that loaded it); pass ``duplicates="append"``
+    to load it again or ``"skip"`` to leave it out."""
+
+
 class CorruptPartitionError(HfqError, OSError):
-    """A partition file whose checksum or contents do not match the catalog."""
+    """A partition file whose checksum or contents do not match the catalog (or that is
+    missing or cannot be decoded).  ``file``, ``node`` and ``batch`` say which copy and which
+    record batch, when known (the message names the table and partition too)."""
+
+    def __init__(self, message: str, *, file: str | None = None, node: str | None = None,
+                 batch: int | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.node = node
+        self.batch = batch
+
+    def __str__(self) -> str:   # OSError would format (errno, strerror) from the args
+        return str(self.args[0]) if self.args else ""
+
+
+class WriteError(HfqError, OSError):
+    """Writing a table's files or its next version failed (a full disk, permissions, a node
+    that refused); the message names table, partition, file and node, ``errno`` is the
+    operating system's (``errno.ENOSPC`` for a full disk) and the original error is chained.
+    Nothing of the failed write is left behind: the table is at its old version."""
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+    def __str__(self) -> str:   # OSError would format (errno, strerror) from the args
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple:   # keep errno across processes (a node's error)
+        return (_write_error, (str(self), self.errno))
+
+
+def _write_error(message: str, errno: int | None) -> WriteError:
+    return WriteError(message, errno=errno)
 
 
 class PartitionUnavailableError(HfqError, RuntimeError):
@@ -83,3 +152,21 @@ class NodeUnavailableError(HfqError, RuntimeError):
     def __init__(self, message: str, nodes: list[str] | None = None) -> None:
         super().__init__(message)
         self.nodes = list(nodes or [])
+
+
+# -- queries (hfq.engine) ----------------------------------------------------------------------
+class QueryError(HfqError, ValueError):
+    """A query that cannot run: an unknown column or table, a type error, an operation the
+    engine does not support; the message names it and the valid choices."""
+
+
+class SqlError(QueryError):
+    """SQL text that cannot be compiled: a syntax error, an unsupported construct, an unknown
+    column; ``line`` and ``column`` (1-based) point into the text when known."""
+
+    def __init__(self, message: str, *, line: int | None = None,
+                 column: int | None = None) -> None:
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(message + where)
+        self.line = line
+        self.column = column

@@ -42,6 +42,7 @@ POINTS: dict[str, str] = {
     "repair.copy.before_swap": "a good copy is fetched, the bad one not yet replaced",
     "vacuum.before_remove": "vacuum has listed the files it will remove",
     "read.batch.after_verify": "a record batch passed its checksum, not yet decoded",
+    "engine.node.before_stage": "a query's node stage is about to run on one partition",
 }
 
 ENV = "HFQ_FAULTS"
@@ -117,7 +118,8 @@ def _from_env(env: str) -> dict[str, str]:
 def _parse(action: str) -> tuple[str, str, int]:
     body, _, nth = action.partition("@")
     kind, _, arg = body.partition(":")
-    if kind not in ("crash", "raise", "pause") or (kind == "pause") != bool(arg):
+    nth_ok = not nth or (nth.isdigit() and int(nth) >= 1)   # @0 or @x would never fire
+    if kind not in ("crash", "raise", "pause") or (kind == "pause") != bool(arg) or not nth_ok:
         raise ValueError(f"fault action {action!r}: expected crash, raise or pause:PATH, "
-                         "optionally followed by @N")
+                         "optionally followed by @N (N >= 1)")
     return kind, arg, int(nth) if nth else 1

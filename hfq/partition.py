@@ -69,6 +69,13 @@ class Value(Scheme):
     """One partition per distinct value (dates, or symbols when there are few).
 
     ``by="day"`` partitions a DATETIME/TIMESTAMP column by its UTC calendar day.
+
+    Examples
+    --------
+    >>> import hfq
+    >>> rows = hfq.synth.taq_table(dates=["2007-08-01", "2007-08-02"], rows_per_day=10)
+    >>> hfq.Value("date").route(rows)[1]          # the partition keys of these rows
+    [('2007-08-01',), ('2007-08-02',)]
     """
 
     column: str
@@ -111,7 +118,15 @@ class Value(Scheme):
 
 @dataclass(frozen=True)
 class Hash(Scheme):
-    """``buckets`` partitions by a stable hash (BLAKE2b) of the value's text."""
+    """``buckets`` partitions by a stable hash (BLAKE2b) of the value's text.
+
+    Examples
+    --------
+    >>> import hfq
+    >>> h = hfq.Hash("symbol", 8)
+    >>> h.bucket("IBM"), h.bucket("MSFT")       # the same in every process and on every machine
+    (2, 4)
+    """
 
     column: str
     buckets: int
@@ -144,7 +159,15 @@ class Hash(Scheme):
 
 @dataclass(frozen=True)
 class Range(Scheme):
-    """Buckets between sorted ``boundaries``: bucket i holds b[i-1] <= v < b[i]."""
+    """Buckets between sorted ``boundaries``: bucket i holds b[i-1] <= v < b[i].
+
+    Examples
+    --------
+    >>> import hfq
+    >>> r = hfq.Range("bid", (10.0, 100.0))
+    >>> r.bucket(5.0), r.bucket(10.0), r.bucket(500.0)
+    (0, 1, 2)
+    """
 
     column: str
     boundaries: tuple
@@ -181,7 +204,19 @@ class Range(Scheme):
 
 @dataclass(frozen=True)
 class Compo:
-    """Two levels, e.g. ``Compo(Value("date"), Hash("symbol", 100))``."""
+    """Two levels, e.g. ``Compo(Value("date"), Hash("symbol", 100))``.
+
+    Examples
+    --------
+    >>> import hfq
+    >>> from hfq.partition import key_path
+    >>> scheme = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 8))
+    >>> keys = scheme.route(hfq.synth.taq_table(rows_per_day=10, symbols=3))[1]
+    >>> keys
+    [('2007-08-01', 2), ('2007-08-01', 4)]
+    >>> key_path(scheme, keys[0])                # the partition's directory in the table
+    'date=v2007-08-01/symbol=h2'
+    """
 
     first: Scheme
     second: Scheme

@@ -15,15 +15,32 @@ import pyarrow as pa
 
 from hfq.catalog.records import Manifest
 from hfq.config import Settings
-from hfq.errors import SchemaMismatchError
+from hfq.errors import CorruptPartitionError, SchemaMismatchError
 from hfq.query.plan import Filters, Plan, make_plan
-from hfq.query.read import ReadSpec, ReadTask
+from hfq.query.read import ReadSpec, ReadTask, read_unit
 from hfq.runtime.nodes import Nodes
+from hfq.storage.cache import PartitionCache
 
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["Scan"]
+__all__ = ["INLINE_ROWS", "Scan"]
+
+INLINE_ROWS = 1 << 17
+"""A scan planned to read at most this many rows, all of them held by this process's node, runs
+in the calling thread (starting a thread pool costs more than reading a symbol-day), and its
+record batches go through this process's cache of decoded batches (:func:`batch_cache`)."""
+
+_BATCHES: list[PartitionCache] = []
+
+
+def batch_cache(settings: Settings) -> PartitionCache:
+    """This process's cache of decoded record batches for small scans, ``settings.cache_bytes``
+    large (0: none).  Files never change once written, so nothing in it goes stale; the
+    least recently used batches go first.  Large scans stream and never fill it."""
+    if not _BATCHES or _BATCHES[0].capacity != settings.cache_bytes:
+        _BATCHES[:] = [PartitionCache(settings.cache_bytes)]
+    return _BATCHES[0]
 
 
 class Scan:
@@ -70,9 +87,28 @@ class Scan:
         Partitions held by this process's node are read from the memory-mapped files here;
         the others by their nodes' servers, in parallel, arriving as Arrow.
         """
+        inline = self._read_inline()
+        if inline is not None:
+            yield from inline
+            return
         depth = lookahead or self.settings.threads * 2
         yield from self.nodes.run_in_order(ReadTask(self.spec), self.plan.units,
                                            threads=self.settings.threads, window=depth)
+
+    def _read_inline(self) -> list[pa.Table] | None:
+        """Every unit read here in this thread when the scan is tiny (:data:`INLINE_ROWS`) and
+        this process's node holds every unit; None otherwise -- and when a copy turns out
+        damaged, so that the runtime reads another replica and has this one repaired."""
+        nodes, units = self.nodes, self.plan.units
+        if nodes.local is None or nodes.store is None or self.plan.rows > INLINE_ROWS or \
+                any(nodes.local not in nodes.unit_holders(u) for u in units):
+            return None
+        cache, node = batch_cache(self.settings), nodes.context()
+        try:
+            return [read_unit(node.store, self.spec, unit, node.name, cache=cache)
+                    for unit in units]
+        except CorruptPartitionError:
+            return None
 
     def to_arrow(self) -> pa.Table:
         """Every matching row as one Arrow table, chunked by partition."""

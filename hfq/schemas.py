@@ -1,6 +1,8 @@
 """The built-in table schemas (column types and :class:`~hfq.schema.Schema` live in
 :mod:`hfq.schema`).
 
+Examples
+--------
 >>> import hfq
 >>> hfq.schemas.TAQ.names[:3]
 ['symbol', 'date', 'time']

@@ -1,11 +1,12 @@
 """Deterministic synthetic data of any size, streamed as Arrow record batches.
 
 TAQ quotes (:func:`taq_batches`), China level-2 snapshots (:func:`l2_batches`) and device
-readings (:func:`readings_batches`, :func:`device_info_table`) imitate the data sets of
-``DATASETS.md`` in the schemas of :mod:`hfq.schema`; ``write_*_csv`` write the same rows as raw
-CSV.  Rows are generated in fixed chunks per (day, symbol block), then cut into batches of
-``batch_rows``: memory stays bounded and the rows depend only on the seed, the sizes and the
-date, never on ``batch_rows`` or on the other dates asked for.  Batches never span two days.
+readings (:func:`readings_batches`, :func:`device_info_table`) imitate the published data sets
+(NYSE TAQ, Shanghai/Shenzhen level-2, IoT device readings) in the schemas of :mod:`hfq.schema`;
+``write_*_csv`` write the same rows as raw CSV.  Rows are generated in fixed chunks per (day,
+symbol block), then cut into batches of ``batch_rows``: memory stays bounded and the rows
+depend only on the seed, the sizes and the date, never on ``batch_rows`` or on the other dates
+asked for.  Batches never span two days.
 
 Examples
 --------
@@ -36,7 +37,7 @@ from hfq import schema as _schema
 __all__ = [
     "TAQ_CSV_HEADER", "taq_batches", "taq_table", "write_taq_csv", "taq_csv_files", "l2_batches",
     "write_l2_csv", "readings_batches", "write_readings_csv", "device_info_table",
-    "write_device_info_csv",
+    "write_device_info_csv", "trades_table",
 ]
 
 Dates = str | _dt.date | Iterable[str | _dt.date]
@@ -764,3 +765,68 @@ def write_device_info_csv(path: Target, *, devices: int = 3000, seed: int = 0,
     with _open(path) as fh:
         df.write_csv(fh, include_header=header)
     return df.height
+
+
+# -- trades (hfq.engine's asof and window joins) --------------------------------------------------
+_TRADE = 5                      # stream id of trades
+_COND = ("@", "F", "T", "I", "O", "Z")
+_COND_P = (0.7, 0.12, 0.06, 0.06, 0.03, 0.03)
+
+
+def trades_table(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 100_000,
+                 quotes_per_day: int = 1_000_000, symbols: int = 8000, seed: int = 0
+                 ) -> pa.Table:
+    """Synthetic trades in :data:`hfq.schema.TRADES` that go with the quotes of
+    :func:`taq_batches` (same ``quotes_per_day``, ``symbols`` and ``seed``).
+
+    Each trade follows a valid quote (bid > 0, bid < ofr, no sentinel) of its symbol within the
+    same second, at millisecond resolution; ~95% of prices lie inside that quote's spread (on
+    a cent), the rest one cent outside.  Sizes are round lots (a few odd lots); ``cond`` is
+    mostly ``@`` (regular), some ``F``, ``T``, ``I``, ``O``, ``Z``.  Sorted by (symbol, time).
+
+    Examples
+    --------
+    >>> t = trades_table(rows_per_day=200, quotes_per_day=2000, symbols=10)
+    >>> t.num_rows, t.column_names
+    (200, ['symbol', 'date', 'time', 'price', 'size', 'ex', 'cond'])
+    """
+    _check(seed, rows_per_day=(rows_per_day, 0), quotes_per_day=(quotes_per_day, 1))
+    cond = pa.array(_COND)
+    out = []
+    for day in _dates(dates):
+        q = pl.from_arrow(taq_table(dates=[day], rows_per_day=quotes_per_day,
+                                    symbols=symbols, seed=seed))
+        assert isinstance(q, pl.DataFrame)
+        q = q.filter((pl.col("bid") > 0) & (pl.col("ofr") > pl.col("bid")) &
+                     (pl.col("ofr") < 200000))
+        # the last quote of each (symbol, second) prevails during that second
+        q = q.group_by("symbol", "time", maintain_order=True).last()
+        g = _rng(seed, _TRADE, day.toordinal())
+        pick = np.sort(g.integers(0, max(1, q.height), rows_per_day)) if q.height else \
+            np.zeros(0, np.int64)
+        base = q[pick]
+        n = base.height
+        bid = base["bid"].to_numpy()
+        ofr = base["ofr"].to_numpy()
+        cents = np.maximum(np.round((ofr - bid) * 100), 0)
+        inside = bid + np.floor(g.random(n) * (cents + 1)) / 100
+        outside = np.where(g.random(n) < 0.5, bid - 0.01, ofr + 0.01)
+        price = np.round(np.where(g.random(n) < 0.95, inside, outside), 4)
+        ms = base["time"].cast(pl.Int64).to_numpy() // 1_000_000 + g.integers(0, 1000, n)
+        size = (_draw(g, "geom", 0.3, n).astype(np.int32) * 100)
+        odd = g.random(n) < 0.05
+        size[odd] = g.integers(1, 100, int(odd.sum()))
+        frame = pa.table({
+            "symbol": base["symbol"].to_arrow(), "date": _const_date(day, n),
+            "time": pa.array(ms.astype(np.int32), pa.time32("ms")), "price": pa.array(price),
+            "size": pa.array(size), "ex": base["ex"].to_arrow(),
+            "cond": _dict_col(_draw(g, "cat", _COND_P, n), cond)})
+        df = pl.from_arrow(frame)
+        assert isinstance(df, pl.DataFrame)
+        order = df.with_row_index("_i").sort(pl.col("symbol").cast(pl.String), "time",
+                                              maintain_order=True)["_i"].to_numpy()
+        out.append(_schema.TRADES.conform(frame.take(pa.array(order))))
+    if not out:
+        return _schema.TRADES.arrow.empty_table()
+    return pa.concat_tables(out)
+

@@ -8,22 +8,27 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
+from hfq import faults
 from hfq.catalog import list_table_files, sweep
+from hfq.catalog.files import live_writer
 from hfq.catalog.records import Fragment, Manifest
+from hfq.engine import make_query
 from hfq.errors import CorruptPartitionError, SchemaMismatchError
 from hfq.ingest.frames import iter_arrow_batches
+from hfq.quality import QualityReport, quality_report
 from hfq.query.plan import Filters, default_columns, normalize_dates
 from hfq.query.read import MapTask, PartitionFunction
 from hfq.reduce import as_reducer
 from hfq.runtime.task import StoreCall
 from hfq.scan import Scan
 from hfq.schema import Schema
-from hfq.write import PartitionWriter, Write
+from hfq.write import PartitionWriter, Write, merge_small_fragments
 
 if TYPE_CHECKING:
     import pandas
 
     from hfq.db import Database
+    from hfq.engine.query import Query
 
 __all__ = ["Table"]
 
@@ -107,7 +112,9 @@ class Table:
         All rows become visible at once in one new version, or none do (an error, or the
         process dying, leaves the table as it was).  Column order does not matter; types are
         cast when no information can be lost, otherwise :class:`SchemaMismatchError` lists
-        every difference.  ``sync=True`` fsyncs the files before the commit.
+        every difference.  ``sync=True`` fsyncs the files before the commit.  A float NaN
+        (pandas' "missing" in float columns included) is stored as NaN, not null; nulls come
+        from ``None``/``pd.NA`` in object or nullable columns (:mod:`hfq.ingest.frames`).
         """
         base = self._manifest
         with self._write(base, sync=sync) as write, \
@@ -116,6 +123,7 @@ class Table:
                 rows.write(base.schema.conform(batch, where=f"append to {self.name!r}"))
             write.stage_all(rows.flush())
             self._manifest = write.commit("append")
+        self._manifest = merge_small_fragments(write) or self._manifest   # compact_after
         return self._manifest.version
 
     def compact(self) -> int:
@@ -131,6 +139,7 @@ class Table:
                                 where=None, filters=Filters()).to_arrow())
                 write.replace(path, [f.file for f in part.fragments])
             write.stage_all(rows.flush())
+            faults.point("compact.before_commit")
             self._manifest = write.commit("compact")
         return self._manifest.version
 
@@ -152,11 +161,12 @@ class Table:
             for name in nodes.holders(fragment):
                 if name in alive:
                     by_node.setdefault(name, []).append(fragment)
-        problems = nodes.verify(by_node)
+        checked, problems = nodes.verify(by_node)   # copies on dead nodes are left out
         if problems:
             raise CorruptPartitionError(f"table {self.name!r}: {len(problems)} bad file "
-                                        "copies:\n" + "\n".join(problems))
-        return sum(len(f) for f in by_node.values())
+                                        "copies (db.repair() replaces them from good "
+                                        "ones):\n" + "\n".join(problems))
+        return checked
 
     def vacuum(self, *, keep_versions: int | None = None,
                grace_s: float | None = None) -> dict[str, int]:
@@ -164,7 +174,8 @@ class Table:
         (after a rebalance) and, optionally, all but the newest ``keep_versions`` versions.
 
         Each live node lists its files first; only then are the kept versions read, so a file
-        committed meanwhile is never touched.
+        committed meanwhile is never touched.  Files of this process's own failed writes go
+        too, although the process is alive (it knows which of its transactions still run).
         """
         grace = self.db.settings.orphan_grace_s if grace_s is None else grace_s
         catalog, nodes = self.db.catalog, self.db.nodes
@@ -172,6 +183,7 @@ class Table:
         if keep_versions is not None:
             forgotten = catalog.forget_versions(self.name, keep_versions, grace)
         listings = nodes.call_each(StoreCall(list_table_files), self.name)
+        writer = live_writer()   # after the listing: files of this process's failed writes go
         referenced: dict[str, set[str]] = {n: set() for n in listings}
         committed: set[str] = set()
         for m in catalog.kept_manifests(self.name):
@@ -180,10 +192,13 @@ class Table:
                 for name in nodes.holders(fragment):
                     if name in referenced:
                         referenced[name].add(fragment.file)
+        faults.point("vacuum.before_remove")
         removed = nodes.call_each(StoreCall(sweep), names=list(listings),
                                   args_for=lambda n: (self.name, referenced[n], grace,
-                                                      listings[n], committed))
-        return {"files_removed": sum(removed.values()), "versions_forgotten": forgotten}
+                                                      listings[n], committed, writer))
+        pieces = catalog.sweep_pieces(self.name, grace)   # manifest pieces no version uses
+        return {"files_removed": sum(removed.values()) + pieces,
+                "versions_forgotten": forgotten}
 
     # -- compute ------------------------------------------------------------------------------
     def map_reduce(self, map_fn: Callable[[pl.DataFrame], Any] | PartitionFunction | None,
@@ -229,6 +244,33 @@ class Table:
                         label=f"map {self.name}")
         return reducer.finalize(state)
 
+    # -- quality (hfq.quality) ----------------------------------------------------------------
+    def quality(self, dates: Any = None, symbols: Iterable[str] | str | None = None, *,
+                version: int | None = None, progress: bool | None = None,
+                **rules: Any) -> QualityReport:
+        """Market-data quality per symbol-day, computed next to the data: rows, clean rows,
+        zero/negative and sentinel prices, crossed, locked and wide quotes, times out of
+        order or outside the session, duplicates, gap minutes, robust mid jumps.
+
+        ``dates``/``symbols`` select as in :meth:`scan`; keywords set the
+        :class:`hfq.quality.Rules` (``session=("09:30", "16:00")``, ``max_ratio=1.2``,
+        ``jump_k=10``, ``sentinels=(214748.3647,)``, column names ``bid``/``ofr``/``time``).
+        Returns a :class:`hfq.quality.QualityReport`: ``by_symbol_day`` (polars),
+        ``summary()``, ``plot(path)`` (PNG), ``str()``.  See :mod:`hfq.quality` for each rule.
+
+        Examples
+        --------
+        >>> from hfq.demo import example_quotes
+        >>> quotes = example_quotes(days=2, rows_per_day=5000, symbols=20)
+        >>> report = quotes.quality(dates="2007-08-01")     # no Ray needed when embedded
+        >>> report.by_symbol_day.height, report.rows         # symbol-days, rows
+        (19, 5000)
+        >>> report.summary().filter(check="crossed")["count"].item()
+        26
+        """
+        return quality_report(self, dates, symbols, version=version, progress=progress,
+                              **rules)
+
     # -- reading ------------------------------------------------------------------------------
     def scan(self, *, columns: Sequence[str] | None = None, where: pl.Expr | None = None,
              dates: Any = None, symbols: Iterable[str] | str | None = None,
@@ -262,6 +304,18 @@ class Table:
         filters = Filters(date_col, lo, hi, symbol_col, syms)
         return Scan(self.db.nodes, m, self.db.settings, columns=columns, where=where,
                     filters=filters)
+
+    # -- queries (hfq.engine) -----------------------------------------------------------------
+    def query(self, *, dates: Any = None, symbols: Iterable[str] | str | None = None,
+              version: int | None = None) -> Query:
+        """A lazy query over this table (polars-flavoured: ``filter``, ``with_columns``,
+        ``group_by(...).agg(...)``, ``sort``, ``head``, joins...); ``dates``/``symbols``
+        as for :meth:`scan`.  Nothing runs until ``collect()``; ``explain()`` shows what
+        runs on the nodes and what on the driver."""
+        m = self.snapshot(version)
+        date_col, symbol_col = self.filter_columns(m)
+        return make_query(self.db, self.name, m, date_col, symbol_col, dates=dates,
+                          symbols=symbols)
 
     def to_arrow(self, **scan_args: Any) -> pa.Table:
         return self.scan(**scan_args).to_arrow()

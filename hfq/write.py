@@ -18,22 +18,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from hfq import faults
 from hfq.catalog.catalog import Catalog, FileNamer, Transaction
+from hfq.catalog.files import begin_transaction, end_transaction
 from hfq.catalog.records import Fragment, Manifest, fragment_from
 from hfq.config import Settings
+from hfq.errors import HfqError, WriteError
 from hfq.partition import key_path
 from hfq.runtime.nodes import Nodes
 from hfq.storage.fragment import encode_fragment
 from hfq.storage.sort import sort_rows
 
-__all__ = ["Added", "FileWriter", "PartitionWriter", "Write", "stats_columns"]
+__all__ = ["Added", "FileWriter", "PartitionWriter", "Write", "compact_dictionaries",
+           "merge_small_fragments", "stats_columns"]
 
 log = logging.getLogger("hfq")
 
@@ -58,27 +63,71 @@ class FileWriter:
     settings: Settings
     replicas: int | None
     sync: bool = False
+    hints: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """Column encodings chosen so far by this write (shared by its threads): thin partitions
+    reuse them instead of measuring each candidate again."""
 
     def write(self, nodes: Nodes, partition: str, key: Sequence[Any], rows: pa.Table, *,
               near: Sequence[str] = (), presorted: bool = False) -> Fragment:
         """Sort, encode once, put the same bytes on every node the partition goes to
         (``near`` first: the nodes already holding the partition).  Nothing is staged."""
+        rows = compact_dictionaries(rows)
         if not presorted:
             rows = sort_rows(rows, self.sort_by)
         encoded = encode_fragment(rows, settings=self.settings,
-                                  stats_columns=self.stats_columns)
+                                  stats_columns=self.stats_columns, hints=self.hints)
         targets = nodes.targets(partition, near, self.replicas, self.table)
         rel = self.namer.new_file(partition)
-        nodes.put(rel, encoded.data, targets, sync=self.sync)
+        try:
+            nodes.put(rel, encoded.data, targets, sync=self.sync)
+        except OSError as exc:
+            if isinstance(exc, HfqError):
+                raise
+            raise WriteError(f"table {self.table!r}, partition {partition}: writing {rel} on "
+                             f"node {', '.join(targets)} failed: {exc}",
+                             errno=exc.errno) from exc
+        faults.point("write.fragment.after_put")
         return fragment_from(rel, rows=encoded.rows, size=encoded.size, crc32=encoded.crc32,
                              batches=encoded.batches, nodes=targets)
+
+
+def compact_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with each dictionary column holding only the values its rows use.
+
+    A partition's rows come from blocks whose dictionaries hold every symbol of the block (a
+    CSV block, a day of 2,000 symbols): a thin partition would otherwise store, sort, compress
+    and check all of them in each of its files.
+    """
+    columns, changed = [], False
+    for column in table.columns:
+        if pa.types.is_dictionary(column.type) and column.num_chunks == 1:
+            array = column.chunk(0)
+            used = pc.unique(array.indices).drop_null()
+            if len(used) < len(array.dictionary):
+                codes = used.to_numpy(zero_copy_only=False)
+                remap = np.zeros(len(array.dictionary), dtype=np.int32)
+                remap[codes] = np.arange(len(codes), dtype=np.int32)
+                mask = array.is_null().cast(pa.uint8()).to_numpy().astype(bool) \
+                    if array.null_count else None   # (a boolean to_numpy imports pandas)
+                indices = pa.array(remap[array.indices.fill_null(0).to_numpy(
+                    zero_copy_only=False)], mask=mask)
+                column = pa.chunked_array([pa.DictionaryArray.from_arrays(
+                    indices.cast(array.type.index_type), array.dictionary.take(used))],
+                    type=column.type)
+                changed = True
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=table.schema) if changed else table
 
 
 class Write:
     """One change of one table, committed as one version or not at all.
 
     Use as a context manager: leaving it with an exception removes everything the change
-    wrote (here and on every node) before the exception propagates.
+    wrote (here and on every node) before the exception propagates.  Workers writing for it
+    (a :class:`PartitionWriter`'s threads, the nodes of a CSV load) are finished before:
+    nothing they write lands after the removal.  Until it commits or aborts, the transaction
+    is registered as running in this process (:func:`hfq.catalog.files.begin_transaction`);
+    after an abort, ``vacuum()`` in this same process removes whatever the removal missed.
 
     >>> import hfq, tempfile, pyarrow as pa
     >>> db = hfq.connect(tempfile.mkdtemp())
@@ -98,6 +147,7 @@ class Write:
         self.base = base
         self.sync = sync
         self.txn = Transaction(catalog, base)
+        begin_transaction(self.txn.id)
         self.files = FileWriter(base.table, self.txn.namer, base.sort_by,
                                 tuple(stats_columns(base)), settings,
                                 base.options.get("replicas"), sync)
@@ -131,7 +181,15 @@ class Write:
     # -- the end ------------------------------------------------------------------------------
     def commit(self, op: str) -> Manifest:
         """Publish the change as the next version (see :meth:`hfq.catalog.Catalog.commit`)."""
-        self.committed = self.catalog.commit(self.txn, op, sync=self.sync)
+        faults.point("write.before_commit")
+        try:
+            self.committed = self.catalog.commit(self.txn, op, sync=self.sync)
+        except OSError as exc:
+            if isinstance(exc, HfqError):
+                raise
+            raise WriteError(f"table {self.base.table!r}: publishing the next version of "
+                             f"this {op} failed: {exc}", errno=exc.errno) from exc
+        end_transaction(self.txn.id)
         return self.committed
 
     def abort(self) -> int:
@@ -142,11 +200,14 @@ class Write:
         """
         self.txn.added.clear()
         try:
+            faults.point("write.abort.before_remove")
             return self.nodes.remove_prefix(self.base.table, self.txn.id)
         except Exception as exc:  # noqa: BLE001 - the original error matters more
             log.warning("table %s: cleaning up after a failed write left files behind (%s); "
                         "vacuum() removes them", self.base.table, exc)
             return 0
+        finally:
+            end_transaction(self.txn.id)
 
 
 class PartitionWriter:
@@ -190,12 +251,16 @@ class PartitionWriter:
         """
         if table.num_rows == 0:
             return
+        if any(column.num_chunks > 1 for column in table.columns):
+            table = table.combine_chunks()   # a take from many chunks costs the whole table
         codes, keys = self.base.partition_by.route(table)
         self.rows += table.num_rows
         if len(keys) == 1:
             self._buffer(keys[0], table, None)
         else:
-            order = codes.argsort(kind="stable")
+            # stable: rows keep their order in each partition; int16 keys sort by radix, O(n)
+            small = len(keys) <= np.iinfo(np.int16).max
+            order = (codes.astype(np.int16) if small else codes).argsort(kind="stable")
             start = 0
             for key, count in zip(keys, np.bincount(codes, minlength=len(keys)).tolist()):
                 if count:
@@ -256,3 +321,53 @@ class PartitionWriter:
     def _decoded_size(self, fragments: list[Fragment]) -> int:
         """A generous estimate of the fragments' size in memory (8 bytes a value)."""
         return sum(f.rows for f in fragments) * 8 * len(self.base.schema)
+
+
+# -- the compaction policy of small appends -----------------------------------------------------
+def merge_small_fragments(write: Write) -> Manifest | None:
+    """After ``write`` committed (an append, a CSV load): merge the small fragments of the
+    partitions it touched, if its table asks for it; the new manifest, or None.
+
+    The policy, per table (``create_table(..., compact_after=n)``, off when unset): a
+    partition holding ``n`` or more fragments of fewer than ``batch_rows`` rows each (less
+    than one record batch) gets those merged into one sorted fragment, in a commit of its own
+    ("compact") right after the write.  Reads pay per file, so a table appended in thin
+    slices (an hour of a live day at a time) reads like one appended at once with
+    ``compact_after=2``: every thin partition stays one file, for one extra commit and a
+    rewrite of at most one record batch per touched partition per append.  Fragments of a
+    batch or more are never rewritten here (:meth:`hfq.Table.compact` merges everything).
+
+    Best effort: the write is already committed, so a compaction that loses a race (another
+    writer replaced those fragments) or fails is logged, cleaned up and left to the next
+    write or to ``compact()``.
+    """
+    committed = write.committed
+    threshold = committed.options.get("compact_after") if committed is not None else None
+    if committed is None or not threshold:
+        return None
+    limit = write.files.settings.batch_rows
+    due: dict[str, tuple[tuple[Any, ...], list[Fragment]]] = {}
+    for path in write.txn.added:
+        entry = committed.partitions.get(path)
+        if entry is None:
+            continue
+        small = [f for f in entry.fragments if f.rows < limit]
+        if len(small) >= threshold:
+            due[path] = (tuple(entry.key), small)
+    if not due:
+        return None
+    logical = committed.schema.arrow
+    nodes = write.nodes
+    try:
+        with Write(write.catalog, nodes, committed, write.files.settings) as merge:
+            for path, (key, small) in due.items():
+                rows = pa.concat_tables(nodes.read_file(f, logical) for f in small)
+                merge.stage(path, key, merge.files.write(nodes, path, key, rows,
+                                                         near=nodes.holders(small[0])))
+                merge.replace(path, [f.file for f in small])
+            faults.point("compact.before_commit")
+            return merge.commit("compact")
+    except HfqError as exc:   # the write stands; the next one (or compact()) merges
+        log.warning("table %s: merging small fragments after %s failed (%s); the next write "
+                    "or compact() merges them", committed.table, committed.op, exc)
+        return None

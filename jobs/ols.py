@@ -9,7 +9,11 @@ default is the relative quoted spread on the quote size in dollars::
 
     python jobs/ols.py --address local --root ./hfq_data \\
         --y "ofr / bid - 1" --x "quote_size=(bidsiz + ofrsiz) * (ofr + bid) / 2" \\
-        --where "ofr > bid AND bid > 0 AND ofr / bid < 1.2"
+        --where "ofr > bid AND bid > 0 AND ofr / bid < 1.1"
+
+The rows are the clean quotes by default (``hfq.quality.clean_quotes()``: positive prices, no
+sentinel offers, not crossed, ``ofr/bid < 1.2``); ``--where`` replaces that filter, ``--where
+''`` fits every row.
 
 Prints the summary, then one JSON line: ``{"job": "ols", "n": ..., "coef": {...},
 "stderr": {...}, "tstat": {...}, "pvalue": {...}, "r2": ..., ...}``.
@@ -24,10 +28,10 @@ import polars as pl
 from common import add_selection_args, connect, job_parser, parse, print_result, selection
 
 from hfq import analytics as ha
+from hfq.quality import clean_quotes
 
 DEFAULT_Y = "ofr / bid - 1"
 DEFAULT_X = ["quote_size=(bidsiz + ofrsiz) * (ofr + bid) / 2"]
-DEFAULT_WHERE = "ofr > bid AND bid > 0 AND ofr / bid < 1.2"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,7 +40,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--y", default=DEFAULT_Y, help="dependent variable (SQL expression)")
     p.add_argument("--x", nargs="+", default=DEFAULT_X, metavar="NAME=EXPR",
                    help="regressors, each NAME=SQL expression")
-    p.add_argument("--where", default=DEFAULT_WHERE, help="row filter (SQL); '' for none")
+    p.add_argument("--where", default=None,
+                   help="row filter (SQL); '' for none (default: the clean quotes, "
+                        "hfq.quality.clean_quotes())")
     p.add_argument("--no-intercept", action="store_true")
     p.add_argument("--robust", choices=["HC0", "HC1"], help="robust standard errors")
     args = parse(p, argv)
@@ -55,8 +61,9 @@ def main(argv: list[str] | None = None) -> dict:
         table = db[args.table]
         db.cluster_nodes().alive()
         started = time.perf_counter()
-        fit = ha.ols(table, y=pl.sql_expr(args.y), x=x,
-                     where=pl.sql_expr(args.where) if args.where else None,
+        fit = ha.ols(table, y=pl.sql_expr(args.y).alias(args.y), x=x,   # named as written
+                     where=clean_quotes() if args.where is None else
+                     pl.sql_expr(args.where) if args.where else None,
                      intercept=not args.no_intercept, robust=args.robust, progress=False,
                      **selection(args))
         seconds = time.perf_counter() - started

@@ -1,51 +1,73 @@
-"""benchmarks/run.py --quick: every scenario end to end at a tiny size (no speed assertions)."""
+"""benchmarks/run.py --quick: every scenario end to end at a tiny size, labelled a smoke test
+(no speed is asserted: the figures are not measurements)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 from conftest import ROOT
 
-SCENARIOS = {"ingest", "read day", "read one symbol", "concurrent: 1 client",
-             "concurrent: 2 clients", "packed_scan", "scaling: full scan (spread map_reduce)",
-             "scaling: spread_by_minute", "scaling: minute_bars", "scaling: ols", "overhead",
-             "scan_kernel", "cluster_read", "analytics: spread", "analytics: minute bars",
-             "analytics: ols"}
+LOCAL = {"ingest", "read day", "read day (cold)", "fresh process", "read one symbol (warm)",
+         "read one symbol (cold)", "concurrent: 1 client", "concurrent: 2 clients"}
+CLUSTER = {"packed_scan", "scaling: full scan (spread map_reduce)", "scaling: spread_by_minute",
+           "scaling: minute_bars", "scaling: ols", "overhead", "scan_kernel", "cluster_read",
+           "analytics: spread", "analytics: minute bars", "analytics: ols"}
+
+
+def run_quick(out, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"),
+                           "--quick", "--out", str(out), *args], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
 
 
 def test_benchmark_quick_run(tmp_path):
-    """The default run (every scenario) at --quick size: the report, the JSON with its ratios,
-    the plots, and nothing left of the generated data."""
+    """Every scenario on the first data shape, the local ones on the second too: the report
+    (a smoke-test banner, no targets judged), the JSON with min/median/max, ratios, ties and
+    cache states, the plots, and nothing left of the generated data."""
     out = tmp_path / "bench"
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "run.py"),
-                           "--quick", "--out", str(out)], capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for i, name in enumerate(["ingest", "read", "concurrent", "packed_scan", "scaling"], 1):
-        assert f"[{i}/9] {name} done in" in proc.stdout      # a progress line per scenario
+    proc = run_quick(out, "--shapes", "many")
+    assert "SMOKE TEST" in proc.stdout
+    assert re.search(r"\[1/\d+\] ingest \(many symbols\) done in", proc.stdout)  # progress
     results = json.loads((out / "results.json").read_text())
-    assert set(results) - {"_meta"} == SCENARIOS
+    assert results["_meta"]["smoke_test"] is True
+    assert set(results) >= LOCAL | CLUSTER     # and any scenario other helpers registered
     day = results["read day"]
-    assert day["hfq -> pyarrow (zstd)"]["rows"] == 20_000
+    ref = day["hfq -> pyarrow (zstd)"]
+    assert ref["rows"] == 20_000
     pickle_day = day["pickle.load (pandas, str objects)"]
     assert pickle_day["reference"] == "hfq -> pyarrow (zstd)"
-    assert pickle_day["ratio"] == pickle_day["median_s"] / day["hfq -> pyarrow (zstd)"][
-        "median_s"]
-    ingest = results["ingest"]
-    assert ingest["CSV (reference)"]["bytes_ratio"] > 1          # hfq zstd is smaller than CSV
+    assert pickle_day["ratio"] == pickle_day["median_s"] / ref["median_s"]
+    assert pickle_day["min_s"] <= pickle_day["median_s"] <= pickle_day["max_s"]
+    assert isinstance(pickle_day["tie_with_reference"], bool)
+    assert {c["cache"] for c in results["read day (cold)"].values()} == {"cold"}
+    peak = day["hfq -> pandas (zstd)"]
+    assert peak["peak_rss_bytes"] >= 0 and peak["result_bytes"] > 0   # from its own process
+    assert results["ingest"]["CSV (reference)"]["bytes_ratio"] > 1   # zstd beats the CSV
     two = results["concurrent: 2 clients"]
     assert {c["rows"] for c in two.values()} == {two["hfq scan -> pyarrow"]["rows"]}
     assert two["hfq scan -> pyarrow"]["clients"] == 2
-    nodes = {c["nodes"] for c in results["scaling: ols"].values()}
-    assert nodes == {1, 2, 3}
-    packed = results["packed_scan"]
-    assert {c["rows"] for c in packed.values()} == {20_000}
+    assert {c["nodes"] for c in results["scaling: ols"].values()} == {1, 2, 3}
+    assert {c["rows"] for c in results["packed_scan"].values()} == {20_000}
     report = (out / "report.md").read_text()
+    assert "Smoke test" in report and "published 290" not in report
+    assert "target" not in report.split("## ingest")[1]   # no targets judged on tiny data
     assert "| pickle.load (pandas, str objects) |" in report
     for png in ("read_day.png", "packed_scan.png", "by_clients.png", "by_nodes.png"):
         assert (out / "plots" / png).stat().st_size > 1000
         assert f"(plots/{png})" in report
+    assert "![total M rows/s by clients](plots/by_clients.png)" in report
     assert not (out / "work").exists()
+
+
+def test_benchmark_quick_second_shape(tmp_path):
+    """The scenarios without a cluster on the few-symbols shape, named with it."""
+    out = tmp_path / "bench"
+    run_quick(out, "--shapes", "few", "--only", "ingest", "read", "point", "concurrent")
+    results = json.loads((out / "results.json").read_text())
+    assert set(results) - {"_meta"} == {f"{s} [few symbols]" for s in LOCAL}

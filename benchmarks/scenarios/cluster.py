@@ -16,6 +16,7 @@ from harness import (
     CLOSE_NS,
     DAY,
     OPEN_NS,
+    Answer,
     Bench,
     Result,
     agree,
@@ -131,7 +132,7 @@ def scenario_scaling(bench: Bench) -> None:
               f"- Every node count gave the same answers (counts exactly, sums and "
               f"coefficients to 1e-9); the full scan matches the polars oracle "
               f"(count {data.oracle[0]:,})."]
-    bench.summary["scaling: full scan (spread map_reduce)"] = lines
+    bench.summary[bench.name("scaling: full scan (spread map_reduce)")] = lines
 
 
 # -- scenario: overhead --------------------------------------------------------------------------
@@ -184,11 +185,11 @@ def scenario_overhead(bench: Bench) -> None:
     cluster.notes = (f"overhead {per:.2f} ms per partition (target <= 2 ms); "
                      f"{cluster.median / parts * 1e3:.2f} ms wall per partition")
     inproc.notes = f"{inproc.median / parts * 1e3:.2f} ms per partition"
-    bench.summary["overhead"] = [
+    bench.summary[bench.name("overhead")] = [
         f"- {parts} partitions of ~{rows // parts} rows: (map_reduce wall - in-process) / "
         f"partitions = **{per:.2f} ms** (target <= 2 ms: {'met' if per <= 2 else 'not met'})."]
     if per < 0:
-        bench.summary["overhead"].append(
+        bench.summary[bench.name("overhead")].append(
             "- Below zero: the two nodes read and call in parallel, which more than pays for "
             "the scheduling; the wall time per partition "
             f"({cluster.median / parts * 1e3:.2f} ms) bounds the overhead from above.")
@@ -220,7 +221,7 @@ def scenario_scan_kernel(bench: Bench) -> None:
     ratio = e2e_core / raw_core
     e2e.notes = f"{e2e_core:.2f} M rows/s per core; {ratio:.0%} of the bare kernel (target >= 50%)"
     raw.notes = f"{raw_core:.2f} M rows/s per core"
-    bench.summary["scan_kernel"] = [
+    bench.summary[bench.name("scan_kernel")] = [
         f"- Per core: end to end **{e2e_core:.2f}** vs bare kernel **{raw_core:.2f}** M rows/s "
         f"= **{ratio:.0%}** (target >= 50%: {'met' if ratio >= 0.5 else 'not met'})."]
 
@@ -259,10 +260,7 @@ def scenario_cluster_read(bench: Bench) -> None:
     gc.collect()
 
     def hfq_read(fmt):
-        def run():
-            out = getattr(db["quotes_r1"].scan(dates=DAY), f"to_{fmt}")()
-            return len(out), price_check(out)
-        return run
+        return Answer.of(lambda: getattr(db["quotes_r1"].scan(dates=DAY), f"to_{fmt}")())
 
     results = measure(bench, "cluster_read", {
         "hfq 2 nodes -> pandas": hfq_read("pandas"),
@@ -275,7 +273,7 @@ def scenario_cluster_read(bench: Bench) -> None:
         res.notes = f"{pickle_r.median / res.median:.2f}x pickle.load (str objects); {share}"
     pandas_r.notes += "; target >= 3x"
     speed = pickle_r.median / pandas_r.median
-    bench.summary["cluster_read"] = [
+    bench.summary[bench.name("cluster_read")] = [
         f"- {day_rows:,} rows, {share} (1 replica): into pandas **{speed:.2f}x** "
         f"`pickle.load` of the same day with str objects (target >= 3x: "
         f"{'met' if speed >= 3 else 'not met'}); into arrow "

@@ -16,39 +16,55 @@ import pickle
 import shutil
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from harness import DAY, Bench, duck_arrow, make_csv, measure, mrows, price_check, taq_table
+from harness import (
+    DAY,
+    Answer,
+    Bench,
+    Digest,
+    count_rows,
+    digest,
+    duck_arrow,
+    evict,
+    make_csv,
+    measure,
+    merge_digests,
+    mrows,
+    speedup,
+    taq_table,
+)
 
 CLIENTS = (1, 2, 4)
 
 
 # -- the client processes ------------------------------------------------------------------------
-def open_reader(kind: str, path: str) -> Callable[[str, str], tuple[int, float]]:
-    """A function (day, symbol) -> (rows, price checksum) reading from the store at ``path``."""
-    if kind == "hfq":
+def open_reader(kind: str, path: str) -> Callable[[str, str], Any]:
+    """A function (day, symbol) -> that slice as its store hands it to a user: an Arrow table
+    (hfq, DuckDB, Parquet) or a pandas DataFrame (ArcticDB, pickle).  ``hfq-nocache``: hfq
+    without its cache of decoded record batches."""
+    if kind in ("hfq", "hfq-nocache"):
         import hfq
-        table = hfq.connect(path)["quotes"]
+        table = hfq.connect(path, **({"cache_bytes": 0} if kind == "hfq-nocache" else {}))[
+            "quotes"]
 
         def read(day, symbol):
-            out = table.scan(dates=day, symbols=[symbol]).to_arrow()
-            return out.num_rows, price_check(out)
+            return table.scan(dates=day, symbols=[symbol]).to_arrow()
     elif kind == "duckdb":
         import duckdb
         con = duckdb.connect(path, read_only=True)
 
         def read(day, symbol):
-            out = duck_arrow(con.sql("SELECT * FROM q WHERE date = CAST(? AS DATE) AND "
-                                     "symbol = ?", params=[day, symbol]))
-            return out.num_rows, price_check(out)
+            return duck_arrow(con.sql("SELECT * FROM q WHERE date = CAST(? AS DATE) AND "
+                                      "symbol = ?", params=[day, symbol]))
     elif kind == "parquet":
         import pyarrow.parquet as pq
 
         def read(day, symbol):
-            out = pq.read_table(os.path.join(path, f"{day}.parquet"),
-                                filters=[("symbol", "=", symbol)])
-            return out.num_rows, price_check(out)
+            return pq.read_table(os.path.join(path, f"{day}.parquet"),
+                                 filters=[("symbol", "=", symbol)])
     elif kind == "arcticdb":
         import pandas as pd
         from arcticdb import Arctic
@@ -56,31 +72,40 @@ def open_reader(kind: str, path: str) -> Callable[[str, str], tuple[int, float]]
 
         def read(day, symbol):
             start = pd.Timestamp(day)
-            df = lib.read(symbol, date_range=(start, start + pd.Timedelta(days=1)
-                                              - pd.Timedelta(1, "ns"))).data
-            return len(df), price_check(df)
+            return lib.read(symbol, date_range=(start, start + pd.Timedelta(days=1)
+                                               - pd.Timedelta(1, "ns"))).data
     elif kind == "pickle":
         def read(day, symbol):
             with open(os.path.join(path, day, f"{symbol}.pkl"), "rb") as fh:
-                df = pickle.load(fh)
-            return len(df), price_check(df)
+                return pickle.load(fh)
     else:
         raise ValueError(f"no reader {kind!r}")
     return read
 
 
+def arctic_plain(df: Any) -> Any:
+    """An ArcticDB slice (timestamp index, time as int32 seconds) with the columns the other
+    stores return, for checking only."""
+    import pandas as pd
+    return df.reset_index(drop=True).assign(
+        date=df.index.normalize().values, time=pd.to_timedelta(df["time"].to_numpy(), unit="s"))
+
+
+def slices_digest(kind: str, frames: list) -> Digest:
+    return digest([arctic_plain(f) for f in frames] if kind == "arcticdb" else frames)
+
+
 def client_main(conn, kind: str, path: str) -> None:
-    """One client process: open the store, then read the slices it is sent until told to stop."""
+    """One client process: open the store, then read the slices it is sent until told to
+    stop; answers (rows, digest of every slice read, or None when not asked to check)."""
     try:
         read = open_reader(kind, path)
         conn.send(("ready", None))
         while (job := conn.recv()) is not None:
-            rows, check = 0, 0.0
-            for day, symbol in job:
-                n, c = read(day, symbol)
-                rows += n
-                check += c
-            conn.send(("done", (rows, check)))
+            slices, full = job
+            frames = [read(day, symbol) for day, symbol in slices]
+            rows = count_rows(frames)
+            conn.send(("done", (rows, slices_digest(kind, frames) if full else None)))
     except BaseException:  # noqa: BLE001 - a client process reports any failure to the parent
         conn.send(("error", traceback.format_exc()))
 
@@ -110,12 +135,13 @@ class Clients:
             raise RuntimeError(f"a {self.kind} client failed:\n{value}")
         return value
 
-    def run(self, jobs: list[list[tuple[str, str]]]) -> tuple[int, float]:
-        """Client i reads jobs[i]; returns the total (rows, checksum) once all are done."""
+    def run(self, jobs: list[list[tuple[str, str]]], full: bool) -> tuple[int, Any]:
+        """Client i reads jobs[i]; returns the total rows once all are done, and when ``full``
+        the digest of every slice read."""
         for conn, job in zip(self.conns, jobs):
-            conn.send(job)
+            conn.send((job, full))
         done = [self._receive(conn) for conn in self.conns[:len(jobs)]]
-        return sum(d[0] for d in done), sum(d[1] for d in done)
+        return sum(d[0] for d in done), (merge_digests([d[1] for d in done]) if full else None)
 
     def close(self) -> None:
         for conn in self.conns:
@@ -185,32 +211,91 @@ def build_stores(bench: Bench, base: str) -> tuple[dict[str, str], list[tuple[st
     return paths, pairs
 
 
-def scenario_concurrent(bench: Bench) -> None:
-    base = os.path.join(bench.work, "concurrent")
-    bench.log("  building the stores (hfq, DuckDB, Parquet, ArcticDB, pickle files) ...")
-    paths, pairs = build_stores(bench, base)
+def stores(bench: Bench) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The stores of :func:`build_stores`, built once per data shape."""
+    if "stores" not in bench.cache:
+        bench.log("  building the stores (hfq, DuckDB, Parquet, ArcticDB, pickle files) ...")
+        bench.cache["stores"] = build_stores(bench, os.path.join(bench.work, "point"))
+    return bench.cache["stores"]
+
+
+LAYOUTS = {
+    "hfq": "hfq scan -> pyarrow",
+    "duckdb": "DuckDB select where -> arrow (table sorted by symbol, time)",
+    "parquet": "Parquet (zstd; a file a day sorted by symbol, time; 64Ki-row groups) with "
+               "filter -> pyarrow",
+    "arcticdb": "ArcticDB LMDB date_range read (a library symbol per ticker) -> pandas",
+    "pickle": "pickle.load (one file per symbol and day) -> pandas",
+}
+
+
+def slice_jobs(bench: Bench, pairs: list[tuple[str, str]], clients: int
+               ) -> list[list[tuple[str, str]]]:
+    """Client i's random (day, symbol) slices, the same for every store."""
     per_client = 20 if bench.quick else 200
+    return [[pairs[k] for k in np.random.default_rng(1000 + i).integers(0, len(pairs),
+                                                                       per_client)]
+            for i in range(clients)]
+
+
+def scenario_point(bench: Bench) -> None:
+    """Random (symbol, day) slices read one after another in this process, from hfq and each
+    peer in its best layout (:data:`LAYOUTS`): warm (every store's files in the page cache,
+    hfq's decoded batches in its cache; also hfq without that cache) and cold (every file of
+    every store evicted from the page cache, each store opened afresh, hfq's cache empty)."""
+    paths, pairs = stores(bench)
+    job = slice_jobs(bench, pairs, 1)[0]
+    kinds = ["hfq", "hfq-nocache", "duckdb", "parquet", "arcticdb", "pickle"]
+    names = dict(LAYOUTS, **{"hfq-nocache": "hfq scan -> pyarrow, no cache of decoded batches"})
+    path = dict(paths, **{"hfq-nocache": paths["hfq"]})
+    readers = {k: open_reader(k, path[k]) for k in kinds}
+
+    def contender(kind: str) -> Answer:
+        def run(full: bool) -> tuple[int, Any]:
+            frames = [readers[kind](day, symbol) for day, symbol in job]
+            return count_rows(frames), (slices_digest(kind, frames) if full else None)
+        return Answer(run)
+
+    def cold() -> None:
+        from hfq import scan
+        readers.clear()
+        scan._BATCHES.clear()
+        evict(*paths.values())
+        readers.update({k: open_reader(k, path[k]) for k in kinds})
+
+    per = len(job)
+    for cache, prepare in (("warm", None), ("cold", cold)):
+        chosen = kinds if cache == "warm" else [k for k in kinds if k != "hfq-nocache"]
+        results = measure(bench, f"read one symbol ({cache})",
+                          {names[k]: contender(k) for k in chosen}, prepare=prepare,
+                          cache=cache)
+        for res in results:
+            res.notes = f"{res.median / per * 1e3:.3f} ms per slice ({res.rows // per:,} rows)"
+            res.extra = {"slices": per, "ms_per_slice": res.median / per * 1e3}
+        bench.summary[bench.name(f"read one symbol ({cache})")] = [
+            f"- {per} random (symbol, day) slices, one after another in one process, "
+            f"{cache} page cache; hfq {results[0].median / per * 1e3:.3f} ms per slice "
+            "(target <= 0.5 ms warm)."]
+
+
+def scenario_concurrent(bench: Bench) -> None:
+    paths, pairs = stores(bench)
     counts = (1, 2) if bench.quick else CLIENTS
-    jobs = []
-    for i in range(max(counts)):      # client i reads the same slices in every store
-        pick = np.random.default_rng(1000 + i).integers(0, len(pairs), per_client)
-        jobs.append([pairs[k] for k in pick])
-    names = {"hfq": "hfq scan -> pyarrow", "duckdb": "DuckDB select where -> arrow",
-             "parquet": "Parquet (zstd, 64K-row groups) with filter -> pyarrow",
-             "arcticdb": "ArcticDB LMDB date_range read (symbol per ticker) -> pandas",
-             "pickle": "pickle.load (one file per symbol and day) -> pandas"}
+    jobs = slice_jobs(bench, pairs, max(counts))
+    per_client = len(jobs[0])
     with contextlib.ExitStack() as stack:
-        bench.log(f"  starting {len(names)} x {max(counts)} client processes ...")
+        bench.log(f"  starting {len(LAYOUTS)} x {max(counts)} client processes ...")
         pools = {}
-        for kind in names:
+        for kind in LAYOUTS:
             pools[kind] = Clients(kind, paths[kind], max(counts))
             stack.callback(pools[kind].close)
         by_count = {}
         for n in counts:
             scenario = f"concurrent: {n} client{'s' if n > 1 else ''}"
             results = measure(bench, scenario, {
-                names[kind]: (lambda pool=pools[kind], n=n: pool.run(jobs[:n]))
-                for kind in names})
+                LAYOUTS[kind]: Answer(lambda full, pool=pools[kind], n=n:
+                                      pool.run(jobs[:n], full))
+                for kind in LAYOUTS})
             for res in results:
                 res.extra = {"clients": n, "series": res.contender,
                              "slices": n * per_client}
@@ -218,18 +303,19 @@ def scenario_concurrent(bench: Bench) -> None:
     hfq_rates = {n: mrows(rs[0].rows, rs[0].median) for n, rs in by_count.items()}
     lines = [f"- {per_client} random (symbol, day) slices per client, ~"
              f"{by_count[counts[0]][0].rows // per_client:,} rows each; "
-             f"{os.cpu_count()} cores for up to {max(counts)} clients."]
+             f"{os.cpu_count()} cores for up to {max(counts)} clients; every slice's every "
+             "value checked against the other stores."]
     for n, results in by_count.items():
         hfq_r = results[0]
         best = min(results[1:], key=lambda r: r.median)
         lines.append(f"- {n} client(s): hfq {hfq_rates[n]:.2f} M rows/s total; fastest peer "
                      f"{best.contender.split(' (')[0].split(' ->')[0]} "
                      f"{mrows(best.rows, best.median):.2f} M rows/s "
-                     f"(hfq {best.median / hfq_r.median:.2f}x it).")
+                     f"(hfq {speedup(best, hfq_r)} it).")
         for res in results:
             res.notes = (f"{mrows(res.rows, res.median) / n:.2f} M rows/s per client; "
                          f"{res.median / per_client * 1e3:.2f} ms per slice")
     top = max(counts)
     lines.append(f"- hfq from 1 to {top} clients: {hfq_rates[top] / hfq_rates[counts[0]]:.2f}x "
-                 "the total rate.")
-    bench.summary[f"concurrent: {counts[-1]} clients"] = lines
+                 f"the total rate (target >= 1.6x at 4 clients).")
+    bench.summary[bench.name(f"concurrent: {counts[-1]} clients")] = lines

@@ -1,25 +1,52 @@
-"""Scenarios without a cluster: CSV import and footprint, reading a day into Python."""
+"""Scenarios without a cluster: CSV import and footprint, reading a day into Python (warm and
+cold page cache, peak memory), a fresh process reading one symbol-day."""
 
 from __future__ import annotations
 
 import gc
 import os
 import pickle
+import resource
 import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any
 
 from harness import (
     DAY,
     POINT_SYMBOL,
+    Answer,
     Bench,
     Result,
+    digest,
     dir_bytes,
     duck_arrow,
-    load_pickle,
+    evict,
     make_csv,
     measure,
-    price_check,
+    speedup,
     taq_table,
 )
+
+TEXT = ("symbol", "ex", "mmid")
+
+
+def normalized(frame: Any) -> Any:
+    """A stored or parsed TAQ table as polars with the CSV's fields in their stored kinds
+    (``YYYYMMDD`` integers as dates, ``H:MM:SS`` text as times, missing text as ""): what the
+    ingest contenders' answers are compared by."""
+    import polars as pl
+
+    from harness import canonical
+    df = canonical(frame)
+    fix = []
+    if df.schema["date"].is_integer():
+        fix.append(pl.col("date").cast(pl.String).str.strptime(pl.Date, "%Y%m%d"))
+    if df.schema["time"] == pl.String:
+        fix.append(pl.col("time").str.strptime(pl.Time, "%H:%M:%S").cast(pl.Int64))
+    fix += [pl.col(c).fill_null("") for c in TEXT if df.schema[c] == pl.String]
+    return df.with_columns(fix)
 
 
 # -- scenario: ingest ----------------------------------------------------------------------------
@@ -29,7 +56,7 @@ def scenario_ingest(bench: Bench) -> None:
     import pyarrow.parquet as pq
     files = make_csv(bench)
     csv_bytes = sum(os.path.getsize(f) for f in files)
-    total_rows = bench.rows * bench.days
+    total_rows = sum(1 for f in files for _ in open(f)) - len(files)   # from the files
     stores = os.path.join(bench.work, "ingest")
     types = {"symbol": "VARCHAR", "date": "DATE", "time": "TIME", "bid": "DOUBLE",
              "ofr": "DOUBLE", "bidsiz": "INTEGER", "ofrsiz": "INTEGER", "mode": "INTEGER",
@@ -43,38 +70,51 @@ def scenario_ingest(bench: Bench) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return path
 
+    def checked(load, answer):
+        """A load (returns rows) whose stored rows are read back and checked in full on
+        the checked run (outside the timing)."""
+        def run(full: bool):
+            rows = load()
+            return rows, (digest(normalized(answer())) if full else None)
+        return Answer(run)
+
     def hfq_load(compression: str):
-        def run():
-            root = fresh(f"hfq_{compression}")
+        root = os.path.join(stores, f"hfq_{compression}")
+
+        def load():
+            fresh(f"hfq_{compression}")
             table = taq_table(bench, root, compression)
-            report = table.db.load_csv("quotes", files, progress=False)
-            return report.rows, price_check(table.scan(columns=["bid", "ofr"]).to_arrow())
-        return run
+            return table.db.load_csv("quotes", files, progress=False).rows
+        return checked(load, lambda: __import__("hfq").connect(root)["quotes"].to_arrow())
+
+    parsed: list = []
 
     def pyarrow_parse():
-        rows, check = 0, 0.0
-        for f in files:
-            t = pacsv.read_csv(f, convert_options=pacsv.ConvertOptions(
-                column_types={"symbol": "string", "time": "string", "ex": "string",
-                              "mmid": "string"}, strings_can_be_null=False))
-            rows += t.num_rows
-            check += price_check(t)
-        return rows, check
+        parsed[:] = [pacsv.read_csv(f, convert_options=pacsv.ConvertOptions(
+            column_types={"symbol": "string", "time": "string", "ex": "string",
+                          "mmid": "string"}, strings_can_be_null=False)) for f in files]
+        return sum(t.num_rows for t in parsed)
 
     def duck_load():
-        path = fresh("duck.db")
-        con = duckdb.connect(path)
+        con = duckdb.connect(fresh("duck.db"))
         cols = "{" + ", ".join(f"'{k}': '{v}'" for k, v in types.items()) + "}"
         con.execute(f"CREATE TABLE q AS SELECT * FROM read_csv({files!r}, header=true, "
                     f"columns={cols}, dateformat='%Y%m%d')")
-        rows, check = con.execute("SELECT count(*), sum(bid) + sum(ofr) FROM q").fetchone()
+        rows = con.execute("SELECT count(*) FROM q").fetchone()[0]
         con.close()
-        return rows, check
+        return rows
+
+    def duck_answer():
+        con = duckdb.connect(os.path.join(stores, "duck.db"), read_only=True)
+        try:
+            return duck_arrow(con.sql("SELECT * FROM q"))
+        finally:
+            con.close()
 
     def parquet_write():
         path = fresh("parquet")
         os.makedirs(path)
-        rows, check = 0, 0.0
+        rows = 0
         for f in files:
             t = pacsv.read_csv(f, convert_options=pacsv.ConvertOptions(
                 column_types={"symbol": "string", "time": "string", "ex": "string",
@@ -82,153 +122,310 @@ def scenario_ingest(bench: Bench) -> None:
             pq.write_table(t, os.path.join(path, os.path.basename(f) + ".parquet"),
                            compression="zstd")
             rows += t.num_rows
-            check += price_check(t)
-        return rows, check
+        return rows
 
     def arctic_write():
         import pandas as pd
         from arcticdb import Arctic
         path = fresh("arctic")
         lib = Arctic(f"lmdb://{path}").get_library("bench", create_if_missing=True)
-        rows, check = 0, 0.0
+        rows = 0
         for f in files:
             df = pd.read_csv(f, dtype={"mmid": str, "ex": str}, keep_default_na=False)
             lib.write(os.path.basename(f).split(".")[0], df)
             rows += len(df)
-            check += price_check(df)
-        return rows, check
+        return rows
 
+    def arctic_answer():
+        import pandas as pd
+        from arcticdb import Arctic
+        lib = Arctic(f"lmdb://{os.path.join(stores, 'arctic')}").get_library("bench")
+        return pd.concat([lib.read(s).data for s in sorted(lib.list_symbols())])
+
+    import pyarrow as pa
     contenders = {"hfq load_csv (zstd)": hfq_load("zstd"), "hfq load_csv (lz4)": hfq_load("lz4"),
                   "hfq load_csv (no codec)": hfq_load("none"),
-                  "pyarrow read_csv only (no store)": pyarrow_parse,
-                  "DuckDB read_csv -> table": duck_load,
-                  "Parquet (pyarrow csv + zstd)": parquet_write,
-                  "ArcticDB (pandas read_csv + write)": arctic_write}
-    results = measure(bench, "ingest", contenders, repeats=1 if not bench.quick else 1,
-                      warmup=False)
+                  "pyarrow read_csv only (no store)": checked(
+                      pyarrow_parse, lambda: pa.concat_tables(parsed)),
+                  "DuckDB read_csv -> table": checked(duck_load, duck_answer),
+                  "Parquet (pyarrow csv + zstd)": checked(
+                      parquet_write, lambda: pq.read_table(os.path.join(stores, "parquet"))),
+                  "ArcticDB (pandas read_csv + write)": checked(arctic_write, arctic_answer)}
+    results = measure(bench, "ingest", contenders)
     sizes = {"hfq load_csv (zstd)": "hfq_zstd", "hfq load_csv (lz4)": "hfq_lz4",
              "hfq load_csv (no codec)": "hfq_none",
              "DuckDB read_csv -> table": "duck.db", "Parquet (pyarrow csv + zstd)": "parquet",
              "ArcticDB (pandas read_csv + write)": "arctic"}
     for res in results:
+        if res.rows != total_rows:
+            raise AssertionError(f"ingest: {res.contender} stored {res.rows} rows of "
+                                 f"{total_rows}")
         if res.contender in sizes:
             res.bytes = dir_bytes(os.path.join(stores, sizes[res.contender]))
             res.notes = f"disk 1/{csv_bytes / res.bytes:.2f} of the CSV"
-        res.rows = total_rows
-    bench.results.append(Result("ingest", "CSV (reference)", [float("nan")], total_rows,
-                                csv_bytes, notes="raw CSV size"))
+    bench.results.append(Result(bench.name("ingest"), "CSV (reference)", [float("nan")],
+                                total_rows, csv_bytes, notes="raw CSV size"))
 
 
 # -- scenario: read ------------------------------------------------------------------------------
-def scenario_read(bench: Bench) -> None:
+def day_layouts(bench: Bench, base: str) -> dict[str, Any]:
+    """One day from the CSV in hfq (zstd, lz4, no codec) and in each peer's best layout for
+    reading a whole day: a pickle of the pandas frame (text as str objects, and as
+    categoricals), Parquet sorted by (symbol, time) with 64Ki-row groups, a DuckDB table
+    sorted the same way, ArcticDB with the day as one library symbol."""
     import duckdb
     import pyarrow.parquet as pq
-    from arcticdb import Arctic, QueryBuilder
-    files = make_csv(bench)[:1]          # one day
-    base = os.path.join(bench.work, "read")
+    from arcticdb import Arctic
+    files = make_csv(bench)[:1]
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
-    tables = {}
+    out: dict[str, Any] = {"base": base}
     for codec in ("zstd", "lz4", "none"):
         t = taq_table(bench, os.path.join(base, f"hfq_{codec}"), codec)
         t.db.load_csv("quotes", files, progress=False)
-        tables[codec] = t
-    day_arrow = tables["zstd"].scan(dates=DAY).to_arrow()
-    # the day as a pandas user holds it: text as Python strings, times as timedeltas
-    plain = tables["zstd"].scan(dates=DAY).to_pandas().astype(
-        {"symbol": object, "ex": object, "mmid": object})
-    pkl = os.path.join(base, "day.pkl")
-    with open(pkl, "wb") as fh:
-        pickle.dump(plain, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    pkl_cat = os.path.join(base, "day_categorical.pkl")
-    with open(pkl_cat, "wb") as fh:
-        pickle.dump(tables["zstd"].scan(dates=DAY).to_pandas(), fh,
+        out[f"hfq_{codec}"] = os.path.join(base, f"hfq_{codec}")
+    table = __import__("hfq").connect(out["hfq_zstd"])["quotes"]
+    categorical = table.scan(dates=DAY).to_pandas()
+    plain = categorical.astype({c: object for c in TEXT})   # as a pandas user holds it
+    for name, frame in (("pickle", plain), ("pickle_cat", categorical)):
+        out[name] = os.path.join(base, f"day_{name}.pkl")
+        with open(out[name], "wb") as fh:
+            pickle.dump(frame, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    symbols = categorical["symbol"].cat.categories
+    symbol = POINT_SYMBOL if POINT_SYMBOL in set(categorical["symbol"]) else str(
+        categorical["symbol"].iloc[0])
+    out["symbol"] = symbol
+    out["symbol_pickle"] = os.path.join(base, "symbol_day.pkl")
+    with open(out["symbol_pickle"], "wb") as fh:
+        pickle.dump(plain[plain["symbol"] == symbol].reset_index(drop=True), fh,
                     protocol=pickle.HIGHEST_PROTOCOL)
-    pq_path = os.path.join(base, "day.parquet")
-    pq.write_table(day_arrow, pq_path, compression="zstd")
-    duck = duckdb.connect(os.path.join(base, "duck.db"))
+    del symbols
+    out["duck"] = os.path.join(base, "duck.db")
+    duck = duckdb.connect(out["duck"])
+    day_arrow = table.scan(dates=DAY).to_arrow()
     duck.register("day_arrow", day_arrow)
     duck.execute("CREATE TABLE q AS SELECT * REPLACE (CAST(symbol AS VARCHAR) AS symbol, "
                  "CAST(ex AS VARCHAR) AS ex, CAST(mmid AS VARCHAR) AS mmid) FROM day_arrow "
                  "ORDER BY symbol, time")
     duck.unregister("day_arrow")
-    lib = Arctic(f"lmdb://{os.path.join(base, 'arctic')}").get_library(
-        "bench", create_if_missing=True)
+    out["parquet"] = os.path.join(base, "day.parquet")
+    pq.write_table(duck_arrow(duck.sql("SELECT * FROM q")), out["parquet"],
+                   compression="zstd", row_group_size=65536)
+    duck.close()
+    out["arctic"] = os.path.join(base, "arctic")
+    lib = Arctic(f"lmdb://{out['arctic']}").get_library("bench", create_if_missing=True)
     # ArcticDB stores neither timedelta nor datetime64[ms]: seconds as int32, dates in ns
     lib.write("day", plain.assign(time=(plain["time"].dt.total_seconds()).astype("int32"),
                                   date=plain["date"].astype("datetime64[ns]")))
-    del plain, day_arrow
+    del plain, categorical, day_arrow
     gc.collect()
-
-    def hfq_read(codec, fmt):
-        def run():
-            scan = tables[codec].scan(dates=DAY)
-            out = getattr(scan, f"to_{fmt}")()
-            return len(out), price_check(out)
-        return run
-
-    def duck_read():
-        out = duck_arrow(duck.sql("SELECT * FROM q"))
-        return out.num_rows, price_check(out)
-
-    def parquet_read():
-        out = pq.read_table(pq_path)
-        return out.num_rows, price_check(out)
-
-    def arctic_read():
-        df = lib.read("day").data
-        return len(df), price_check(df)
-
-    full = measure(bench, "read day", {
-        "hfq -> pyarrow (zstd)": hfq_read("zstd", "arrow"),
-        "hfq -> polars (zstd)": hfq_read("zstd", "polars"),
-        "hfq -> pandas (zstd)": hfq_read("zstd", "pandas"),
-        "hfq -> pyarrow (lz4)": hfq_read("lz4", "arrow"),
-        "hfq -> pandas (lz4)": hfq_read("lz4", "pandas"),
-        "hfq -> pyarrow (no codec)": hfq_read("none", "arrow"),
-        "hfq -> pandas (no codec)": hfq_read("none", "pandas"),
-        "pickle.load (pandas, str objects)": load_pickle(pkl),
-        "pickle.load (pandas, categoricals)": load_pickle(pkl_cat),
-        "ArcticDB LMDB read -> pandas": arctic_read,
-        "DuckDB select * -> arrow": duck_read,
-        "Parquet (zstd) -> pyarrow": parquet_read,
-    })
-    del full
-
-    def hfq_point(codec):
-        def run():
-            out = tables[codec].scan(dates=DAY, symbols=[POINT_SYMBOL]).to_arrow()
-            return out.num_rows, price_check(out)
-        return run
-
-    def duck_point():
-        out = duck_arrow(duck.sql(f"SELECT * FROM q WHERE symbol = '{POINT_SYMBOL}'"))
-        return out.num_rows, price_check(out)
-
-    def parquet_point():
-        out = pq.read_table(pq_path, filters=[("symbol", "=", POINT_SYMBOL)])
-        return out.num_rows, price_check(out)
-
-    def arctic_point():
-        q = QueryBuilder()
-        q = q[q["symbol"] == POINT_SYMBOL]
-        df = lib.read("day", query_builder=q).data
-        return len(df), price_check(df)
-
-    def pickle_point():
-        with open(pkl, "rb") as fh:
-            df = pickle.load(fh)
-        df = df[df["symbol"] == POINT_SYMBOL]
-        return len(df), price_check(df)
-
-    measure(bench, "read one symbol", {
-        "hfq -> pyarrow (zstd)": hfq_point("zstd"),
-        "hfq -> pyarrow (lz4)": hfq_point("lz4"),
-        "pickle.load + filter": pickle_point,
-        "ArcticDB LMDB read + filter": arctic_point,
-        "DuckDB select where": duck_point,
-        "Parquet (zstd) with filter": parquet_point,
-    })
-    duck.close()
+    return out
 
 
+def day_reader(kind: str, paths: dict[str, Any]) -> Any:
+    """A function reading the whole day from ``paths`` (of :func:`day_layouts`) as ``kind``
+    says: ``hfq_<codec>:<arrow|polars|pandas>``, ``pickle``, ``pickle_cat``,
+    ``parquet:<arrow|pandas>``, ``duck:<arrow|pandas>``, ``arctic``."""
+    store, _, fmt = kind.partition(":")
+    if store.startswith("hfq_"):
+        import hfq
+        table = hfq.connect(paths[store])["quotes"]
+        return lambda: getattr(table.scan(dates=DAY), f"to_{fmt}")()
+    if store in ("pickle", "pickle_cat"):
+        def load():
+            with open(paths[store], "rb") as fh:
+                return pickle.load(fh)
+        return load
+    if store == "parquet":
+        import pyarrow.parquet as pq
+        return lambda: pq.read_table(paths["parquet"]) if fmt == "arrow" else \
+            pq.read_table(paths["parquet"]).to_pandas()
+    if store == "duck":
+        import duckdb
+        con = duckdb.connect(paths["duck"], read_only=True)
+        return lambda: duck_arrow(con.sql("SELECT * FROM q")) if fmt == "arrow" else \
+            con.sql("SELECT * FROM q").df()
+    if store == "arctic":
+        from arcticdb import Arctic
+        lib = Arctic(f"lmdb://{paths['arctic']}").get_library("bench")
+        return lambda: lib.read("day").data
+    raise ValueError(f"no day reader {kind!r}")
+
+
+def day_check(kind: str):
+    """What checks a day reader's answer: ArcticDB's day has time as int32 seconds."""
+    if not kind.startswith("arctic"):
+        return digest
+
+    def check(df):
+        import pandas as pd
+        return digest(df.assign(time=pd.to_timedelta(df["time"].to_numpy(), unit="s")))
+    return check
+
+
+WARM_DAY = {
+    "hfq -> pyarrow (zstd)": "hfq_zstd:arrow", "hfq -> polars (zstd)": "hfq_zstd:polars",
+    "hfq -> pandas (zstd)": "hfq_zstd:pandas", "hfq -> pyarrow (lz4)": "hfq_lz4:arrow",
+    "hfq -> pandas (lz4)": "hfq_lz4:pandas", "hfq -> pyarrow (no codec)": "hfq_none:arrow",
+    "hfq -> pandas (no codec)": "hfq_none:pandas",
+    "pickle.load (pandas, str objects)": "pickle",
+    "pickle.load (pandas, categoricals)": "pickle_cat",
+    "ArcticDB LMDB read (the day as one symbol) -> pandas": "arctic",
+    "DuckDB select * (sorted table) -> arrow": "duck:arrow",
+    "Parquet (zstd, sorted, 64Ki-row groups) -> pyarrow": "parquet:arrow",
+}
+COLD_DAY = {
+    "hfq -> pandas (zstd)": "hfq_zstd:pandas", "hfq -> pyarrow (zstd)": "hfq_zstd:arrow",
+    "hfq -> pandas (lz4)": "hfq_lz4:pandas",
+    "pickle.load (pandas, str objects)": "pickle",
+    "pickle.load (pandas, categoricals)": "pickle_cat",
+    "ArcticDB LMDB read (the day as one symbol) -> pandas": "arctic",
+    "DuckDB select * (sorted table) -> pandas": "duck:pandas",
+    "Parquet (zstd, sorted, 64Ki-row groups) -> pandas": "parquet:pandas",
+}
+PEAK_DAY = {k: v for k, v in COLD_DAY.items()}
+
+
+def scenario_read(bench: Bench) -> None:
+    """A whole day into Python: warm page cache, cold page cache (every file of every store
+    evicted before each run, each store opened afresh), and each reader's peak memory in a
+    fresh process; then a fresh process reading one symbol-day."""
+    paths = day_layouts(bench, os.path.join(bench.work, "read"))
+    readers: dict[str, Any] = {}
+
+    def contender(kind: str) -> Answer:
+        return Answer.of(lambda: readers[kind](), check=day_check(kind))
+
+    readers.update({k: day_reader(k, paths) for k in WARM_DAY.values()})
+    warm = measure(bench, "read day", {n: contender(k) for n, k in WARM_DAY.items()})
+
+    def cold() -> None:
+        readers.clear()
+        gc.collect()
+        evict(paths["base"])
+        readers.update({k: day_reader(k, paths) for k in COLD_DAY.values()})
+
+    cold_r = measure(bench, "read day (cold)", {n: contender(k) for n, k in COLD_DAY.items()},
+                     prepare=cold, cache="cold")
+    readers.clear()
+    peaks = peak_memory(bench, paths)
+    for res in warm + cold_r:
+        if res.contender in peaks:
+            peak, size = peaks[res.contender]
+            res.extra.update(peak_rss_bytes=peak, result_bytes=size)
+            if res.scenario == bench.name("read day"):
+                continue
+            res.notes = f"peak RSS +{peak / 2**20:,.0f} MiB for a {size / 2**20:,.0f} MiB result"
+    lines = read_targets(warm, cold_r, peaks)
+    bench.summary[bench.name("read day")] = lines[0]
+    bench.summary[bench.name("read day (cold)")] = lines[1]
+    fresh_process(bench, paths)
+
+
+def read_targets(warm: list[Result], cold: list[Result], peaks: dict) -> tuple[list, list]:
+    """The issue's targets for day reads, each against the peer in the same run."""
+    w = {r.contender: r for r in warm}
+    c = {r.contender: r for r in cold}
+    cat, plain = "pickle.load (pandas, categoricals)", "pickle.load (pandas, str objects)"
+    pandas_z, arrow_z = w["hfq -> pandas (zstd)"], w["hfq -> pyarrow (zstd)"]
+    fastest = min((w[k] for k in w if k.startswith("hfq -> pandas")), key=lambda r: r.median)
+
+    def line(label: str, ours: Result, peer: Result, goal: float) -> str:
+        ratio = peer.median / ours.median
+        return (f"- {label}: **{speedup(peer, ours)}** {peer.contender} (target >= {goal}x: "
+                f"{'met' if ratio >= goal and ratio > 1 else 'not met'}).")
+    warm_lines = [
+        line("day -> pandas (zstd)", pandas_z, w[cat], 1.0),
+        line("day -> pandas (zstd)", pandas_z, w[plain], 3.0),
+        line(f"day -> pandas, fastest codec ({fastest.contender})", fastest, w[cat], 2.0),
+        line("day -> arrow (zstd)", arrow_z, w[cat], 2.0),
+        line("day -> polars (zstd)", w["hfq -> polars (zstd)"], w[cat], 2.0)]
+    cold_lines = [
+        line("cold day -> pandas (zstd)", c["hfq -> pandas (zstd)"], c[cat], 2.0),
+        line("cold day -> pandas (zstd)", c["hfq -> pandas (zstd)"],
+             c["Parquet (zstd, sorted, 64Ki-row groups) -> pandas"], 1.5)]
+    if "hfq -> pandas (zstd)" in peaks:
+        peak, size = peaks["hfq -> pandas (zstd)"]
+        cold_lines.append(f"- peak memory, day -> pandas (zstd): {peak / size:.2f}x the result's "
+                          f"{size / 2**20:,.0f} MiB (target <= 1.3x: "
+                          f"{'met' if peak <= 1.3 * size else 'not met'}).")
+    return warm_lines, cold_lines
+
+
+def rss_child(conn, kind: str, paths: dict[str, Any]) -> None:
+    """In a fresh process: open the store, then read the day once; sends (the growth of the
+    peak resident set over the read, bytes of the result)."""
+    try:
+        read = day_reader(kind, paths)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out = read()
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        size = int(out.memory_usage(deep=True).sum()) if hasattr(out, "memory_usage") else \
+            int(out.nbytes)
+        conn.send(((after - before) * 1024, size))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        conn.send(exc)
+
+
+def peak_memory(bench: Bench, paths: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Per day reader: (peak RSS growth, result bytes), each measured in its own process."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    out = {}
+    for name, kind in PEAK_DAY.items():
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=rss_child, args=(child, kind, paths))
+        proc.start()
+        got = parent.recv()
+        proc.join()
+        if isinstance(got, BaseException):
+            raise got
+        out[name] = got
+        bench.log(f"  peak RSS {name:52s} +{got[0] / 2**20:8.1f} MiB for "
+                  f"{got[1] / 2**20:8.1f} MiB")
+    return out
+
+
+def fresh_process(bench: Bench, paths: dict[str, Any]) -> None:
+    """A new Python process: import, open, read one symbol-day into pandas -- vs the same
+    process importing pyarrow and polars only, and vs ``pickle.load`` of a file holding
+    just that symbol-day.  Answers travel back as pickles on the checked run."""
+    symbol = paths["symbol"]
+    codes = {
+        "hfq: import, connect, one symbol-day -> pandas":
+            f"import hfq\nout = hfq.connect({paths['hfq_zstd']!r})['quotes'].scan("
+            f"dates={DAY!r}, symbols=[{symbol!r}]).to_pandas()",
+        "pickle: import pandas, pickle.load of that symbol-day's file":
+            f"import pickle, pandas\nout = pickle.load(open({paths['symbol_pickle']!r}, 'rb'))",
+        "import pyarrow, polars (no data)": "import pyarrow, polars\nout = None",
+    }
+
+    def contender(code: str) -> Answer:
+        def run(full: bool):
+            with tempfile.TemporaryDirectory() as tmp:
+                dump = os.path.join(tmp, "out.pkl")
+                tail = f"\nimport pickle as _p\n_p.dump(out, open({dump!r}, 'wb'))" if full \
+                    else ""
+                subprocess.run([sys.executable, "-c", code + tail], check=True,
+                               env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+                if not full:
+                    return 0, None
+                with open(dump, "rb") as fh:
+                    out = pickle.load(fh)
+            return 0, (None if out is None else digest(out))
+        return Answer(run)
+
+    results = measure(bench, "fresh process", {n: contender(c) for n, c in codes.items()},
+                      same_answer=False)
+    ours, pick, bare = results
+    if ours.check != pick.check:
+        raise AssertionError(f"fresh process: hfq read {ours.check}, the pickle holds "
+                             f"{pick.check}")
+    for res in results:
+        res.rows = ours.check[0]
+    ratio = ours.median / bare.median
+    bench.summary[bench.name("fresh process")] = [
+        f"- one symbol-day ({symbol}, {ours.check[0]:,} rows) in a new process: hfq "
+        f"{ours.median:.2f} s = **{ratio:.2f}x** `import pyarrow, polars` alone "
+        f"(target <= 1.3x: {'met' if ratio <= 1.3 else 'not met'}); `pickle.load` of a "
+        f"file holding just that slice {pick.median:.2f} s."]

@@ -57,7 +57,20 @@ def bar_seconds(bar: str) -> int:
 def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = None,
                 bar: str = "1m", time: str = "time", progress: bool | None = None) -> int:
     """Aggregate ``table`` into ``bar``-long bars stored in table ``dest`` (created with the
-    source's partitioning when missing); returns the number of bar rows written."""
+    source's partitioning when missing); returns the number of bar rows written.
+
+    Examples
+    --------
+    >>> from hfq import analytics as ha
+    >>> from hfq.demo import example_quotes
+    >>> quotes = example_quotes(days=1)
+    >>> written = ha.minute_bars(quotes, "quotes_5m", bar="5m")
+    >>> written == len(quotes.db["quotes_5m"])
+    True
+    >>> quotes.db["quotes_5m"].schema.names
+    ['symbol', 'date', 'time', 'bid', 'ofr', 'open', 'high', 'low', 'close', 'count']
+    >>> quotes.db.close()
+    """
     db = table.db
     source = table.snapshot()
     kind = _kind(source.schema, table.name)

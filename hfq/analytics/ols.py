@@ -15,6 +15,7 @@ read the same table version.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from hfq.reduce import OLSMoments
 if TYPE_CHECKING:
     from hfq.table import Table
 
-__all__ = ["OLSFit", "ols"]
+__all__ = ["OLSFit", "expr_text", "ols"]
 
 _ROBUST = (None, "HC0", "HC1")
 # below this share of the total sum of squares, the residual sum of squares taken from the
@@ -38,8 +39,27 @@ _EXACT_SSR_BELOW = 1e-6
 
 @dataclass(frozen=True)
 class OLSFit:
-    """A fitted regression; per-coefficient values are dicts keyed by regressor name
-    (``"intercept"`` first when fitted)."""
+    """A fitted regression (what :func:`ols` returns); per-coefficient values are dicts keyed
+    by regressor name (``"intercept"`` first when fitted).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fit = OLSFit(names=["intercept", "x"], coef={"intercept": 1.0, "x": 2.0},
+    ...              stderr={"intercept": 0.1, "x": 0.2}, tstat={"intercept": 10.0, "x": 10.0},
+    ...              pvalue={"intercept": 0.0, "x": 0.0}, cov=np.diag([0.01, 0.04]), n=100,
+    ...              df_model=1, df_resid=98, r2=0.9, adj_r2=0.899, resid_std=0.5, ssr=24.5,
+    ...              cov_type="nonrobust", y="y")
+    >>> print(fit.summary())   # doctest: +NORMALIZE_WHITESPACE
+    OLS of y on 2 coefficients
+    rows 100   df model 1   df resid 98
+    R^2 0.9   adj. R^2 0.899   resid. std 0.5   covariance nonrobust
+                          coef       std err          t      P>|t|
+    intercept                1           0.1         10          0
+    x                        2           0.2         10          0
+    >>> fit.table()["coef"].to_list()
+    [1.0, 2.0]
+    """
 
     names: list[str]
     coef: dict[str, float]
@@ -91,12 +111,27 @@ def ols(table: Table, y: pl.Expr | str,
     ``x``: ``{name: expression}``, a list of expressions or column names (named after their
     output), or one.  ``robust="HC1"`` (or ``"HC0"``) gives heteroskedasticity-robust
     standard errors; the default is the classical ones.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from hfq import analytics as ha
+    >>> from hfq.demo import example_quotes
+    >>> quotes = example_quotes(days=1)
+    >>> bid, ofr = pl.col("bid"), pl.col("ofr")
+    >>> fit = ha.ols(quotes, y=ofr / bid - 1, x={"size": pl.col("bidsiz") + pl.col("ofrsiz")},
+    ...              where=(ofr > bid) & (bid > 0) & (ofr / bid < 1.2), robust="HC1")
+    >>> print(fit.summary().splitlines()[0])
+    OLS of ofr/bid - 1 on 2 coefficients
+    >>> fit.names, fit.cov_type, fit.n == fit.df_resid + 2
+    (['intercept', 'size'], 'HC1', True)
+    >>> quotes.db.close()
     """
     if robust not in _ROBUST:
         raise ValueError(f"robust must be None, 'HC0' or 'HC1', not {robust!r}")
     names, exprs = _regressors(x)
     y_expr = pl.col(y) if isinstance(y, str) else y
-    y_name = y if isinstance(y, str) else y_expr.meta.output_name(raise_if_undetermined=False)
+    y_name = y if isinstance(y, str) else expr_text(y_expr)
     z_exprs = [e.cast(pl.Float64).alias(f"__x{i}") for i, e in enumerate(exprs)]
     z_exprs.append(y_expr.cast(pl.Float64).alias("__y"))
     used = [*z_exprs, *([] if where is None else [where])]
@@ -174,7 +209,7 @@ def ols(table: Table, y: pl.Expr | str,
                   tstat=by_name(tstat), pvalue=by_name(pvalue), cov=cov, n=int(n),
                   df_model=p, df_resid=int(df_resid), r2=float(r2), adj_r2=float(adj_r2),
                   resid_std=float(np.sqrt(sigma2)), ssr=float(ssr),
-                  cov_type=robust or "nonrobust", y=y_name or "y")
+                  cov_type=robust or "nonrobust", y=y_name)
 
 
 def _regressors(x: Mapping[str, pl.Expr | str] | Sequence[pl.Expr | str] | pl.Expr | str
@@ -213,3 +248,61 @@ def _inverse(xx: np.ndarray, names: list[str], table: str) -> np.ndarray:
         raise HfqError(f"OLS on table {table!r}: regressors {names} are collinear "
                        f"(condition number {eig[-1] / max(eig[0], 1e-300):.3g})")
     return np.linalg.inv(corr) / np.outer(d, d)
+
+
+# Python's operator precedence, for the operators polars expressions are written with
+_BINARY = {"Or": (" | ", 2), "Xor": (" ^ ", 3), "And": (" & ", 4),
+           "Eq": (" == ", 1), "EqValidity": (" == ", 1), "NotEq": (" != ", 1),
+           "NotEqValidity": (" != ", 1), "Lt": (" < ", 1), "LtEq": (" <= ", 1),
+           "Gt": (" > ", 1), "GtEq": (" >= ", 1), "Plus": (" + ", 5), "Minus": (" - ", 5),
+           "Multiply": ("*", 6),
+           "TrueDivide": ("/", 6), "FloorDivide": ("//", 6), "Modulus": ("%", 6)}
+
+
+def expr_text(expr: pl.Expr) -> str:
+    """A polars expression as it is written: ``pl.col("ofr") / pl.col("bid") - 1`` ->
+    ``"ofr/bid - 1"`` (arithmetic, comparisons, ``&``/``|``, columns, numbers, aliases);
+    anything else is polars' own text with ``col("x")`` shortened to ``x``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> expr_text(pl.col("ofr") / pl.col("bid") - 1)
+    'ofr/bid - 1'
+    >>> expr_text((pl.col("bidsiz") + pl.col("ofrsiz")) * (pl.col("ofr") + pl.col("bid")) / 2)
+    '(bidsiz + ofrsiz)*(ofr + bid)/2'
+    >>> expr_text(pl.col("a") - (pl.col("b") - pl.col("c")))
+    'a - (b - c)'
+    >>> expr_text(pl.col("x").log().alias("log_x"))
+    'log_x'
+    """
+    import json
+    try:
+        return _node_text(json.loads(expr.meta.serialize(format="json")))[0]
+    except (ValueError, KeyError, TypeError):   # a node this does not know: polars' text
+        text = re.sub(r'col\("([^"]*)"\)', r"\1", str(expr))
+        return re.sub(r"dyn (?:int|float): ", "", text)
+
+
+def _node_text(node: dict[str, Any]) -> tuple[str, int]:
+    """(text, precedence) of one node of a serialised polars expression."""
+    (kind, body), = node.items()
+    if kind == "Column" and isinstance(body, str):
+        return body, 9
+    if kind == "Alias":
+        return str(body[1]), 9
+    if kind == "Cast":                    # a cast to a number type reads as its operand
+        return _node_text(body["expr"])
+    if kind == "Literal":
+        (_, value), = body.items()        # {"Dyn": {"Int": 1}} or {"Scalar": ...}
+        (_, number), = value.items()
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            return repr(number), 9 if number >= 0 else 7
+    if kind == "BinaryExpr":
+        op, prec = _BINARY[body["op"]]
+        left, lp = _node_text(body["left"])
+        right, rp = _node_text(body["right"])
+        left = left if lp >= prec else f"({left})"
+        right = right if rp > prec else f"({right})"
+        return f"{left}{op}{right}", prec
+    raise KeyError(kind)

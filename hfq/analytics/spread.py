@@ -35,6 +35,18 @@ def spread_by_minute(table: Table, *, dates: Any = None, symbols: Any = None,
     ``engine="numba"`` runs one fused kernel per partition (filters + per-minute sums);
     ``engine="polars"`` states the same query as polars expressions (slower; kept as an
     independent implementation the tests compare against).
+
+    Examples
+    --------
+    >>> from hfq import analytics as ha
+    >>> from hfq.demo import example_quotes
+    >>> quotes = example_quotes(days=2)
+    >>> curve = ha.spread_by_minute(quotes, dates=("2007-08-01", "2007-08-02"))
+    >>> curve.columns, str(curve["minute"][0]), str(curve["minute"][-1])
+    (['minute', 'avg_spread', 'n'], '09:30:00', '15:59:00')
+    >>> bool(curve["avg_spread"].is_between(0, 0.2).all())
+    True
+    >>> quotes.db.close()   # stops the embedded Ray the first analytic started
     """
     lo, hi = _time(start), _time(end)
     partial: pl.DataFrame | None

@@ -1,4 +1,12 @@
-"""DataFrames of every kind -> a stream of Arrow tables."""
+"""DataFrames of every kind -> a stream of Arrow tables.
+
+Missing values: a float NaN stays NaN, from every source.  pandas uses NaN for "missing" in
+float columns, but it is also a value a computation can produce, and pyarrow's
+``Table.from_pandas`` would silently turn it into null; hfq keeps what the frame holds, so a
+pandas frame and the same data as Arrow or polars store the same bits, and ``to_pandas()`` gives
+NaN back either way.  Nulls come from ``None``/``pd.NA``/``NaT`` (object, nullable and
+datetime columns), from Arrow nulls and from polars nulls.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +47,7 @@ def iter_arrow_batches(data: Any) -> Iterator[pa.Table]:
     if module == "pandas":
         import pandas as pd
         if isinstance(data, pd.DataFrame):
-            yield pa.Table.from_pandas(data, preserve_index=False)
+            yield _from_pandas(data)
             return
     if hasattr(data, "__iter__") and not isinstance(data, (str, bytes, dict)):
         for item in data:
@@ -48,3 +56,15 @@ def iter_arrow_batches(data: Any) -> Iterator[pa.Table]:
     raise SchemaMismatchError(
         f"cannot append a {type(data).__name__}: pass a pandas or polars DataFrame, a pyarrow "
         "Table, RecordBatch or RecordBatchReader, or an iterable of those")
+
+
+def _from_pandas(frame: Any) -> pa.Table:
+    """A pandas frame as Arrow, float NaN kept as NaN (``from_pandas`` would make it null)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    for i, dtype in enumerate(frame.dtypes):
+        if getattr(dtype, "kind", None) == "f" and not hasattr(dtype, "na_value"):
+            values = frame.iloc[:, i].to_numpy()
+            table = table.set_column(i, table.schema.field(i),
+                                     pa.array(values, type=table.schema.field(i).type,
+                                              from_pandas=False))
+    return table

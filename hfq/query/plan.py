@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hfq.catalog.records import Fragment, Manifest
+from hfq.catalog.records import Fragment, Manifest, Partitions, PieceRef
 from hfq.partition import may_match
 from hfq.schema import Schema
 
@@ -133,10 +133,23 @@ def _iso(value: Any) -> str:
 
 
 def make_plan(manifest: Manifest, columns: list[str], filters: Filters, where: Any) -> Plan:
+    """The units of a scan of ``manifest``: partitions pruned by their keys, batches by their
+    statistics.  A split (format-2) manifest is pruned group by group first, on the first
+    partition level's value its piece references carry: a one-day plan reads one day's
+    piece, never the rest of the table's metadata."""
     bounds = filters.bounds()
-    units, total_batches = [], 0
-    for path, part in manifest.partitions.items():
-        total_batches += sum(len(f.batches) for f in part.fragments)
+    units = []
+    parts = manifest.partitions
+    if isinstance(parts, Partitions):
+        def keep_group(ref: PieceRef) -> bool:
+            return may_match(manifest.partition_by, (ref.key0,), bounds)
+
+        candidates = parts.select(keep_group)
+        total_batches = parts.total("batches")
+    else:
+        candidates = iter(parts.items())
+        total_batches = sum(len(f.batches) for p in parts.values() for f in p.fragments)
+    for path, part in candidates:
         if not may_match(manifest.partition_by, tuple(part.key), bounds):
             continue
         batches: list[tuple[int, ...] | None] = []

@@ -21,8 +21,7 @@ import pyarrow.compute as pc
 from hfq.errors import SchemaMismatchError
 from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
-from hfq.storage.cache import PartitionCache
-from hfq.storage.fragment import read_fragment
+from hfq.storage.cache import PartitionCache, read_fragment_cached
 from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
@@ -32,6 +31,9 @@ __all__ = ["MapTask", "NodeLike", "PartitionFunction", "ReadSpec", "ReadTask", "
 
 class NodeLike(Protocol):
     """What a task needs of the node it runs on."""
+
+    @property
+    def name(self) -> str | None: ...
 
     @property
     def store(self) -> Store: ...
@@ -52,8 +54,16 @@ class ReadSpec:
     filters: Filters
 
 
-def read_unit(store: Store, spec: ReadSpec, unit: Unit) -> pa.Table:
-    """One partition's matching rows, from the files under ``store`` (the node's root)."""
+def read_unit(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None, *,
+              cache: PartitionCache | None = None) -> pa.Table:
+    """One partition's matching rows, from the files under ``store`` (the root of ``node``);
+    ``cache``: decoded record batches to serve from, and keep (see
+    :func:`~hfq.storage.cache.read_fragment_cached`).
+
+    Every byte decoded is verified against the fragment's checksums first: a damaged,
+    short or missing file raises :class:`~hfq.errors.CorruptPartitionError` naming the
+    table, partition, file, ``node`` and record batch (the runtime then reads another
+    replica, when there is one)."""
     f = spec.filters
     need = list(spec.columns)
     extra = list(spec.where_columns)
@@ -64,7 +74,8 @@ def read_unit(store: Store, spec: ReadSpec, unit: Unit) -> pa.Table:
         extra += list(spec.sort_by)
     read_cols = list(dict.fromkeys(need + extra))
     logical = spec.schema.arrow
-    parts = [read_fragment(store, frag.file, logical, columns=read_cols, batches=batches)
+    parts = [read_fragment_cached(cache, store, frag, logical, columns=read_cols,
+                                  batches=batches, node=node)
              for frag, batches in zip(unit.fragments, unit.batches)
              if batches is None or batches]
     if not parts:
@@ -115,14 +126,22 @@ def _filter_rows(table: pa.Table, f: Filters) -> pa.Table:
     if f.symbol_column and f.symbols is not None:
         col = table.column(f.symbol_column)
         values = pa.array([s for s in f.symbols if isinstance(s, str)], type=pa.string())
-        cond = pa.chunked_array([pc.is_in(c.dictionary, value_set=values).take(c.indices)
-                                 if pa.types.is_dictionary(c.type) else
-                                 pc.is_in(c, value_set=values) for c in col.chunks],
+        cond = pa.chunked_array([_dictionary_in(c, values) if pa.types.is_dictionary(c.type)
+                                 else pc.is_in(c, value_set=values) for c in col.chunks],
                                 type=pa.bool_())
         mask = cond if mask is None else pc.and_(mask, cond)
     if mask is None:
         return table
     return table.filter(pc.fill_null(mask, False))
+
+
+def _dictionary_in(chunk: pa.DictionaryArray, values: pa.Array) -> pa.Array:
+    """Rows of a dictionary chunk whose value is in ``values`` (null rows: null), compared
+    on the indices -- no per-row take of the dictionary's answer."""
+    hits = pc.indices_nonzero(pc.is_in(chunk.dictionary, value_set=values))
+    if len(hits) == 1:
+        return pc.equal(chunk.indices, hits[0].cast(chunk.indices.type))
+    return pc.is_in(chunk.indices, value_set=hits.cast(chunk.indices.type))
 
 
 @dataclass(frozen=True)
@@ -132,7 +151,7 @@ class ReadTask:
     spec: ReadSpec
 
     def __call__(self, node: NodeLike, unit: Unit) -> pa.Table:
-        return read_unit(node.store, self.spec, unit)
+        return read_unit(node.store, self.spec, unit, node.name)
 
 
 class PartitionFunction:
@@ -170,7 +189,7 @@ def read_frame(node: NodeLike, spec: ReadSpec, unit: Unit) -> pl.DataFrame:
     frame = cache.get(key) if cache is not None else None
     if frame is None:
         base = dataclasses.replace(spec, columns=columns, where=None, where_columns=[])
-        frame = pl.from_arrow(read_unit(node.store, base, unit)).rechunk()
+        frame = pl.from_arrow(read_unit(node.store, base, unit, node.name)).rechunk()
         if cache is not None:
             cache.put(key, frame)
     assert isinstance(frame, pl.DataFrame)

@@ -4,7 +4,10 @@ Each unit goes to the least-loaded live node that holds all its files; a node th
 its own work steals queued units it also holds.  When a node dies mid-job, its queued and
 unfinished units are sent to another holder, so every partition is counted exactly once; when no
 live node holds some partition, :class:`~hfq.errors.PartitionUnavailableError` names them all --
-never a silently partial answer.  Units the calling process can do itself (``local``) run in its
+never a silently partial answer.  A unit whose copy on a node turns out damaged
+(:class:`~hfq.errors.CorruptPartitionError`) runs again on another holder, and the bad copy is
+reported (``on_bad``) so the caller repairs it; with no other intact copy, the error is
+raised.  Units the calling process can do itself (``local``) run in its
 threads, reading the memory-mapped files directly.
 """
 
@@ -18,8 +21,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
-from hfq.errors import PartitionUnavailableError
-from hfq.runtime.task import WorkUnit, dead_actor_errors
+from hfq.errors import CorruptPartitionError, HfqError, PartitionUnavailableError
+from hfq.runtime.task import BadCopy, WorkUnit, dead_actor_errors
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
@@ -33,11 +36,14 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
             submit: Callable[[Any, list[Any]], Any] | None,
             on_result: Callable[[int, Any], None], *,
             local: Callable[[Any], Any] | None = None, threads: int = 1,
-            progress: bool = False, label: str = "") -> None:
+            progress: bool = False, label: str = "",
+            on_bad: Callable[[int, str, CorruptPartitionError], None] | None = None) -> None:
     """Call ``submit(server, units)`` (an ObjectRef of one value per unit) or ``local(unit)``
     until every unit has succeeded once; ``on_result(index, value)`` as results arrive, in
-    any order.  A node's queue goes out in chunks (fewer calls when there are many small
-    partitions), shrinking to single units as it empties so the tail stays balanced.
+    any order; ``on_bad(index, node, error)`` for each damaged copy met on the way (a server
+    reports one as a :class:`~hfq.runtime.task.BadCopy` in place of the unit's value).
+    A node's queue goes out in chunks (fewer calls when there are many small partitions),
+    shrinking to single units as it empties so the tail stays balanced.
     ``submit`` is None when there is no Ray runtime (every unit must then run ``local``)."""
     if submit is not None:
         import ray
@@ -53,6 +59,12 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
         nodes._lost(name)
         state.node_died(name, chunk)
 
+    def bad_copy(i: int, name: str, error: CorruptPartitionError) -> None:
+        log.warning("%s; reading another copy", error)
+        if on_bad is not None:
+            on_bad(i, name, error)
+        state.copy_failed(i, name, error)
+
     try:
         if local is not None and nodes.local is not None:
             assert pool is not None   # made whenever local is given
@@ -66,7 +78,7 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
                 try:
                     refs[submit(nodes.runtime.server(name), [units[i] for i in chunk])] = \
                         (chunk, name)
-                except dead_actor_errors():
+                except (HfqError,) + dead_actor_errors():   # gone, or forgotten meanwhile
                     node_gone(name, chunk)
             done_futures = [f for f in futures if f.done()]
             if not done_futures and refs:
@@ -79,7 +91,13 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
                 ready = []
             for f in done_futures:
                 i = futures.pop(f)
-                on_result(i, f.result())
+                try:
+                    value = f.result()
+                except CorruptPartitionError as exc:
+                    assert nodes.local is not None   # local units run only with a local node
+                    bad_copy(i, nodes.local, exc)
+                    continue
+                on_result(i, value)
                 if bar is not None:
                     bar.update(1)
             for ref in ready:
@@ -94,9 +112,12 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
                     # raised, not Ray's wrapper
                     raise (exc.cause if isinstance(exc.cause, BaseException) else exc) from None
                 for i, value in zip(chunk, values, strict=True):
+                    if isinstance(value, BadCopy):
+                        bad_copy(i, name, value.error)
+                        continue
                     on_result(i, value)
-                if bar is not None:
-                    bar.update(len(chunk))
+                    if bar is not None:
+                        bar.update(1)
     finally:
         for ref in refs:
             ray.cancel(ref)
@@ -116,6 +137,7 @@ class _State:
         self.queues: dict[str, deque[int]] = {n: deque() for n in self.alive}
         self.load: dict[str, int] = dict.fromkeys(self.alive, 0)
         self.pending = 0
+        self.bad: dict[int, set[str]] = {}   # unit -> nodes whose copy of it is damaged
         lost = []
         for i in range(len(units)):
             if not self._enqueue(i):
@@ -123,7 +145,9 @@ class _State:
         self._raise_lost(lost)
 
     def _holders(self, i: int) -> list[str]:
-        return [n for n in self.nodes.unit_holders(self.units[i]) if n in self.alive]
+        bad = self.bad.get(i, ())
+        return [n for n in self.nodes.unit_holders(self.units[i])
+                if n in self.alive and n not in bad]
 
     def _enqueue(self, i: int) -> bool:
         holders = self._holders(i)
@@ -196,6 +220,18 @@ class _State:
             lost += [i for queue in self.queues.values() for i in queue
                      if not self._holders(i)]
         self._raise_lost(lost)
+
+    def copy_failed(self, i: int, name: str, error: CorruptPartitionError) -> None:
+        """Unit ``i`` met a damaged copy on ``name``: run it on another holder, or raise
+        ``error`` when no other live holder is left."""
+        self.bad.setdefault(i, set()).add(name)
+        if not self._enqueue(i):
+            others = [n for n in self.nodes.unit_holders(self.units[i])
+                      if n not in self.bad[i]]
+            error.add_note(f"no other intact live copy of partition {self.units[i].partition}"
+                           f" (other holders: {', '.join(others) or 'none'}; damaged on: "
+                           f"{', '.join(sorted(self.bad[i]))})")
+            raise error
 
     def _raise_lost(self, lost: list[int]) -> None:
         if not lost:

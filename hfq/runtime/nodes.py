@@ -8,6 +8,10 @@ embedded database before its first distributed call) the only node is the local 
 same code, one node.  A node whose server is gone is a dead node in every call: it is logged,
 marked dead once, and its work goes elsewhere or is reported -- never a raw Ray error.
 
+Every read is checksummed (:mod:`hfq.storage.fragment`).  A damaged or missing copy met by a
+read is read from another holder instead and then repaired from a good copy
+(:meth:`Nodes.repair`, which :meth:`hfq.Database.repair` runs over whole tables).
+
 Ray is imported only when a call needs another node, so ``import hfq`` stays cheap.
 """
 
@@ -15,18 +19,24 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
+from hfq import faults
 from hfq.catalog.files import remove_files, remove_prefixed
 from hfq.catalog.records import Fragment
-from hfq.errors import HfqError, NodeUnavailableError, PartitionUnavailableError
+from hfq.errors import (
+    CorruptPartitionError,
+    HfqError,
+    NodeUnavailableError,
+    PartitionUnavailableError,
+)
 from hfq.runtime.executor import execute
 from hfq.runtime.placement import place, replica_count
 from hfq.runtime.task import NodeContext, StoreCall, WorkUnit, dead_actor_errors, unship
-from hfq.storage.fragment import check_bytes, put_file, read_fragment, verify_file
+from hfq.storage.fragment import check_bytes, load_file, put_file, read_fragment, verify_file
 from hfq.storage.store import Store
 
 if TYPE_CHECKING:
@@ -123,8 +133,12 @@ class Nodes:
                 except (NodeUnavailableError,) + dead_actor_errors():
                     self._lost(name)
                     missing.append(name)
-        if self.local in targets and self.local in live:
-            out[self.local] = fn(self.context(), *(args_for(self.local) if args_for else args))
+        try:
+            if self.local in targets and self.local in live:
+                out[self.local] = fn(self.context(), *(args_for(self.local) if args_for else args))
+        except BaseException:
+            _settle(refs)   # no node still working when the caller cleans up after the error
+            raise
         if refs:
             import ray
             for ref, name in refs.items():
@@ -134,6 +148,7 @@ class Nodes:
                     self._lost(name)
                     missing.append(name)
                 except ray.exceptions.RayTaskError as exc:
+                    _settle(refs)
                     raise (exc.cause if isinstance(exc.cause, BaseException) else exc) from None
         if missing:
             log.warning("%s: hfq node(s) %s not reachable, left out", _name(fn),
@@ -168,48 +183,112 @@ class Nodes:
             refs = [(n, self._server(n).put_file.remote(rel, ref, sync)) for n in remote]
         if self.local in nodes:
             assert self.store is not None
-            put_file(self.store, rel, data, sync=sync)
+            try:
+                put_file(self.store, rel, data, sync=sync)
+            except BaseException:
+                _settle(r for _, r in refs)   # every copy settled before the caller cleans up
+                raise
         for name, ref in refs:
             try:
                 ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - name the node whatever went wrong
+                _settle(r for _, r in refs)
                 if isinstance(exc, dead_actor_errors()):
                     self._lost(name)
-                raise HfqError(f"writing {rel} to hfq node {name} failed: {exc}") from exc
+                    raise NodeUnavailableError(f"writing {rel} to hfq node {name} failed: the "
+                                               "node is gone", [name]) from exc
+                cause = getattr(exc, "cause", None) or exc
+                raise HfqError(f"writing {rel} to hfq node {name} failed: {cause}") from exc
 
     def read_file(self, fragment: Fragment, logical: pa.Schema,
                   columns: Sequence[str] | None = None) -> pa.Table:
-        """One file as Arrow: from the local disk when held here, else fetched from a holder
-        (the next replica when one fails)."""
+        """One file as Arrow, verified: from the local disk when held here, else fetched
+        from a holder; a damaged or unreachable copy sends the read to the next holder, and
+        damaged copies are repaired once a good one was read."""
         holders = self.holders(fragment)
-        if self.local in holders and self.store is not None:
-            return read_fragment(self.store, fragment.file, logical, columns=columns)
-        for name in holders:
-            if name not in self.alive():
-                continue
+        alive = self.alive()
+        order = [n for n in holders if n == self.local and self.store is not None] + \
+            [n for n in holders if n != self.local and n in alive]
+        bad: list[str] = []
+        errors: list[HfqError] = []
+        for name in order:
             try:
-                data = self.call(name, _get_file, fragment.file)
-            except (NodeUnavailableError, OSError) as exc:
-                log.warning("reading %s from hfq node %s failed (%s); trying the next replica",
-                            fragment.file, name, exc)
+                if name == self.local:
+                    table = read_fragment(self.store, fragment, logical, columns=columns,
+                                          node=name)
+                else:
+                    data = self.call(name, _get_file, fragment.file)
+                    table = read_fragment(None, fragment, logical, columns=columns, data=data,
+                                          node=name)
+            except CorruptPartitionError as exc:
+                log.warning("%s; trying the next replica", exc)
+                bad.append(name)
+                errors.append(exc)
                 continue
-            return read_fragment(None, fragment.file, logical, columns=columns, data=data)
+            except NodeUnavailableError as exc:
+                log.warning("reading %s from hfq node %s failed (%s); trying the next "
+                            "replica", fragment.file, name, exc)
+                errors.append(exc)
+                continue
+            if bad:
+                self.repair_quietly({n: [fragment] for n in bad})
+            return table
+        corrupt = [e for e in errors if isinstance(e, CorruptPartitionError)]
+        if corrupt:
+            if len(errors) > 1:
+                corrupt[0].add_note("every other copy failed too: " +
+                                    "; ".join(str(e) for e in errors if e is not corrupt[0]))
+            raise corrupt[0]
         raise PartitionUnavailableError(f"no live node holds {fragment.file} (held by "
                                         f"{', '.join(holders)})", [fragment.file])
 
-    def copy(self, copies: dict[str, list[tuple[Fragment, str]]], *, sync: bool = False) -> None:
+    def copy(self, copies: dict[str, list[tuple[Fragment, Sequence[str]]]], *,
+             sync: bool = False) -> None:
         """Make sure each destination node holds an intact copy of its fragments, each taken
-        from the source node named with it (``{dest: [(fragment, source), ...]}``); the
-        destinations work in parallel.  Raises when a destination is gone."""
+        from the first intact copy among the source nodes named with it
+        (``{dest: [(fragment, sources), ...]}``); the destinations work in parallel.  Raises
+        :class:`~hfq.errors.NodeUnavailableError` when a destination is gone and
+        :class:`~hfq.errors.CorruptPartitionError` when no source has an intact copy."""
         self.call_each(_pull_all, names=list(copies), strict=True,
-                       args_for=lambda n: ([(f.file, src, f.bytes, f.crc32) for f, src
-                                            in copies[n]], sync))
+                       args_for=lambda n: ([(f.without_stats(), list(src))
+                                            for f, src in copies[n]], sync))
 
-    def verify(self, fragments_by_node: dict[str, list[Fragment]]) -> list[str]:
-        """Check each node's copies against the catalog; the problems found (node: what)."""
+    def verify(self, fragments_by_node: dict[str, list[Fragment]]) -> tuple[int, list[str]]:
+        """Check each node's copies against the catalog: (copies checked, problems found);
+        copies on nodes that are gone are not counted (the call logs them)."""
         found = self.call_each(_verify, names=list(fragments_by_node),
                                args_for=lambda n: (fragments_by_node[n],))
-        return [p for problems in found.values() for p in problems]
+        checked = sum(len(fragments_by_node[n]) for n in found)
+        return checked, [p for problems in found.values() for p in problems]
+
+    def repair(self, fragments_by_node: dict[str, list[Fragment]]) -> list[dict[str, str]]:
+        """Check each node's copies of its fragments; replace every damaged or missing one
+        by an intact copy from another live holder.  One row per copy that was not intact:
+        table, partition, file, node, problem, and what was done (``repaired from N``, or why
+        not); a node that is gone gets one row saying so."""
+        live = self.alive()
+        names = list(fragments_by_node)
+        found = self.call_each(
+            _repair_all, names=names,
+            args_for=lambda n: ([(f.without_stats(), [h for h in self.holders(f)
+                                                       if h != n and h in live])
+                                 for f in fragments_by_node[n]],))
+        rows = [row for n in names if n in found for row in found[n]]
+        rows += [{"table": "", "partition": "", "file": "", "node": n,
+                  "problem": "node is not alive", "action": "not checked"}
+                 for n in names if n not in found]
+        return rows
+
+    def repair_quietly(self, fragments_by_node: dict[str, list[Fragment]]) -> None:
+        """:meth:`repair` after a read met damaged copies: best effort, logged, never
+        raises (the read itself succeeded from another copy)."""
+        try:
+            for row in self.repair(fragments_by_node):
+                log.warning("repair of %s on hfq node %s: %s", row["file"] or "its copies",
+                            row["node"], row["action"])
+        except Exception as exc:  # noqa: BLE001 - the answer is right; the copy stays bad
+            log.warning("repairing damaged copies on %s failed (%s); db.repair() retries",
+                        ", ".join(fragments_by_node), exc)
 
     def remove(self, fragments: Sequence[Fragment]) -> None:
         """Best effort: files not referenced by a commit are garbage vacuum also finds."""
@@ -266,42 +345,97 @@ class Nodes:
         elif not here:
             raise HfqError("map functions need the Ray runtime (Database.runtime starts it)")
         local = (lambda unit: task(self.context(), unit)) if here and self.local else None
+        bad: dict[str, list[Fragment]] = {}
+
+        def on_bad(i: int, name: str, error: CorruptPartitionError) -> None:
+            files = units[i].fragments
+            hit = [f for f in files if f.file == error.file] or list(files)
+            bad.setdefault(name, []).extend(hit)
+
         execute(self, units, submit, lambda i, value: on_result(i, unship(value)),
-                local=local, threads=threads, progress=progress, label=label)
+                local=local, threads=threads, progress=progress, label=label, on_bad=on_bad)
+        if bad:
+            self.repair_quietly(bad)
 
 
 # -- what runs on a node (module-level: pickled by reference) ---------------------------------
 def _get_file(node: NodeContext, rel: str) -> pa.Buffer:
-    return pa.py_buffer(node.store.read_bytes(rel))
+    return load_file(node.store, rel, node.name)
 
 
-def _pull(node: NodeContext, rel: str, source: str, size: int, crc32: int, sync: bool) -> str:
-    """Copy ``rel`` from node ``source`` unless this node already has it intact."""
+def _ensure(node: NodeContext, fragment: Fragment, sources: Sequence[str], sync: bool,
+            point: str | None) -> tuple[str, str] | None:
+    """Make sure this node holds an intact copy of ``fragment``, taken from the first source
+    with an intact one; None when it had one, else (what was wrong, the source used).
+
+    ``point``: the fault point reached between fetching the good copy and replacing a
+    damaged one."""
     try:
-        verify_file(node.store, rel, size, crc32)
-        return node.name or ""
-    except OSError:   # missing or damaged here: copy it
-        pass
-    data = node.nodes().call(source, _get_file, rel)
-    check_bytes(data, f"{rel} (copy from {source})", size, crc32)
-    put_file(node.store, rel, data, sync=sync)
-    return node.name or ""
+        verify_file(node.store, fragment.file, fragment.bytes, fragment.crc32, node=node.name)
+        return None
+    except CorruptPartitionError as exc:
+        problem = "missing" if not node.store.exists(fragment.file) else str(exc)
+    failed: list[str] = []
+    for source in sources:
+        if source == node.name:
+            continue
+        try:
+            data = node.nodes().call(source, _get_file, fragment.file)
+            check_bytes(data, fragment.file, fragment.bytes, fragment.crc32, node=source)
+        except (CorruptPartitionError, NodeUnavailableError) as exc:
+            failed.append(str(exc))
+            continue
+        if point is not None and problem != "missing":
+            faults.point(point)
+        put_file(node.store, fragment.file, data, sync=sync)
+        return problem, source
+    raise CorruptPartitionError(
+        f"no intact copy of {fragment.file} to put on hfq node {node.name} ({problem}); "
+        f"tried {', '.join(s for s in sources if s != node.name) or 'no other node'}"
+        + (": " + "; ".join(failed) if failed else ""), file=fragment.file, node=node.name)
 
 
-def _pull_all(node: NodeContext, items: list[tuple[str, str, int, int]], sync: bool) -> int:
-    for rel, source, size, crc32 in items:
-        _pull(node, rel, source, size, crc32, sync)
+def _pull_all(node: NodeContext, items: list[tuple[Fragment, list[str]]], sync: bool) -> int:
+    for fragment, sources in items:
+        _ensure(node, fragment, sources, sync, None)
     return len(items)
+
+
+def _repair_all(node: NodeContext, items: list[tuple[Fragment, list[str]]]
+                ) -> list[dict[str, str]]:
+    rows = []
+    for fragment, sources in items:
+        table, _, rest = fragment.file.partition("/data/")
+        row = {"table": table, "partition": rest.rpartition("/")[0], "file": fragment.file,
+               "node": node.name or ""}
+        try:
+            done = _ensure(node, fragment, sources, True, "repair.copy.before_swap")
+        except CorruptPartitionError as exc:
+            rows.append({**row, "problem": "damaged or missing",
+                         "action": f"not repaired: {exc}"})
+            continue
+        if done is not None:
+            rows.append({**row, "problem": done[0], "action": f"repaired from {done[1]}"})
+    return rows
 
 
 def _verify(node: NodeContext, fragments: list[Fragment]) -> list[str]:
     problems = []
     for f in fragments:
         try:
-            verify_file(node.store, f.file, f.bytes, f.crc32)
-        except OSError as exc:
-            problems.append(f"{node.name}: {exc}")
+            verify_file(node.store, f.file, f.bytes, f.crc32, node=node.name)
+        except CorruptPartitionError as exc:
+            problems.append(str(exc))
     return problems
+
+
+def _settle(refs: Iterable[Any]) -> None:
+    """Wait until every one of ``refs`` (Ray calls) has finished, whatever its outcome: after
+    an error, nothing may still be writing when the caller removes what was written."""
+    pending = list(refs)
+    if pending:
+        import ray
+        ray.wait(pending, num_returns=len(pending))
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -4,7 +4,7 @@ Each (partition, node) pair gets a pseudo-random score from a stable hash; a par
 the ``k`` nodes with the highest scores.  Every process computes the same placement from the same
 node names, load spreads evenly in expectation, and when a node joins or leaves only the
 partitions whose top ``k`` changed move (about ``k / nodes`` of them) -- which is what
-:meth:`hfq.Database.rebalance` does.
+:meth:`hfq.Database.rebalance` does (:func:`rebalanced`: with no node change, nothing moves).
 
 >>> place("2007-08-01/h03", ["a", "b", "c"], 2) == place("2007-08-01/h03", ["c", "b", "a"], 2)
 True
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from hfq.errors import HfqError
 
-__all__ = ["DEFAULT_REPLICAS", "place", "replica_count"]
+__all__ = ["DEFAULT_REPLICAS", "place", "rebalanced", "replica_count"]
 
 DEFAULT_REPLICAS = 2
 
@@ -45,3 +45,29 @@ def replica_count(requested: int | None, alive: Sequence[str], table: str) -> in
                        f"nodes are alive ({', '.join(sorted(alive))}); add nodes or lower "
                        "replicas")
     return requested
+
+
+def rebalanced(partition: str, holders: Sequence[str], alive: Sequence[str],
+               new: Iterable[str], k: int) -> list[str]:
+    """Where a partition now held by ``holders`` should be, with ``k`` copies on live nodes.
+
+    Its live holders stay (whatever placed it there: placement, or its source partition's
+    nodes for derived tables) unless a node that joined -- ``new``: live nodes that hold
+    nothing of the table -- ranks above them, as rendezvous hashing would place it; missing
+    copies (holders that died, too few replicas) are re-created on the next live nodes in
+    placement order.  With no node change and every copy alive, the holders are returned:
+    nothing moves.
+
+    >>> sorted(rebalanced("p", ["b", "a"], ["a", "b", "c"], [], 2))
+    ['a', 'b']
+    >>> len(rebalanced("p", ["a", "dead"], ["a", "b", "c"], [], 2))
+    2
+    """
+    live = [n for n in holders if n in alive]
+    target = place(partition, [*live, *new], k)   # best first, as placement orders them
+    for name in place(partition, alive, len(alive)):
+        if len(target) >= k:
+            break
+        if name not in target:
+            target.append(name)
+    return target

@@ -25,10 +25,11 @@ import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from hfq.errors import CorruptPartitionError
 from hfq.runtime.cluster import NAMESPACE, Runtime
 from hfq.runtime.node import NodeInfo, code_fingerprint, node_identity, root_from_env
 from hfq.runtime.nodes import Nodes
-from hfq.runtime.task import NodeContext, ship
+from hfq.runtime.task import BadCopy, NodeContext, ship
 from hfq.storage.cache import PartitionCache
 from hfq.storage.fragment import put_file
 from hfq.storage.store import open_store
@@ -85,6 +86,8 @@ class NodeServer:
             for unit in units:
                 try:
                     out.append(ship(task(self.context, unit)))
+                except CorruptPartitionError as exc:   # this copy is bad: another may do
+                    out.append(BadCopy(exc))
                 except Exception as exc:
                     exc.add_note(f"while running partition {unit.partition} on hfq node "
                                  f"{self.name}")

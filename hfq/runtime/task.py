@@ -17,13 +17,15 @@ import polars as pl
 import pyarrow as pa
 
 from hfq.catalog.records import Fragment
+from hfq.errors import CorruptPartitionError
 from hfq.storage.cache import PartitionCache
 from hfq.storage.store import Store
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["NodeContext", "StoreCall", "WorkUnit", "dead_actor_errors", "ship", "unship"]
+__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "dead_actor_errors", "ship",
+           "unship"]
 
 
 class WorkUnit(Protocol):
@@ -73,6 +75,14 @@ class _Frame:
         self.table = table
 
 
+@dataclass(frozen=True)
+class BadCopy:
+    """What a server returns for a unit whose copy on its node is damaged, in place of the
+    unit's value: the executor runs the unit on another holder and has the copy repaired."""
+
+    error: CorruptPartitionError
+
+
 def ship(value: Any) -> Any:
     """Make a task's result cheap to send: a polars DataFrame travels as Arrow."""
     return _Frame(value.to_arrow()) if isinstance(value, pl.DataFrame) else value
@@ -89,4 +99,4 @@ def dead_actor_errors() -> tuple[type[BaseException], ...]:
     from ray import exceptions as rex
     return tuple(e for e in (rex.RayActorError, rex.ActorUnschedulableError,
                              getattr(rex, "ActorUnavailableError", None),
-                             rex.NodeDiedError, rex.OwnerDiedError) if e is not None)
+                             rex.NodeDiedError, rex.ObjectLostError) if e is not None)

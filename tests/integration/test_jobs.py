@@ -105,7 +105,9 @@ def oracle(ingested) -> pl.DataFrame:
 
 
 def _expect(df: pl.DataFrame) -> dict:
-    quoted = df.filter((pl.col("ofr") > pl.col("bid")) & (pl.col("bid") > 0))
+    # the clean quotes (hfq.quality.clean_quotes), written out
+    bid, ofr = pl.col("bid"), pl.col("ofr")
+    quoted = df.filter((ofr > bid) & (bid > 0) & (ofr / bid < 1.2) & (ofr != 214748.3647))
     return {"rows": df.height, "sum_bid": df["bid"].sum(), "quoted_rows": quoted.height,
             "mean_spread": (quoted["ofr"] - quoted["bid"]).mean()}
 
@@ -223,3 +225,16 @@ def test_analytics_jobs_embedded(ingested, quotes_oracle, tmp_path):
                        cwd=REPO).stdout, "ols")
     _check_analytics(spread, bars, ols, quotes_oracle)
     assert bars["dest"] == "quotes_1m" and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sourcing_the_cluster_env_is_enough_for_ray_job_submit(cluster):
+    """cluster/README.md: after ``source <root>/.cluster/env``, ``ray job submit`` works in a
+    fresh shell whose PATH has no venv (the env puts the cluster's ``ray`` first)."""
+    env = {k: v for k, v in _env().items() if k != "RAY"}
+    env["PATH"] = "/usr/bin:/bin"
+    script = (f"source {cluster.root}/.cluster/env && ray job submit --address "
+              f"{cluster.dashboard} -- python -c 'print(\"from-the-cluster\")'")
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "from-the-cluster" in proc.stdout

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import canonical
 
 import hfq
+from conftest import canonical
 from hfq import reduce as hr
 
 pytestmark = pytest.mark.timeout(300)
@@ -24,13 +24,15 @@ def test_ray_restarted_finds_the_catalog_and_every_partition(tmp_path):
         t.append(data)
         before = t.partitions()
         ray_ids = {i.ray_node_id for i in db.runtime.infos()}
+        names = {i.name for i in db.runtime.infos()}
         total = t.map_reduce(lambda df: hr.Sum().of(df["bid"]), hr.Sum(), columns=["bid"])
-    assert set(before["nodes"].explode()) == {i for i in before["nodes"].explode()}
-    assert before["nodes"].explode().n_unique() == 2   # replicas=1 over 2 nodes
+    assert len(names) == 2
+    assert set(before["nodes"].explode()) == names    # replicas=1, spread over both nodes
 
     with local_cluster(nodes=2, root=str(tmp_path)) as cluster:   # new Ray, same disks
         db = cluster.connect()
         assert {i.ray_node_id for i in db.runtime.infos()}.isdisjoint(ray_ids)
+        assert {i.name for i in db.runtime.infos()} == names   # each disk, its node's name
         assert db.tables() == ["quotes"]
         t = db["quotes"]
         assert t.partitions().select("partition", "nodes", "checksum").equals(

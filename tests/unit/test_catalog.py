@@ -14,9 +14,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-from conftest import ROOT, canonical
 
 import hfq
+from conftest import ROOT, canonical
 from hfq.partition import encode_component
 from hfq.schema import DATE, LONG, SYMBOL, Schema
 from hfq.testing.strategies import HOSTILE_SYMBOLS

@@ -531,3 +531,74 @@ def test_messages_people_see(db: hfq.Database, quotes: hfq.Table) -> None:
         quotes.append("quotes.csv")
     with pytest.raises(TypeError, match="unknown settings"):
         hfq.connect(str(db.store.root), compresion="lz4")
+
+
+# -- hfq quality (H7) --------------------------------------------------------------------------
+def test_quality_through_the_real_entry_point(shared: str, tmp_path: Path) -> None:
+    """``hfq quality`` as typed in a shell: the summary, --json equal to the Python API's
+    report, --all with every symbol-day, --png; no Ray is started for an embedded root."""
+    t = hfq.connect(shared)["quotes"]
+    want = t.quality()
+    assert want.by_symbol_day["missing_price"].sum() == 6   # make_quotes' rows of null bids
+    done = shell("quality", "quotes", "--root", shared)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == want.headline()
+    summary = want.summary()
+    for r in summary.iter_rows(named=True):
+        line = next(x for x in lines if x.split()[:1] == [r["check"]])
+        assert f"{r['count']:,}" in line.split() and r["rule"] in line
+    assert lines[-1] == "every symbol-day: hfq quality quotes --all"
+    png = tmp_path / "q.png"
+    done = shell("--json", "quality", "quotes", "--all", "--png", str(png), "--root", shared)
+    assert done.returncode == 0 and done.stderr == f"wrote {png}\n"
+    got = json.loads(done.stdout)
+    assert got["summary"] == json.loads(json.dumps(summary.to_dicts()))
+    assert got["rows"] == len(t) and got["on_nodes"] is True
+    assert got["symbol_days"] == json.loads(pl.DataFrame(want.by_symbol_day).with_columns(
+        pl.col("date").cast(pl.String)).write_json())
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_quality_options_and_errors(shared: str, capsys: pytest.CaptureFixture[str]) -> None:
+    t = hfq.connect(shared)["quotes"]
+    got = cli_json(capsys, "quality", "quotes", "--root", shared, "--dates", DAYS[1],
+                   "--symbols", "IBM,MSFT", "--session", "9:45-15:30", "--max-ratio", "1.1",
+                   "--jump-k", "5")
+    want = t.quality(DAYS[1], ["IBM", "MSFT"], session=("09:45", "15:30"), max_ratio=1.1,
+                     jump_k=5)
+    assert got["summary"] == json.loads(json.dumps(want.summary().to_dicts()))
+    assert got["rules"]["session"] == ["09:45:00", "15:30:00"] and got["symbol_days"] == 2
+    code, out, _ = cli(capsys, "quality", "quotes", "--root", shared, "--all")
+    every = t.quality().by_symbol_day   # headline, blank, header, rule, one line each
+    assert code == 0 and len(out.splitlines()) == 4 + every.height
+    assert [line.split()[:2] for line in out.splitlines()[4:]] == [
+        [s, str(d)] for s, d in every.select("symbol", "date").iter_rows()]
+    code, _, err = cli(capsys, "quality", "quotes", "--root", shared, "--session", "16:00-9:30")
+    assert code == 2 and "the session must start before it ends" in one_error_line(err)
+    code, _, err = cli(capsys, "quality", "quotes", "--root", shared, "--max-ratio", "0.5")
+    assert code == 1 and "max_ratio must be a number above 1" in one_error_line(err)
+    code, _, err = cli(capsys, "quality", "nope", "--root", shared)
+    assert code == 1 and "no table 'nope'" in one_error_line(err)
+
+
+# -- hfq sql (H1, hfq.engine) -------------------------------------------------------------------
+def test_sql_command_text_json_csv_and_one_line_errors(capsys: pytest.CaptureFixture[str],
+                                                       shared: str, tmp_path: Path) -> None:
+    text = "SELECT symbol, count(*) AS n FROM quotes GROUP BY symbol ORDER BY symbol"
+    want = hfq.connect(shared).sql(text).collect()   # the same engine: the CLI's output
+    code, out, _ = cli(capsys, "sql", text, "--root", shared)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["symbol", "n"]
+    shown = min(want.height, 20)   # --limit's default
+    assert [ln.split() for ln in lines[2:2 + shown]] == \
+        [[s, str(n)] for s, n in want.head(shown).iter_rows()]
+    got = cli_json(capsys, "sql", text, "--root", shared)
+    assert got["rows"] == want.height and got["head"] == want.head(20).to_dicts()
+    code, out, _ = cli(capsys, "sql", text, "--root", shared, "--out", str(tmp_path / "a.csv"))
+    assert code == 0 and pl.read_csv(tmp_path / "a.csv")["n"].to_list() == want["n"].to_list()
+    code, out, _ = cli(capsys, "sql", text, "--root", shared, "--explain")
+    assert code == 0 and "node stage" in out and "driver stage" in out
+    code, _, err = cli(capsys, "sql", "SELECT nope FROM quotes", "--root", shared)
+    assert code == 1 and one_error_line(err).endswith("(line 1, column 8)")
+    assert "unknown column 'nope'" in err

@@ -1,0 +1,311 @@
+"""Splitting aggregates into a partial state per partition and an exact merge on the driver.
+
+Each aggregate expression is a tree whose leaves are aggregates (``sum``, ``mean``, ``std``,
+``first``, ``n_unique``, ``median``...) under a row-wise expression (``(...).mean() * 2``).
+Every leaf becomes partial columns computed per group on the node, merge expressions run per
+group over the concatenated partials on the driver, and one final column; the row-wise rest is
+evaluated on the merged frame.  The states are exact: sums and counts add, averages are
+(sum, count), variances merge by Chan's rule, first/last keep the row earliest in order (ties:
+the earlier partition), distinct counts ship the group's distinct values and medians/quantiles
+the group's values.  A leaf the engine does not know makes :func:`decompose` return None: the
+caller then ships the rows and lets polars aggregate them on the driver, which is exact too.
+
+Integer sums are widened to Int64 first (polars sums Int32 as Int32 and wraps).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from hfq.engine.exprs import Tree, columns_of, from_tree, is_rowwise, node_kind, signature, to_tree
+
+__all__ = ["AggPlan", "decompose", "widen"]
+
+F64 = pl.Float64
+
+
+@dataclass
+class AggPlan:
+    """Partial (node), merge (driver, per group over partials) and final expressions."""
+
+    key_names: list[str]
+    partial: list[pl.Expr] = field(default_factory=list)
+    merge: list[pl.Expr] = field(default_factory=list)
+    final: list[pl.Expr] = field(default_factory=list)
+    outputs: list[pl.Expr] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return ", ".join(self.kinds)
+
+
+def _dtype(expr: pl.Expr, schema: pl.Schema) -> pl.DataType:
+    return pl.LazyFrame(schema=schema).select(expr.alias("_")).collect_schema()["_"]
+
+
+def _widened(expr: pl.Expr, schema: pl.Schema) -> pl.Expr:
+    dtype = _dtype(expr, schema)
+    if dtype == pl.Boolean or (dtype.is_integer() and dtype not in (pl.Int64, pl.UInt64)):
+        return expr.cast(pl.Int64)
+    return expr
+
+
+def widen(expr: pl.Expr, schema: pl.Schema) -> pl.Expr:
+    """``expr`` with every integer ``sum`` widened to Int64 (for polars' own aggregation)."""
+    tree = to_tree(expr)
+    changed = [False]
+
+    def walk(t: Tree) -> Tree:
+        kind, body = node_kind(t)
+        if kind == "Agg" and node_kind(body)[0] == "Sum":
+            inner = node_kind(body)[1]
+            original = from_tree(inner)
+            widened = _widened(original, schema)
+            if widened is not original:
+                changed[0] = True
+                return {"Agg": {"Sum": to_tree(widened)}}
+        if isinstance(t, dict):
+            return {k: walk(v) for k, v in t.items()}
+        if isinstance(t, list):
+            return [walk(v) for v in t]
+        return t
+
+    out = walk(tree)
+    return from_tree(out) if changed[0] else expr
+
+
+def _group_input_ok(tree: Tree) -> bool:
+    """An aggregate's input that evaluates the same per group on any split of the rows."""
+    kind, body = node_kind(tree)
+    if kind == "Filter":
+        return _group_input_ok(body["input"]) and is_rowwise(body["by"])
+    if kind == "Function" and signature(body["function"]) == "DropNulls":
+        return _group_input_ok(body["input"][0])
+    return is_rowwise(tree)
+
+
+class _Builder:
+    def __init__(self, schema: pl.Schema, key_names: list[str]) -> None:
+        self.schema = schema
+        self.plan = AggPlan(key_names)
+        self.count = itertools.count()
+
+    def leaf(self, kind: str, body: Any, tree: Tree) -> Tree | None:
+        """Register one aggregate leaf; the tree that reads its final column, or None."""
+        i = next(self.count)
+        name = f"__a{i}"
+        p = f"__p{i}_"
+        made = self._states(kind, body, tree, p)
+        if made is None:
+            return None
+        partial, merge, final = made
+        self.plan.partial += partial
+        self.plan.merge += merge
+        self.plan.final.append(final.alias(name))
+        what = node_kind(body)[0] if kind == "Agg" else \
+            signature(body["function"]) if kind == "Function" else kind
+        self.plan.kinds.append(what.lower())
+        return {"Column": name}
+
+    def _input(self, tree: Tree) -> pl.Expr | None:
+        cols = columns_of(tree)
+        if not cols or not _group_input_ok(tree):   # a literal alone aggregates differently
+            return None
+        return from_tree(tree)
+
+    def _states(self, kind: str, body: Any, tree: Tree, p: str
+                ) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr] | None:
+        col = pl.col
+        if kind == "Len":
+            return [pl.len().cast(pl.Int64).alias(p + "n")], [col(p + "n").sum()], col(p + "n")
+        if kind == "Function":
+            return self._function(body, p)
+        agg, inner = node_kind(body)
+        if agg in ("Var", "Std"):
+            e, ddof = self._input(inner[0]), inner[1]
+            if e is None:
+                return None
+            e = e.cast(F64)
+            n, m, q = col(p + "n"), col(p + "m"), col(p + "q")
+            big_n = n.sum()
+            mean = (n * m).sum() / big_n
+            merged_q = q.sum() + (n * (m - mean) ** 2).sum()
+            var = pl.when(col(p + "N") > ddof).then(col(p + "Q") / (col(p + "N") - ddof))
+            return ([e.count().cast(pl.Int64).alias(p + "n"), e.mean().alias(p + "m"),
+                     (e.var(ddof=0) * e.count()).alias(p + "q")],
+                    [big_n.alias(p + "N"), merged_q.alias(p + "Q")],
+                    var.sqrt() if agg == "Std" else var)
+        if agg in ("Min", "Max"):
+            e = self._input(inner["input"])
+            if e is None:
+                return None
+            nan = inner.get("propagate_nans", False)
+            fn: Callable[[pl.Expr], pl.Expr] = {
+                ("Min", False): pl.Expr.min, ("Max", False): pl.Expr.max,
+                ("Min", True): pl.Expr.nan_min, ("Max", True): pl.Expr.nan_max}[(agg, nan)]
+            return [fn(e).alias(p + "v")], [fn(col(p + "v")).alias(p + "v")], col(p + "v")
+        if agg == "Count":
+            e = self._input(inner["input"])
+            if e is None:
+                return None
+            c = e.len() if inner.get("include_nulls") else e.count()
+            return [c.cast(pl.Int64).alias(p + "n")], [col(p + "n").sum()], col(p + "n")
+        if agg == "Sum":
+            e = self._input(inner)
+            if e is None:
+                return None
+            return ([_widened(e, self.schema).sum().alias(p + "s")], [col(p + "s").sum()],
+                    col(p + "s"))
+        if agg == "Mean":
+            e = self._input(inner)
+            if e is None or not _numeric(_dtype(e, self.schema)):
+                return None
+            return ([e.cast(F64).sum().alias(p + "s"), e.count().cast(pl.Int64).alias(p + "n")],
+                    [col(p + "s").sum(), col(p + "n").sum()],
+                    pl.when(col(p + "n") > 0).then(col(p + "s") / col(p + "n")))
+        if agg in ("First", "Last"):
+            return self._first_last(agg, inner, p)
+        if agg == "NUnique":
+            e = self._input(inner)
+            if e is None:
+                return None
+            return ([e.unique().alias(p + "u")],
+                    [col(p + "u").explode().n_unique().cast(pl.Int64).alias(p + "u")],
+                    col(p + "u"))
+        if agg == "Median":
+            e = self._input(inner)
+            if e is None:
+                return None
+            return ([e.implode().alias(p + "v")], [col(p + "v").explode().median()],
+                    col(p + "v"))
+        return None
+
+    def _function(self, body: Any, p: str
+                  ) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr] | None:
+        col = pl.col
+        sig = signature(body["function"])
+        args = body["input"]
+        if sig == "Quantile":
+            e = self._input(args[0])
+            if e is None or columns_of(args[1]):
+                return None
+            q = from_tree(args[1])
+            method = body["function"]["Quantile"]["method"].lower()
+            return ([e.implode().alias(p + "v")],
+                    [col(p + "v").explode().quantile(q, method).alias(p + "v")],
+                    col(p + "v"))
+        if sig in ("MaxBy", "MinBy"):
+            x, y = self._input(args[0]), self._input(args[1])
+            if x is None or y is None:
+                return None
+            desc = sig == "MaxBy"
+            best = (y.max() if desc else y.min()).alias(p + "b")
+            pick = x.sort_by(y, descending=desc, nulls_last=True, maintain_order=True).first()
+            merged = col(p + "v").sort_by(col(p + "b"), descending=desc, nulls_last=True,
+                                          maintain_order=True).first()
+            return [pick.alias(p + "v"), best], [merged, col(p + "b").max() if desc else
+                                                  col(p + "b").min()], col(p + "v")
+        if sig == "NullCount":
+            e = self._input(args[0])
+            if e is None:
+                return None
+            return ([e.null_count().cast(pl.Int64).alias(p + "n")], [col(p + "n").sum()],
+                    col(p + "n"))
+        return None
+
+    def _first_last(self, agg: str, inner: Tree, p: str
+                    ) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr] | None:
+        col = pl.col
+        pick: Callable[[pl.Expr], pl.Expr] = pl.Expr.first if agg == "First" else pl.Expr.last
+        kind, body = node_kind(inner)
+        if kind != "SortBy":
+            e = self._input(inner)
+            if e is None:
+                return None
+            # in table order: partials arrive in partition order, rows in stored order
+            return [pick(e).alias(p + "v")], [pick(col(p + "v"))], col(p + "v")
+        v = self._input(body["expr"])
+        by = [self._input(b) for b in body["by"]]
+        if v is None or any(b is None for b in by):
+            return None
+        opts = body["sort_options"]
+        kw: dict[str, Any] = {"descending": opts["descending"], "nulls_last": opts["nulls_last"],
+                              "maintain_order": True}
+        keys = [b for b in by if b is not None]
+        names = [p + f"k{j}" for j in range(len(keys))]
+        partial = [pick(v.sort_by(keys, **kw)).alias(p + "v")] + \
+            [pick(k.sort_by(keys, **kw)).alias(n) for k, n in zip(keys, names)]
+        by_cols = [col(n) for n in names]
+        merge = [pick(col(p + "v").sort_by(by_cols, **kw)).alias(p + "v")] + \
+            [pick(col(n).sort_by(by_cols, **kw)).alias(n) for n in names]
+        return partial, merge, col(p + "v")
+
+
+def _numeric(dtype: pl.DataType) -> bool:
+    return dtype.is_numeric() or dtype == pl.Boolean
+
+
+_LEAF_AGGS = ("Min", "Max", "Sum", "Mean", "Var", "Std", "Count", "First", "Last", "NUnique",
+              "Median")
+_LEAF_FUNCTIONS = ("Quantile", "MaxBy", "MinBy", "NullCount")
+
+
+def decompose(aggs: Sequence[pl.Expr], key_names: list[str], schema: pl.Schema
+              ) -> AggPlan | None:
+    """The partial/merge/final plan of ``aggs`` grouped by ``key_names`` over frames of
+    ``schema``, or None when some aggregate cannot be split exactly."""
+    b = _Builder(schema, key_names)
+    for expr in aggs:
+        name = expr.meta.output_name()
+        out = _rewrite(to_tree(expr), b)
+        if out is None:
+            return None
+        if not is_rowwise(out) or not (columns_of(out) or set()) <= \
+                {f"__a{i}" for i in range(len(b.plan.final))}:
+            return None
+        b.plan.outputs.append(from_tree(out).alias(name))
+    return b.plan
+
+
+def _rewrite(tree: Tree, b: _Builder) -> Tree | None:
+    kind, body = node_kind(tree)
+    if kind == "Len":
+        return b.leaf("Len", None, tree)
+    if kind == "Agg":
+        agg = node_kind(body)[0]
+        return b.leaf("Agg", body, tree) if agg in _LEAF_AGGS else None
+    if kind == "Function" and signature(body["function"]) in _LEAF_FUNCTIONS:
+        return b.leaf("Function", body, tree)
+    if kind == "Alias":
+        inner = _rewrite(body[0], b)
+        return None if inner is None else {"Alias": [inner, body[1]]}
+    if isinstance(tree, dict):
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            got = _rewrite_any(v, b)
+            if got is _FAIL:
+                return None
+            out[k] = got
+        return out
+    return tree
+
+
+_FAIL = object()
+
+
+def _rewrite_any(value: Any, b: _Builder) -> Any:
+    if isinstance(value, dict):
+        got = _rewrite(value, b)
+        return _FAIL if got is None else got
+    if isinstance(value, list):
+        items = [_rewrite_any(v, b) for v in value]
+        return _FAIL if any(i is _FAIL for i in items) else items
+    if value == "Len":
+        got = _rewrite(value, b)
+        return _FAIL if got is None else got
+    return value

@@ -1,0 +1,304 @@
+"""The operations of a logical plan: each one turns a polars LazyFrame into another, the same
+code on the node and on the driver, so moving an operation between them never changes what it
+computes.  Each says which columns it reads and whether it can run on one partition alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from hfq.engine.aggs import AggPlan, widen
+from hfq.engine.exprs import columns_of, local_over, node_kind, to_tree
+
+__all__ = ["Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice", "Sort",
+           "Unique", "WithColumns", "plain_name"]
+
+GROUP = "__g"
+"""The constant key of an aggregate without keys, in partial and merged frames."""
+
+
+class Op:
+    """One step of a plan."""
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        """This step on ``lf``; ``ctx``: the node and unit when run on a node."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def reads(self) -> set[str] | None:
+        """Input columns read (None: possibly all)."""
+        return set()
+
+    def projects(self) -> bool:
+        """True when the output has only the columns this step names (select, aggregate)."""
+        return False
+
+    def local(self, keys: frozenset[str]) -> bool:
+        """Can run on each partition alone, the partition columns being ``keys``."""
+        return False
+
+    def needs(self, downstream: set[str] | None) -> set[str] | None:
+        """Input columns needed when ``downstream`` columns of the output are (None: all)."""
+        reads = self.reads()
+        if self.projects():
+            return reads
+        if downstream is None or reads is None:
+            return None
+        return downstream | reads
+
+    def keeps(self, name: str) -> bool:
+        """Column ``name`` passes through unchanged."""
+        return True
+
+
+def _reads(exprs: Sequence[pl.Expr]) -> set[str] | None:
+    out: set[str] = set()
+    for e in exprs:
+        got = columns_of(to_tree(e))
+        if got is None:
+            return None
+        out |= got
+    return out
+
+
+def _show(exprs: Sequence[pl.Expr]) -> str:
+    return ", ".join(str(e) for e in exprs)
+
+
+def plain_name(expr: pl.Expr) -> str | None:
+    """The column an expression just passes through under its own name, or None."""
+    kind, body = node_kind(to_tree(expr))
+    if kind == "Column":
+        return body
+    if kind == "Alias" and node_kind(body[0]) == ("Column", body[1]):
+        return body[1]
+    return None
+
+
+@dataclass(frozen=True)
+class Filter(Op):
+    predicate: pl.Expr
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.filter(self.predicate)
+
+    def describe(self) -> str:
+        return f"filter {self.predicate}"
+
+    def reads(self) -> set[str] | None:
+        return _reads([self.predicate])
+
+    def local(self, keys: frozenset[str]) -> bool:
+        return local_over(to_tree(self.predicate), keys)
+
+
+@dataclass(frozen=True)
+class WithColumns(Op):
+    exprs: tuple[pl.Expr, ...]
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.with_columns(self.exprs)
+
+    def describe(self) -> str:
+        return f"with columns {_show(self.exprs)}"
+
+    def reads(self) -> set[str] | None:
+        return _reads(self.exprs)
+
+    def local(self, keys: frozenset[str]) -> bool:
+        return all(local_over(to_tree(e), keys) for e in self.exprs)
+
+    def keeps(self, name: str) -> bool:
+        return all(e.meta.output_name(raise_if_undetermined=False) != name
+                   or plain_name(e) == name for e in self.exprs)
+
+    def needs(self, downstream: set[str] | None) -> set[str] | None:
+        reads = self.reads()
+        if downstream is None or reads is None:
+            return None
+        made = {e.meta.output_name(raise_if_undetermined=False) for e in self.exprs}
+        return (downstream - made) | reads
+
+
+@dataclass(frozen=True)
+class Select(Op):
+    exprs: tuple[pl.Expr, ...]
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.select(self.exprs)
+
+    def describe(self) -> str:
+        return f"select {_show(self.exprs)}"
+
+    def reads(self) -> set[str] | None:
+        return _reads(self.exprs)
+
+    def projects(self) -> bool:
+        return True
+
+    def local(self, keys: frozenset[str]) -> bool:
+        return all(local_over(to_tree(e), keys) for e in self.exprs)
+
+    def keeps(self, name: str) -> bool:
+        return any(plain_name(e) == name for e in self.exprs)
+
+
+@dataclass(frozen=True)
+class Aggregate(Op):
+    """``group_by(keys).agg(aggs)`` (groups in order of first appearance); with no keys,
+    ``select(aggs)``: one row."""
+
+    keys: tuple[pl.Expr, ...]
+    aggs: tuple[pl.Expr, ...]
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        schema = lf.collect_schema()
+        aggs = [widen(a, schema) for a in self.aggs]
+        if not self.keys:
+            return lf.select(aggs)
+        return lf.group_by(self.keys, maintain_order=True).agg(aggs)
+
+    def describe(self) -> str:
+        by = f" by {_show(self.keys)}" if self.keys else ""
+        return f"aggregate{by}: {_show(self.aggs)}"
+
+    def reads(self) -> set[str] | None:
+        return _reads(self.keys + self.aggs)
+
+    def projects(self) -> bool:
+        return True
+
+    def key_names(self) -> list[str]:
+        return [k.meta.output_name() for k in self.keys]
+
+    def plain_keys(self) -> set[str]:
+        return {n for n in (plain_name(k) for k in self.keys) if n is not None}
+
+    def keeps(self, name: str) -> bool:
+        return name in self.plain_keys()
+
+
+@dataclass(frozen=True)
+class PartialAgg(Op):
+    """The node's half of a split aggregate: partial states per group of one partition."""
+
+    keys: tuple[pl.Expr, ...]
+    plan: AggPlan
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        keys = self.keys or (pl.lit(0).alias(GROUP),)
+        return lf.group_by(keys, maintain_order=True).agg(self.plan.partial)
+
+    def describe(self) -> str:
+        by = f" by {_show(self.keys)}" if self.keys else ""
+        return f"partial aggregate{by}: {self.plan.describe()}"
+
+    def reads(self) -> set[str] | None:
+        return _reads(self.keys + tuple(self.plan.partial))
+
+    def projects(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class MergeAgg(Op):
+    """The driver's half: merge the partial states per group exactly, then the outputs.
+
+    ``empty`` is the answer of an aggregate without keys over no rows (one row, polars'
+    semantics), used when no partition had a row."""
+
+    plan: AggPlan
+    empty: pl.DataFrame | None
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        names = self.plan.key_names or [GROUP]
+        merged = lf.group_by(names, maintain_order=True).agg(self.plan.merge) \
+            .with_columns(self.plan.final) \
+            .select([*self.plan.key_names, *self.plan.outputs])
+        if self.empty is None:
+            return merged
+        frame = merged.collect()
+        return (self.empty if frame.height == 0 else frame).lazy()
+
+    def describe(self) -> str:
+        by = f" by {', '.join(self.plan.key_names)}" if self.plan.key_names else ""
+        return f"merge partial states{by}: {_show(self.plan.outputs)}"
+
+
+@dataclass(frozen=True)
+class Sort(Op):
+    by: tuple[pl.Expr, ...]
+    descending: tuple[bool, ...]
+    nulls_last: tuple[bool, ...]
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.sort(list(self.by), descending=list(self.descending),
+                       nulls_last=list(self.nulls_last), maintain_order=True)
+
+    def describe(self) -> str:
+        parts = [f"{e}{' desc' if d else ''}" for e, d in zip(self.by, self.descending)]
+        return f"sort by {', '.join(parts)}"
+
+    def reads(self) -> set[str] | None:
+        return _reads(self.by)
+
+
+@dataclass(frozen=True)
+class Slice(Op):
+    offset: int
+    length: int | None
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.slice(self.offset, self.length)
+
+    def describe(self) -> str:
+        return f"rows {self.offset}..{'' if self.length is None else self.offset + self.length}"
+
+
+@dataclass(frozen=True)
+class Unique(Op):
+    subset: tuple[str, ...] | None
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.unique(list(self.subset) if self.subset else None, keep="first",
+                         maintain_order=True)
+
+    def describe(self) -> str:
+        return "distinct" + (f" on {', '.join(self.subset)}" if self.subset else "")
+
+    def reads(self) -> set[str] | None:
+        return set(self.subset) if self.subset else None
+
+    def needs(self, downstream: set[str] | None) -> set[str] | None:
+        if downstream is None or not self.subset:
+            return None   # distinct rows over every column present
+        return downstream | set(self.subset)
+
+
+@dataclass(frozen=True)
+class Rename(Op):
+    mapping: tuple[tuple[str, str], ...]
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        return lf.rename(dict(self.mapping))
+
+    def describe(self) -> str:
+        return "rename " + ", ".join(f"{a} -> {b}" for a, b in self.mapping)
+
+    def local(self, keys: frozenset[str]) -> bool:
+        return True
+
+    def keeps(self, name: str) -> bool:
+        return all(name not in pair for pair in self.mapping)
+
+    def needs(self, downstream: set[str] | None) -> set[str] | None:
+        if downstream is None:
+            return None
+        back = {new: old for old, new in self.mapping}
+        return {back.get(n, n) for n in downstream}

@@ -1,0 +1,62 @@
+"""The mutation check as part of the suite.
+
+The list itself is checked on every run (fast): enough mutants, in every area issue 14 names,
+each anchor present exactly once in today's code (a *stale* mutant means the code it mutates
+changed: update ``mutants.py``), each naming test files that exist.  Applying every mutant and
+running its tests takes minutes: CI does it (``.ci/run`` sets ``HFQ_MUTATION_CHECK=1``); by
+hand, ``python tests/mutation/run.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from mutants import MUTANTS  # noqa: E402
+from run import REPO, stale  # noqa: E402
+
+AREAS = {"commit", "pruning", "read", "checksum", "merge", "failover", "hashing"}
+
+
+def test_the_list_has_enough_mutants_in_every_area():
+    assert len(MUTANTS) >= 25
+    assert len({m.id for m in MUTANTS}) == len(MUTANTS)
+    assert {m.area for m in MUTANTS} == AREAS
+    for m in MUTANTS:
+        assert m.old != m.new and m.why and m.tests, m.id
+
+
+def test_no_mutant_is_stale():
+    problems = {m.id: why for m in MUTANTS if (why := stale(m))}
+    assert not problems, ("the code these mutants change moved; update "
+                          f"tests/mutation/mutants.py: {problems}")
+
+
+def test_every_named_test_exists():
+    for m in MUTANTS:
+        for selection in m.tests:
+            if selection.startswith("-"):
+                continue
+            path, _, name = selection.partition("::")
+            assert (REPO / path).exists(), f"{m.id}: no {path}"
+            if name:
+                function = name.split("[")[0]
+                assert f"def {function}(" in (REPO / path).read_text(), \
+                    f"{m.id}: no test {function} in {path}"
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(os.environ.get("HFQ_MUTATION_CHECK") != "1",
+                    reason="minutes long: CI runs it (HFQ_MUTATION_CHECK=1), or "
+                           "python tests/mutation/run.py")
+def test_the_suite_kills_every_mutant():
+    done = subprocess.run([sys.executable, str(HERE / "run.py"), "--jobs", "2"],
+                          capture_output=True, text=True, timeout=1150)
+    print(done.stdout[-20000:], done.stderr[-5000:])
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]

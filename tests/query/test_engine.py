@@ -1,0 +1,289 @@
+"""The engine's other guarantees, embedded: time-series joins, reshaping, exact merges, the
+plan (pruning, node/driver split, explain), writing a result, and the errors users see."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import polars as pl
+import pytest
+from oracle import assert_same, load, oracle
+
+import hfq
+from hfq.errors import QueryError, SqlError
+
+col = pl.col
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    d = hfq.connect(str(tmp_path_factory.mktemp("enginedb")))
+    load(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def duck(db):
+    return oracle(db)
+
+
+# -- window joins (kdb+ wj / wj1) ---------------------------------------------------------------
+def _wj_oracle(duck, prevailing: bool):
+    start = ("coalesce((SELECT max(q2.time) FROM quotes q2 WHERE q2.symbol = t.symbol AND "
+             "q2.date = t.date AND q2.time <= t.time - INTERVAL 60 SECOND), "
+             "t.time - INTERVAL 60 SECOND)") if prevailing else "t.time - INTERVAL 60 SECOND"
+    inside = f"q.symbol = t.symbol AND q.date = t.date AND q.time BETWEEN {start} AND t.time"
+    return duck.sql(f"""SELECT t.*,
+        (SELECT count(q.bid) FROM quotes q WHERE {inside}) AS n,
+        (SELECT max(q.bid) FROM quotes q WHERE {inside}) AS hi,
+        (SELECT sum(q.bidsiz) FROM quotes q WHERE {inside}) AS qsize,
+        (SELECT avg(q.ofr) FROM quotes q WHERE {inside}) AS mean_ofr,
+        (SELECT first(q.ofr ORDER BY q.time) FROM quotes q WHERE {inside}) AS first_ofr
+        FROM trades t WHERE t.symbol IN ('IBM', 'GE', 'AA')""").pl()
+
+
+@pytest.mark.parametrize("kind", ["wj", "wj1"])
+def test_window_join_equals_duckdb(db, duck, kind):
+    q = db["trades"].query(symbols=["IBM", "GE", "AA"]).window_join(
+        db["quotes"].query(), on="time", by=["symbol", "date"],
+        window=(dt.timedelta(seconds=-60), dt.timedelta(0)), kind=kind,
+        aggs={"n": ("count", "bid"), "hi": ("max", "bid"), "qsize": ("sum", "bidsiz"),
+              "mean_ofr": ("mean", "ofr"), "first_ofr": ("first", "ofr")})
+    got = q.collect()
+    want = _wj_oracle(duck, prevailing=kind == "wj")
+    assert_same(got, want, what=kind)
+    assert "window join" in q.explain().split("driver stage")[0]   # on the nodes
+
+
+def test_wj_counts_the_prevailing_quote_wj1_does_not(db):
+    q = db["trades"].query(symbols="IBM")
+    args = dict(on="time", by=["symbol", "date"], aggs={"n": ("count", "bid")},
+                window=(dt.timedelta(seconds=-1), dt.timedelta(0)))
+    wj = q.window_join(db["quotes"].query(), kind="wj", **args).collect()["n"]
+    wj1 = q.window_join(db["quotes"].query(), kind="wj1", **args).collect()["n"]
+    assert (wj >= wj1).all() and (wj > wj1).any()
+
+
+# -- asof joins -------------------------------------------------------------------------------
+def test_asof_tolerance_and_nearest_equal_duckdb(db, duck):
+    quotes = db["quotes"].query().select("symbol", "date", "bid", qt=col("time"))
+    got = db["trades"].query().join_asof(quotes, left_on="time", right_on="qt",
+                                         by=["symbol", "date"],
+                                         tolerance=dt.timedelta(seconds=30)).collect()
+    want = duck.sql("""SELECT t.*, CASE WHEN q.time >= t.time - INTERVAL 30 SECOND
+                       THEN q.bid END AS bid, CASE WHEN q.time >= t.time - INTERVAL 30 SECOND
+                       THEN q.time END AS qt FROM trades t ASOF LEFT JOIN quotes q
+                       ON t.symbol = q.symbol AND t.date = q.date AND t.time >= q.time""").pl()
+    assert_same(got, want, what="tolerance")
+    near = db["trades"].query(symbols="GE").join_asof(
+        quotes, left_on="time", right_on="qt", by=["symbol", "date"], strategy="nearest"
+    ).collect()
+    t = near["time"].to_physical().to_numpy()
+    q = near["qt"].to_physical().to_numpy()
+    quotes_ge = duck.sql("SELECT date, time FROM quotes WHERE symbol = 'GE'").pl()
+    for date, tt, qq in zip(near["date"].to_list(), t, q):
+        times = quotes_ge.filter(col("date") == date)["time"].to_physical().to_numpy()
+        assert abs(qq - tt) == np.abs(times - tt).min()
+
+
+# -- pivot, unpivot, fills, sampling ----------------------------------------------------------
+def test_pivot_vwap_per_hour(db, duck):
+    got = db["trades"].query().with_columns(hour=hfq.bucket("time", "1h"),
+                                            pv=col("price") * col("size")) \
+        .group_by("hour", "symbol").agg(vwap=col("pv").sum() / col("size").sum()) \
+        .pivot("symbol", index="hour", values="vwap", columns=["IBM", "MSFT", "GE"]).collect()
+    want = duck.sql("""SELECT * FROM (SELECT time_bucket(INTERVAL 1 HOUR, time) AS hour,
+                       symbol, sum(price * size) / sum(size) AS v FROM trades GROUP BY 1, 2)
+                       PIVOT (first(v) FOR symbol IN ('IBM', 'MSFT', 'GE') GROUP BY hour)""").pl()
+    assert got.columns == ["hour", "IBM", "MSFT", "GE"]
+    assert_same(got, want, what="pivot")
+
+
+def test_unpivot_runs_on_nodes_and_equals_duckdb(db, duck):
+    q = db["quotes"].query(symbols="IBM").unpivot(["bid", "ofr"], index=["symbol", "date",
+                                                                         "time"])
+    assert "unpivot" in q.explain().split("driver stage")[0]
+    want = duck.sql("UNPIVOT (SELECT symbol, date, time, bid, ofr FROM quotes WHERE "
+                    "symbol = 'IBM') ON bid, ofr INTO NAME variable VALUE value").pl()
+    assert_same(q.collect(), want, what="unpivot")
+
+
+@pytest.mark.parametrize("method", ["forward", "backward", "linear", "constant"])
+def test_fill_on_a_grid(db, method):
+    q = db["quotes"].query(symbols=["IBM", "MSFT"]).fill(
+        "time", "1m", by=["symbol", "date"], columns=["bid"], method=method, value=-1.0)
+    got = q.collect()
+    assert "fill" in q.explain().split("driver stage")[0]   # per symbol-day: on the nodes
+    # oracle: polars' own upsample of each group's last value per minute
+    raw = db["quotes"].to_polars(symbols=["IBM", "MSFT"])
+    parts = []
+    for (s, d), g in raw.with_columns(
+            time=pl.datetime(2000, 1, 1) + col("time").cast(pl.Duration("ns"))
+    ).group_by("symbol", "date", maintain_order=True):
+        last = g.with_columns(col("time").dt.truncate("1m")).group_by("time").agg(
+            col("bid").last()).sort("time")
+        up = last.upsample("time", every="1m")
+        fill = {"forward": up["bid"].forward_fill(), "backward": up["bid"].backward_fill(),
+                "linear": up["bid"].interpolate(), "constant": up["bid"].fill_null(-1.0)}
+        parts.append(pl.DataFrame({"symbol": [s] * up.height, "date": [d] * up.height,
+                                   "time": up["time"].dt.time(), "bid": fill[method]}))
+    assert_same(got, pl.concat(parts), what=method)
+
+
+def test_sample_is_seeded_and_independent_of_scheduling(db):
+    a = db["quotes"].query().sample(0.1, seed=3).collect()
+    b = db["quotes"].query().sample(0.1, seed=3).collect()
+    c = db["quotes"].query().sample(0.1, seed=4).collect()
+    n = len(db["quotes"])
+    assert a.equals(b) and not a.equals(c)
+    assert 0.07 * n < a.height < 0.13 * n
+    # the same rows whatever partitions are asked for: a partition samples on its own
+    one = db["quotes"].query(dates="2007-08-01").sample(0.1, seed=3).collect()
+    assert_same(one, a.filter(col("date") == dt.date(2007, 8, 1)), what="sample")
+
+
+# -- exact merges --------------------------------------------------------------------------------
+def test_first_last_without_order_are_in_table_order(db):
+    got = db["quotes"].query().group_by("symbol", "ex").agg(
+        f=col("bid").first(), l=col("ofr").last(), n=pl.len()).collect()
+    raw = db["quotes"].to_polars()   # partition order, rows as stored: the table's order
+    want = raw.group_by("symbol", "ex", maintain_order=True).agg(
+        f=col("bid").first(), l=col("ofr").last(), n=pl.len())
+    assert_same(got, want, what="table order")
+
+
+def test_integer_sums_never_wrap(tmp_path):
+    d = hfq.connect(str(tmp_path / "wide"))
+    t = d.create_table("t", hfq.schema.Schema({"k": hfq.schema.SYMBOL,
+                                               "v": hfq.schema.INT}),
+                       partition_by=hfq.Hash("k", 3))
+    big = np.full(3000, 2**31 - 7, dtype=np.int32)
+    t.append(pl.DataFrame({"k": [f"k{i % 5}" for i in range(3000)], "v": big}))
+    want = int(big.astype(np.int64).sum())
+    assert t.query().select(s=col("v").sum()).collect()["s"][0] == want
+    assert d.sql("SELECT sum(v) AS s, sum(v * 2) AS d FROM t").collect().row(0) == \
+        (want, 2 * want)
+    per_key = t.query().group_by("k").agg(s=col("v").sum()).collect()
+    assert per_key["s"].sum() == want
+
+
+def test_polars_sql_would_wrap_extract_we_do_not(db):
+    got = db.sql("SELECT EXTRACT(HOUR FROM TIME '13:45:00') * 60 + "
+                 "EXTRACT(MINUTE FROM TIME '13:45:00') AS m FROM device_info LIMIT 1").collect()
+    assert got["m"][0] == 825
+
+
+# -- the plan ----------------------------------------------------------------------------------
+def test_explain_shows_pruning_stages_and_bytes(db):
+    q = db["quotes"].query().filter((col("symbol") == "IBM") &
+                                    (col("date") == dt.date(2007, 8, 2))) \
+        .group_by("symbol", "date", hfq.bucket("time", "1m")).agg(n=pl.len())
+    text = q.explain()
+    total = len(db["quotes"].partitions())
+    assert f"partitions: 1 kept, {total - 1} pruned of {total}" in text
+    assert "node stage" in text and "driver stage" in text
+    assert "estimated at most" in text and "bytes to the driver" in text
+    assert "finish on the nodes" in text         # keys include symbol and date
+    q.collect()
+    assert q.last_run is not None and q.last_run.partitions == 1
+    split = db["quotes"].query().group_by("ex").agg(col("bid").std()).explain()
+    assert "partial aggregate" in split and "merge partial states" in split
+
+
+def test_sql_filters_prune_like_the_python_api(db):
+    text = db.sql("SELECT count(*) FROM quotes WHERE symbol IN ('IBM', 'GE') "
+                  "AND date >= '2007-08-02'").explain()
+    assert "symbols: IBM, GE" in text and "dates: 2007-08-02 .. None" in text
+
+
+def test_write_a_result_as_a_table(db):
+    q = db["quotes"].query().group_by("symbol", "date", hfq.bucket("time", "1h")) \
+        .agg(n=pl.len(), bid=col("bid").mean())
+    version = q.write("hourly")
+    assert version >= 1
+    back = db["hourly"].to_polars()
+    assert_same(back, q.collect(), what="write")
+    assert db["hourly"].snapshot().partition_by == db["quotes"].snapshot().partition_by
+    with pytest.raises(hfq.errors.TableExistsError):
+        q.write("hourly")
+    db.drop_table("hourly")
+
+
+# -- errors users see (texts pinned) -------------------------------------------------------------
+ERRORS = [
+    ("SELECT foo FROM quotes",
+     "unknown column 'foo'; columns: symbol, date, time, bid, ofr, bidsiz, ofrsiz, mode, ex, "
+     "mmid (line 1, column 8)"),
+    ("SELECT * FROM nothere",
+     "unknown table 'nothere'; tables: device_info, quotes, readings, trades "
+     "(line 1, column 15)"),
+    ("SELECT bid FROM quotes WHERE symbol > 5",
+     "type mismatch in 'symbol > 5': symbol is text, 5 is a number (line 1, column 30)"),
+    ("SELECT bid\nFROM quotes\nWHERE frobnicate(bid) > 1",
+     "unsupported SQL: function frobnicate() (line 3, column 7)"),
+    ("SELECT bid, count(*) FROM quotes",
+     "column 'bid' must appear in GROUP BY or be used in an aggregate function "
+     "(line 1, column 8)"),
+    ("SELECT string_agg(ex) FROM quotes",
+     "unsupported SQL: aggregate group_concat() (line 1, column 19)"),
+    ("SELECT bid FROM quotes WHERE bid > sum(ofr)",
+     "aggregates are not allowed in WHERE (use HAVING) (line 1, column 30)"),
+    ("SELECT t.price FROM trades t ASOF JOIN quotes q ON t.symbol = q.symbol",
+     "ASOF JOIN needs one inequality such as t.time >= q.time (line 1, column 40)"),
+    ("SELECT q.nope FROM quotes q",
+     "unknown column 'q.nope'; columns of q: symbol, date, time, bid, ofr, bidsiz, ofrsiz, "
+     "mode, ex, mmid (line 1, column 8)"),
+    ("SELEC 1", "SQL syntax error: Invalid expression / Unexpected token (line 1, column 7)"),
+    ("SELECT sum(bid) OVER (ORDER BY time ROWS BETWEEN 1 FOLLOWING AND 2 FOLLOWING) "
+     "FROM quotes",
+     "unsupported SQL: window frames that do not end at the CURRENT ROW (line 1, column 50)"),
+]
+
+
+@pytest.mark.parametrize("text, message", ERRORS, ids=[m[:30] for _, m in ERRORS])
+def test_sql_error_texts(db, text, message):
+    with pytest.raises(SqlError) as info:
+        db.sql(text).collect()
+    assert str(info.value) == message
+    assert info.value.line is not None
+
+
+def test_python_api_errors(db):
+    with pytest.raises(QueryError, match=r"unknown column 'nope'; columns: symbol, date"):
+        db["quotes"].query().filter(col("nope") > 1)
+    with pytest.raises(QueryError, match=r"partition date=v2007-08-01/symbol=h\d: cannot "
+                                         r"compare categorical"):
+        db["quotes"].query().filter(col("symbol") > 1).collect()
+    with pytest.raises(QueryError, match="bucket width '7x'"):
+        hfq.bucket("time", "7x")
+    with pytest.raises(QueryError, match="how='outer'"):
+        db["quotes"].query().join(db["trades"].query(), on="symbol", how="outer")
+
+
+def test_query_job_prints_the_answer_and_stores_it(tmp_path, duck):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    root = str(tmp_path / "jobdb")
+    load(hfq.connect(root))
+    text = "SELECT ex, count(*) AS n, avg(bid) AS a FROM quotes GROUP BY ex"
+    proc = subprocess.run([sys.executable, "jobs/query.py", "--address", "local", "--root",
+                           root, text, "--write", "by_ex"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["job"] == "query" and got["written"]["table"] == "by_ex"
+    assert got["rows"] <= 20   # every row is in the printed head
+    head = pl.DataFrame(got["head"]).with_columns(col("n").cast(pl.Int64))
+    assert_same(head, duck.sql(text).pl(), what="job")
+    assert_same(hfq.connect(root)["by_ex"].to_polars(), duck.sql(text).pl(), what="stored")
+
+
+def test_integer_division_and_modulo_truncate_like_duckdb(db, duck):
+    text = ("SELECT x, y, x // y AS q, x % y AS r FROM (SELECT bidsiz - 50 AS x, mode - 6 AS y "
+            "FROM quotes WHERE symbol = 'IBM') s WHERE y <> 0")
+    assert_same(db.sql(text).collect(), duck.sql(text).pl(), what="div/mod")
