@@ -13,10 +13,8 @@ import hfq
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Ray clusters the tests start stay private: their own temp directory (not /tmp/ray, which
-# other Ray users on this machine share) and no auth token written to ~/.ray
-os.environ.setdefault("RAY_TMPDIR", f"/tmp/hfq-tests-{os.getpid()}")
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+# Ray stays private (its own temp directory, no auth token in ~/.ray): set by the root
+# conftest.py, before anything imports Ray
 
 
 @pytest.fixture
