@@ -57,6 +57,19 @@ class Database:
     (:meth:`Table.map_reduce`, :meth:`rebalance`).  Reads and writes of the local node's files
     never need Ray.  Attached (``hfq.connect(address=...)``): the catalog is on the head node
     (or ``catalog=``), partitions on every node's ``HFQ_NODE_ROOT``.
+
+    Examples
+    --------
+    The examples of this reference run on ``quotes = hfq.demo.example_quotes()``, a small
+    synthetic TAQ table (2 days, 50 symbols, 10,000 rows, 4 partitions), on ``db =
+    quotes.db``, its database, and on ``tmp``, an empty directory.
+
+    >>> db                                              # doctest: +ELLIPSIS
+    <hfq.Database '.../db' (embedded, 1 nodes): 1 tables>
+    >>> db["quotes"]                                    # a handle on one table
+    <hfq.Table 'quotes' version 1: 10,000 rows in 4 partitions>
+    >>> "quotes" in db, "trades" in db
+    (True, False)
     """
 
     def __init__(self, root: str, *, storage_options: dict | None = None,
@@ -89,7 +102,14 @@ class Database:
     # -- cluster ------------------------------------------------------------------------------
     @property
     def runtime(self) -> Runtime:
-        """The Ray runtime (for an embedded database: started now if it is not running)."""
+        """The Ray runtime (for an embedded database: started now if it is not running).
+
+        Examples
+        --------
+        >>> runtime = db.runtime        # embedded: starts a one-node Ray on first use (seconds)
+        >>> runtime.alive() == [db.nodes.local]          # one hfq node: this machine's root
+        True
+        """
         if self._runtime is None:
             if not self.store.local:
                 raise HfqError(f"compute on the nodes needs a local root; {self.store.url} is "
@@ -104,12 +124,28 @@ class Database:
         return self._runtime
 
     def cluster_nodes(self) -> Nodes:
-        """The nodes, with the runtime started and the list of live nodes refreshed."""
+        """The nodes, with the runtime started and the list of live nodes refreshed.
+
+        Examples
+        --------
+        >>> nodes = db.cluster_nodes()
+        >>> len(nodes.alive()), nodes.alive()[0] == nodes.local   # embedded: just this one
+        (1, True)
+        """
         self.runtime.refresh()
         return self.nodes
 
     def node_info(self) -> pl.DataFrame:
-        """One row per live node: name, root, Ray node id, CPUs, partitions and bytes held."""
+        """One row per live node: name, root, Ray node id, CPUs, partitions and bytes held.
+
+        Examples
+        --------
+        >>> info = db.node_info()
+        >>> info.columns
+        ['node', 'root', 'ray_node_id', 'cpus', 'files', 'bytes']
+        >>> info["files"].item(), info["bytes"].item() == quotes.partitions()["bytes"].sum()
+        (4, True)
+        """
         infos = self.runtime.infos() if self._runtime is not None else []
         held: dict[str, list[int]] = {}
         for name in self.tables():
@@ -138,6 +174,13 @@ class Database:
         bars) stay there.  Copies are made (and checked against the catalog's CRC-32) before
         one commit per table switches readers to them; the old copies stay until
         :meth:`Table.vacuum`, so no reader, old or new, ever finds a partition missing.
+
+        Examples
+        --------
+        >>> db.rebalance()               # no node joined or left: nothing moves, no new version
+        {'quotes': 0}
+        >>> quotes.refresh().version
+        1
         """
         nodes = self.cluster_nodes()
         return {name: _rebalance(self, name, nodes) for name in (tables or self.tables())}
@@ -258,7 +301,18 @@ class Database:
         return node_identity(self.store)
 
     def close(self) -> None:
-        """Stop the embedded Ray cluster if this database started it."""
+        """Stop the embedded Ray cluster if this database started it.
+
+        The database stays usable: reads and writes of the local node never need Ray, and
+        the next compute starts it again.
+
+        Examples
+        --------
+        >>> mydb = hfq.connect(tmp)
+        >>> mydb.close()                 # Ray never started here: nothing to stop
+        >>> mydb.tables()
+        []
+        """
         if self._runtime is not None and self._runtime.owned:
             self._runtime.shutdown()
             self._runtime = None
@@ -292,6 +346,17 @@ class Database:
             them merged right after the append or load that made them
             (:func:`hfq.write.merge_small_fragments`); ``2`` keeps a table appended in thin
             slices as fast to read as one appended at once.
+
+        Examples
+        --------
+        >>> mydb = hfq.connect(tmp)
+        >>> by = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 8))   # date x 8 symbol buckets
+        >>> mydb.create_table("quotes", hfq.schemas.TAQ, partition_by=by,
+        ...                   sort_by=("symbol", "time"))
+        <hfq.Table 'quotes' version 0: 0 rows in 0 partitions>
+        >>> mydb.create_table("quotes", hfq.schemas.TAQ, partition_by=by)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        hfq.errors.TableExistsError: table 'quotes' already exists in ...; drop it first ...
         """
         if not isinstance(schema, Schema):
             raise TypeError(f"schema must be an hfq Schema (e.g. hfq.schemas.TAQ), "
@@ -337,6 +402,13 @@ class Database:
         return True
 
     def tables(self) -> list[str]:
+        """The names of the tables, sorted.
+
+        Examples
+        --------
+        >>> db.tables()
+        ['quotes']
+        """
         return self.catalog.tables()
 
     # -- queries (hfq.engine) ---------------------------------------------------------------
@@ -356,7 +428,7 @@ class Database:
         >>> db.sql("SELECT count(*) AS n FROM quotes WHERE bid > 0").collect()["n"][0] > 0
         True
         """
-        from hfq.engine.sql import compile_sql  # lazily: sqlglot loads in ~0.2 s
+        from hfq.engine.sql import SqlCache, compile_sql  # lazily: sqlglot loads in ~0.2 s
 
         def table(name: str) -> Query:
             try:
@@ -365,10 +437,28 @@ class Database:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
 
-        return compile_sql(text, table)
+        def version(name: str) -> tuple[str, int]:
+            try:
+                m = self[name].snapshot()
+            except TableNotFoundError:
+                raise QueryError(f"unknown table {name!r}") from None
+            return m.table_id, m.version
+
+        # a statement seen before, over the same table versions, skips parsing and planning
+        cache = self.__dict__.setdefault("_sql_cache", SqlCache())
+        return compile_sql(text, table, cache=cache, version=version)
 
     def drop_table(self, name: str) -> None:
-        """Remove a table and all its files, on every live node."""
+        """Remove a table and all its files, on every live node.
+
+        Examples
+        --------
+        >>> mydb = hfq.connect(tmp)
+        >>> _ = mydb.create_table("scratch", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> mydb.drop_table("scratch")
+        >>> mydb.tables(), "scratch" in mydb
+        ([], False)
+        """
         self.catalog.drop(name)
         if name in self:   # re-created meanwhile: the old files are vacuum's job
             return
@@ -389,6 +479,19 @@ class Database:
         is refused with :class:`~hfq.errors.DuplicateLoadError` naming that version, unless
         ``duplicates="append"`` (load it again) or ``"skip"`` (leave it out; nothing loaded
         at all is no new version).
+
+        Examples
+        --------
+        >>> path = f"{tmp}/2007-08-01.csv"
+        >>> quotes.scan(dates="2007-08-01").to_csv(path)                 # 5,000 rows of CSV
+        5000
+        >>> mydb = hfq.connect(f"{tmp}/db")
+        >>> _ = mydb.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> report = mydb.load_csv("quotes", path)
+        >>> report.rows, report.version, len(mydb["quotes"])
+        (5000, 1, 5000)
+        >>> mydb.load_csv("quotes", path, duplicates="skip").rows     # loaded already
+        0
         """
         if duplicates not in ("raise", "append", "skip"):
             raise ValueError(f"duplicates must be 'raise', 'append' or 'skip', "

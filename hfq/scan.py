@@ -47,6 +47,15 @@ class Scan:
     """What to read; nothing is read until a ``to_*`` method runs.
 
     Build one with :meth:`hfq.Table.scan`.
+
+    Examples
+    --------
+    The examples run on ``quotes = hfq.demo.example_quotes()`` (a small synthetic TAQ table:
+    2 days, 50 symbols, 10,000 rows in 4 partitions) and ``tmp``, an empty directory.
+
+    >>> s = quotes.scan(dates="2007-08-01")           # plans; reads nothing yet
+    >>> s.plan.rows, s.to_arrow().num_rows
+    (5000, 5000)
     """
 
     def __init__(self, nodes: Nodes, manifest: Manifest, settings: Settings, *,
@@ -77,7 +86,21 @@ class Scan:
         return self.explain()
 
     def explain(self) -> str:
-        """What will be read: partitions kept and pruned, record batches, rows, bytes."""
+        """What will be read: partitions kept and pruned, record batches, rows, bytes.
+
+        Examples
+        --------
+        >>> s = quotes.scan(columns=["time", "bid"], dates="2007-08-01", symbols="IBM")
+        >>> print(s.explain())                    # doctest: +ELLIPSIS
+        scan quotes @ version 1
+          columns: time, bid
+          partitions: 1 kept, 3 pruned of 4
+          record batches: 1 kept of 4
+          rows to read: 3,126 (before row filters); bytes on disk: ...
+          dates: 2007-08-01 .. 2007-08-01 on date
+          symbols: 'IBM' on symbol
+            date=v2007-08-01/symbol=h0: 3,126 rows, 1 file(s)
+        """
         return self.plan.explain()
 
     # -- execution ----------------------------------------------------------------------------
@@ -86,6 +109,13 @@ class Scan:
 
         Partitions held by this process's node are read from the memory-mapped files here;
         the others by their nodes' servers, in parallel, arriving as Arrow.
+
+        Examples
+        --------
+        >>> for part in quotes.scan(dates="2007-08-01", columns=["symbol"]).iter_arrow():
+        ...     print(part.num_rows, part["symbol"][0])
+        3126 A
+        1874 AAPL
         """
         inline = self._read_inline()
         if inline is not None:
@@ -111,7 +141,14 @@ class Scan:
             return None
 
     def to_arrow(self) -> pa.Table:
-        """Every matching row as one Arrow table, chunked by partition."""
+        """Every matching row as one Arrow table, chunked by partition.
+
+        Examples
+        --------
+        >>> day = quotes.scan(dates="2007-08-02", columns=["symbol", "bid"]).to_arrow()
+        >>> day.num_rows, day["bid"].num_chunks, day.schema.field("bid").type   # 2 partitions
+        (5000, 2, DataType(double))
+        """
         schema = self.manifest.schema.select(self.columns).arrow
         units = self.plan.units
         if not units:
@@ -120,6 +157,14 @@ class Scan:
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def to_polars(self) -> pl.DataFrame:
+        """Every matching row as a polars DataFrame (SYMBOL and CHAR columns categorical).
+
+        Examples
+        --------
+        >>> df = quotes.scan(symbols="IBM", columns=["symbol", "date", "bid"]).to_polars()
+        >>> df.shape, df.schema["symbol"], df["date"].n_unique()
+        ((41, 3), Categorical, 2)
+        """
         return cast(pl.DataFrame, pl.from_arrow(self.to_arrow()))   # a Table gives a DataFrame
 
     def to_pandas(self) -> pandas.DataFrame:
@@ -127,19 +172,48 @@ class Scan:
 
         SYMBOL and CHAR columns become categoricals, DATE columns ``datetime64``, and times of
         day (SECOND, TIME) ``timedelta64`` since midnight.
+
+        Examples
+        --------
+        >>> df = quotes.scan(symbols="IBM", columns=["symbol", "date", "time"]).to_pandas()
+        >>> df.dtypes.astype(str).to_dict()
+        {'symbol': 'category', 'date': 'datetime64[ms]', 'time': 'timedelta64[s]'}
         """
         # consolidated blocks measured faster than split_blocks=True here (0.36 s vs 0.87 s
         # for a 20 M-row TAQ day)
         return _pandas_ready(self.to_arrow()).to_pandas(date_as_object=False)
 
     def count(self) -> int:
-        """Matching rows, reading only what the filters need."""
+        """Matching rows, reading only what the filters need.
+
+        Without ``where``, and when every partition kept matches as a whole, the catalog's
+        row counts answer and nothing is read.
+
+        Examples
+        --------
+        >>> quotes.scan(dates="2007-08-02").count()           # from the catalog
+        5000
+        >>> quotes.scan(where=pl.col("bid") > 0).count()      # reads the bid column
+        9941
+        """
         if self.where is None and all(u.exact for u in self.plan.units):
             return self.plan.rows
         return sum(t.num_rows for t in self.iter_arrow())
 
     def to_csv(self, path: str) -> int:
-        """Write the matching rows as CSV (ISO dates and times), streaming; returns rows."""
+        """Write the matching rows as CSV (ISO dates and times), streaming; returns rows.
+
+        Examples
+        --------
+        >>> ibm = quotes.scan(symbols="IBM", columns=["date", "time", "bid", "ofr"])
+        >>> ibm.to_csv(f"{tmp}/ibm.csv")
+        41
+        >>> from pathlib import Path
+        >>> print(*Path(f"{tmp}/ibm.csv").read_text().splitlines()[:3], sep="\\n")
+        "date","time","bid","ofr"
+        2007-08-01,09:31:49,62.75,62.76
+        2007-08-01,09:37:58,62.43,62.44
+        """
         import pyarrow.csv as pacsv
         rows = 0
         schema = _plain(self.manifest.schema.select(self.columns).arrow)

@@ -9,9 +9,9 @@ import polars as pl
 import pyarrow as pa
 
 from hfq import faults
-from hfq.catalog import list_table_files, sweep
-from hfq.catalog.files import live_writer
+from hfq.catalog.files import list_changed_files, live_writer, sweep_changed
 from hfq.catalog.records import Fragment, Manifest
+from hfq.catalog.vacuum import vacuum_scope
 from hfq.engine import make_query
 from hfq.errors import CorruptPartitionError, SchemaMismatchError
 from hfq.ingest.frames import iter_arrow_batches
@@ -41,6 +41,18 @@ class Table:
     ``partitions()``, ``scan()`` and ``map_reduce()`` all see that version, whatever other
     processes commit meanwhile, until :meth:`refresh` moves it to the newest.
     ``scan(version=n)`` reads any version still on record (time travel).
+
+    Examples
+    --------
+    The examples run on ``quotes = hfq.demo.example_quotes()`` (a small synthetic TAQ table:
+    2 days, 50 symbols, 10,000 rows), ``db = quotes.db`` and ``tmp``, an empty directory.
+
+    >>> quotes
+    <hfq.Table 'quotes' version 1: 10,000 rows in 4 partitions>
+    >>> len(quotes), quotes.version, quotes.name
+    (10000, 1, 'quotes')
+    >>> len(quotes.scan(version=0).to_arrow())                # time travel: before the append
+    0
     """
 
     def __init__(self, db: Database, name: str, manifest: Manifest | None = None) -> None:
@@ -56,30 +68,80 @@ class Table:
 
     # -- metadata -----------------------------------------------------------------------------
     def refresh(self) -> Table:
-        """Move this handle to the newest committed version; returns the handle."""
+        """Move this handle to the newest committed version; returns the handle.
+
+        Examples
+        --------
+        >>> mine = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                      partition_by=hfq.Value("date"))
+        >>> theirs = hfq.connect(tmp)["q"]       # as another process would hold it
+        >>> mine.append(quotes.to_arrow(symbols="IBM"))
+        1
+        >>> theirs.version, theirs.refresh().version
+        (0, 1)
+        """
         self._manifest = self.db.catalog.snapshot(self.name)
         return self
 
     def refresh_to(self, manifest: Manifest) -> None:
-        """Pin this handle to ``manifest`` (a version of this table just committed)."""
+        """Pin this handle to ``manifest`` (a version of this table just committed).
+
+        Examples
+        --------
+        >>> handle = db["quotes"]
+        >>> handle.refresh_to(quotes.snapshot(0))        # pinned to the empty version 0
+        >>> handle.version, len(handle), handle.refresh().version
+        (0, 0, 1)
+        """
         self._manifest = manifest
 
     def snapshot(self, version: int | None = None) -> Manifest:
-        """The manifest of this handle's version (or of ``version``)."""
+        """The manifest of this handle's version (or of ``version``).
+
+        Examples
+        --------
+        >>> m = quotes.snapshot()
+        >>> m.version, m.rows, len(m.partitions), m.sort_by
+        (1, 10000, 4, ('symbol', 'time'))
+        >>> quotes.snapshot(0).rows                       # an earlier version
+        0
+        """
         if version is None or version == self._manifest.version:
             return self._manifest
         return self.db.catalog.snapshot(self.name, version)
 
     @property
     def schema(self) -> Schema:
+        """The columns and their hfq types (:class:`hfq.schema.Schema`).
+
+        Examples
+        --------
+        >>> quotes.schema.names
+        ['symbol', 'date', 'time', 'bid', 'ofr', 'bidsiz', 'ofrsiz', 'mode', 'ex', 'mmid']
+        >>> quotes.schema["bid"], quotes.schema["time"]
+        (DOUBLE, SECOND)
+        """
         return self._manifest.schema
 
     @property
     def version(self) -> int:
+        """The committed version this handle reads (0: the empty table just created).
+
+        Examples
+        --------
+        >>> quotes.version
+        1
+        """
         return self._manifest.version
 
     def versions(self) -> list[int]:
-        """Every committed version still on record."""
+        """Every committed version still on record.
+
+        Examples
+        --------
+        >>> quotes.versions()            # 0: created, 1: appended
+        [0, 1]
+        """
         return self.db.catalog.versions(self.name)
 
     def __len__(self) -> int:
@@ -87,23 +149,44 @@ class Table:
 
     def partitions(self, *, version: int | None = None) -> pl.DataFrame:
         """One row per partition: key, rows, bytes, files, the nodes holding every file,
-        version, checksum (polars)."""
+        version, checksum (polars).
+
+        Examples
+        --------
+        >>> quotes.partitions().select("partition", "key", "rows", "files")
+        shape: (4, 4)
+        ┌────────────────────────────┬─────────────────────┬──────┬───────┐
+        │ partition                  ┆ key                 ┆ rows ┆ files │
+        │ ---                        ┆ ---                 ┆ ---  ┆ ---   │
+        │ str                        ┆ list[str]           ┆ i64  ┆ i64   │
+        ╞════════════════════════════╪═════════════════════╪══════╪═══════╡
+        │ date=v2007-08-01/symbol=h0 ┆ ["2007-08-01", "0"] ┆ 3126 ┆ 1     │
+        │ date=v2007-08-01/symbol=h1 ┆ ["2007-08-01", "1"] ┆ 1874 ┆ 1     │
+        │ date=v2007-08-02/symbol=h0 ┆ ["2007-08-02", "0"] ┆ 3619 ┆ 1     │
+        │ date=v2007-08-02/symbol=h1 ┆ ["2007-08-02", "1"] ┆ 1381 ┆ 1     │
+        └────────────────────────────┴─────────────────────┴──────┴───────┘
+        """
         m = self.snapshot(version)
-        rows = [{
-            "partition": path,
-            "key": [str(k) for k in part.key],
-            "rows": part.rows,
-            "bytes": part.bytes,
-            "files": len(part.fragments),
-            "nodes": self.db.nodes.common_holders(part.fragments),
-            "version": m.version,
-            "checksum": ",".join(f"{f.crc32:08x}" for f in part.fragments),
-        } for path, part in m.partitions.items()]
-        schema: dict[str, pl.DataType | type[pl.DataType]] = {
-            "partition": pl.String, "key": pl.List(pl.String), "rows": pl.Int64,
-            "bytes": pl.Int64, "files": pl.Int64, "nodes": pl.List(pl.String),
-            "version": pl.Int64, "checksum": pl.String}
-        return pl.DataFrame(rows, schema=schema)
+        # built column by column through Arrow: cheap per partition (issue 16)
+        cols: dict[str, list[Any]] = {c: [] for c in ("partition", "key", "rows", "bytes",
+                                                      "files", "nodes", "checksum")}
+        holders = self.db.nodes.common_holders
+        for path, part in m.partitions.items():
+            fragments = part.fragments
+            cols["partition"].append(path)
+            cols["key"].append([str(k) for k in part.key])
+            cols["rows"].append(sum(f.rows for f in fragments))
+            cols["bytes"].append(sum(f.bytes for f in fragments))
+            cols["files"].append(len(fragments))
+            cols["nodes"].append(holders(fragments))
+            cols["checksum"].append(",".join(f"{f.crc32:08x}" for f in fragments))
+        strings, counts = pa.list_(pa.string()), pa.int64()
+        types = {"partition": pa.string(), "key": strings, "rows": counts, "bytes": counts,
+                 "files": counts, "nodes": strings, "checksum": pa.string()}
+        frame = pl.from_arrow(pa.table({c: pa.array(v, types[c]) for c, v in cols.items()}))
+        assert isinstance(frame, pl.DataFrame)
+        return frame.with_columns(version=pl.lit(m.version, pl.Int64)).select(
+            "partition", "key", "rows", "bytes", "files", "nodes", "version", "checksum")
 
     # -- writing ------------------------------------------------------------------------------
     def append(self, data: Any, *, sync: bool = False) -> int:
@@ -115,6 +198,16 @@ class Table:
         every difference.  ``sync=True`` fsyncs the files before the commit.  A float NaN
         (pandas' "missing" in float columns included) is stored as NaN, not null; nulls come
         from ``None``/``pd.NA`` in object or nullable columns (:mod:`hfq.ingest.frames`).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> t.append(quotes.to_polars(dates="2007-08-01"))        # polars, pandas or Arrow
+        1
+        >>> t.append(quotes.to_arrow(dates="2007-08-02", symbols=["IBM", "MSFT"]))
+        2
+        >>> len(t), t.partitions()["rows"].to_list()
+        (5094, [5000, 94])
         """
         base = self._manifest
         with self._write(base, sync=sync) as write, \
@@ -127,7 +220,18 @@ class Table:
         return self._manifest.version
 
     def compact(self) -> int:
-        """Merge each partition's files into one sorted file; returns the new version."""
+        """Merge each partition's files into one sorted file; returns the new version.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"),
+        ...                                   sort_by=("symbol", "time"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM")), t.append(quotes.to_arrow(symbols="C"))
+        >>> t.partitions()["files"].to_list()                # two files in each day
+        [2, 2]
+        >>> t.compact(), t.partitions()["files"].to_list()
+        (3, [1, 1])
+        """
         base = self.refresh()._manifest
         multi = {p: v for p, v in base.partitions.items() if len(v.fragments) > 1}
         if not multi:
@@ -152,6 +256,11 @@ class Table:
         catalog's size and CRC-32; returns the copies checked.
 
         Raises :class:`~hfq.errors.CorruptPartitionError` listing every bad copy.
+
+        Examples
+        --------
+        >>> quotes.verify()                  # 4 partitions of one file each, on one node
+        4
         """
         m = self.refresh()._manifest
         nodes = self.db.nodes
@@ -176,28 +285,33 @@ class Table:
         Each live node lists its files first; only then are the kept versions read, so a file
         committed meanwhile is never touched.  Files of this process's own failed writes go
         too, although the process is alive (it knows which of its transactions still run).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM")), t.append(quotes.to_arrow(symbols="C"))
+        >>> t.compact(), t.vacuum()          # versions 0-2 still use the files compact replaced
+        (3, {'files_removed': 0, 'versions_forgotten': 0})
+        >>> t.vacuum(keep_versions=1, grace_s=0), t.versions()
+        ({'files_removed': 8, 'versions_forgotten': 3}, [3])
         """
         grace = self.db.settings.orphan_grace_s if grace_s is None else grace_s
         catalog, nodes = self.db.catalog, self.db.nodes
         forgotten = 0
         if keep_versions is not None:
             forgotten = catalog.forget_versions(self.name, keep_versions, grace)
-        listings = nodes.call_each(StoreCall(list_table_files), self.name)
+        # only what changed since the last vacuum (hfq.catalog.vacuum): nodes list first
+        scope = vacuum_scope(catalog, self.name)
+        listings = nodes.call_each(StoreCall(list_changed_files),
+                                   args_for=lambda n: (self.name, *scope.listing_args(n)))
         writer = live_writer()   # after the listing: files of this process's failed writes go
-        referenced: dict[str, set[str]] = {n: set() for n in listings}
-        committed: set[str] = set()
-        for m in catalog.kept_manifests(self.name):
-            for fragment in m.fragments():
-                committed.add(fragment.file)
-                for name in nodes.holders(fragment):
-                    if name in referenced:
-                        referenced[name].add(fragment.file)
+        referenced, committed = scope.referenced(listings, nodes.holders)
         faults.point("vacuum.before_remove")
-        removed = nodes.call_each(StoreCall(sweep), names=list(listings),
-                                  args_for=lambda n: (self.name, referenced[n], grace,
-                                                      listings[n], committed, writer))
-        pieces = catalog.sweep_pieces(self.name, grace)   # manifest pieces no version uses
-        return {"files_removed": sum(removed.values()) + pieces,
+        swept = nodes.call_each(StoreCall(sweep_changed), names=list(listings),
+                                args_for=lambda n: (self.name, listings[n], referenced[n],
+                                                    grace, committed, writer))
+        pieces = scope.finish(grace, listings, {n: s[1] for n, s in swept.items()})
+        return {"files_removed": sum(s[0] for s in swept.values()) + pieces,
                 "versions_forgotten": forgotten}
 
     # -- compute ------------------------------------------------------------------------------
@@ -216,6 +330,16 @@ class Table:
         partition order as they arrive, so the answer does not depend on scheduling or on
         nodes failing: a partition whose node dies runs again on a replica, and if no copy of
         some partition is alive, :class:`~hfq.errors.PartitionUnavailableError` names them.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> quotes.map_reduce(None, hr.Count())                      # the reducer maps too
+        10000
+        >>> quotes.map_reduce(lambda df: df.height, lambda a, b: a + b, dates="2007-08-01")
+        5000
+        >>> quotes.map_reduce(None, hr.Max(on="bid"), symbols="IBM", where=pl.col("ofr") > 0)
+        62.75
         """
         reducer = as_reducer(reduce)
         if map_fn is None:
@@ -290,6 +414,15 @@ class Table:
             Symbols on the table's symbol column; prunes partitions and record batches.
         version
             Read this committed version instead of the handle's.
+
+        Examples
+        --------
+        >>> s = quotes.scan(columns=["symbol", "time", "bid"], dates="2007-08-01",
+        ...                 symbols=["IBM", "MSFT"], where=pl.col("bid") > 50)
+        >>> s.count()                        # reads 1 of the 4 partitions (see s.explain())
+        32
+        >>> s.to_polars().row(0)
+        ('IBM', datetime.time(9, 31, 49), 62.75)
         """
         m = self.snapshot(version)
         date_col, symbol_col = self.filter_columns(m)
@@ -311,24 +444,65 @@ class Table:
         """A lazy query over this table (polars-flavoured: ``filter``, ``with_columns``,
         ``group_by(...).agg(...)``, ``sort``, ``head``, joins...); ``dates``/``symbols``
         as for :meth:`scan`.  Nothing runs until ``collect()``; ``explain()`` shows what
-        runs on the nodes and what on the driver."""
+        runs on the nodes and what on the driver.
+
+        Examples
+        --------
+        >>> q = (quotes.query(dates="2007-08-01").filter(pl.col("bid") > 0)
+        ...      .group_by("symbol").agg(pl.len().alias("n")).sort("n", descending=True))
+        >>> q.head(2).collect().rows()        # the busiest symbols of the day
+        [('WMT', 1980), ('DIA', 457)]
+        """
         m = self.snapshot(version)
         date_col, symbol_col = self.filter_columns(m)
         return make_query(self.db, self.name, m, date_col, symbol_col, dates=dates,
                           symbols=symbols)
 
     def to_arrow(self, **scan_args: Any) -> pa.Table:
+        """``scan(**scan_args).to_arrow()``: the matching rows as one Arrow table.
+
+        Examples
+        --------
+        >>> day = quotes.to_arrow(dates="2007-08-01", columns=["symbol", "bid", "ofr"])
+        >>> day.num_rows, day.column_names
+        (5000, ['symbol', 'bid', 'ofr'])
+        """
         return self.scan(**scan_args).to_arrow()
 
     def to_polars(self, **scan_args: Any) -> pl.DataFrame:
+        """``scan(**scan_args).to_polars()``: the matching rows as a polars DataFrame.
+
+        Examples
+        --------
+        >>> ibm = quotes.to_polars(symbols="IBM", columns=["date", "time", "bid"])
+        >>> ibm.shape, ibm["bid"].max()
+        ((41, 3), 62.75)
+        """
         return self.scan(**scan_args).to_polars()
 
     def to_pandas(self, **scan_args: Any) -> pandas.DataFrame:
+        """``scan(**scan_args).to_pandas()``: the matching rows as pandas (see
+        :meth:`Scan.to_pandas` for the dtypes).
+
+        Examples
+        --------
+        >>> ibm = quotes.to_pandas(symbols="IBM", columns=["symbol", "time", "bid"])
+        >>> ibm.head(2)
+          symbol            time    bid
+        0    IBM 0 days 09:31:49  62.75
+        1    IBM 0 days 09:37:58  62.43
+        """
         return self.scan(**scan_args).to_pandas()
 
     @staticmethod
     def filter_columns(m: Manifest) -> tuple[str | None, str | None]:
-        """The columns ``dates=`` and ``symbols=`` filter on (None: the table has none)."""
+        """The columns ``dates=`` and ``symbols=`` filter on (None: the table has none).
+
+        Examples
+        --------
+        >>> hfq.Table.filter_columns(quotes.snapshot())
+        ('date', 'symbol')
+        """
         date_col, symbol_col = default_columns(m.schema, m.sort_by)
         return (m.options.get("date_column", date_col),
                 m.options.get("symbol_column", symbol_col))
