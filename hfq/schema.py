@@ -216,9 +216,35 @@ def _cast(col: pa.ChunkedArray, ctype: ColumnType) -> pa.ChunkedArray:
             and target.bit_width < typ.bit_width:
         raise ValueError("floats are not narrowed implicitly (precision would be lost)")
     if pa.types.is_timestamp(typ) and pa.types.is_date(target):
-        raise ValueError("timestamps are not cut to dates implicitly (the time of day would "
-                         "be lost)")
+        return _timestamps_to_dates(col, target)
+    if pa.types.is_duration(typ) and pa.types.is_time(target):
+        return _durations_to_times(col, target)
     return col.cast(target, safe=True)
+
+
+def _timestamps_to_dates(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """Timestamps at midnight as dates (what ``to_pandas`` makes of a DATE column); any other
+    time of day is refused rather than cut."""
+    naive = col.cast(pa.timestamp(col.type.unit)) if col.type.tz is not None else col
+    dates = naive.cast(pa.date32(), safe=False)
+    if pc.all(pc.equal(dates.cast(naive.type), naive)).as_py() not in (True, None):
+        raise ValueError("timestamps with a time of day are not cut to dates implicitly "
+                         "(the time of day would be lost)")
+    return dates.cast(target)
+
+
+def _durations_to_times(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """Durations since midnight (``to_pandas``' ``timedelta64`` for SECOND and TIME columns) as
+    times of day: each must lie in [0, 24 h) and be exact in the column's unit."""
+    unit = target.unit
+    exact = col.cast(pa.duration(unit), safe=True)
+    ticks = exact.cast(pa.int64())
+    day = 86_400 * {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[unit]
+    low, high = pc.min(ticks).as_py(), pc.max(ticks).as_py()
+    if low is not None and (low < 0 or high >= day):
+        raise ValueError("durations must lie in [0, 24 h) to be times of day")
+    integer = pa.int32() if target.bit_width == 32 else pa.int64()
+    return ticks.cast(integer).cast(target)
 
 
 def _check_chars(col: pa.ChunkedArray) -> None:

@@ -72,6 +72,33 @@ def test_lossy_casts_are_refused(db):
     assert len(t) == 0
 
 
+def test_a_tables_own_pandas_output_appends_back_unchanged(db, quotes):
+    """to_pandas gives DATE as datetime64 at midnight and SECOND as timedelta64 since midnight:
+    append takes them back exactly, and refuses a time of day in a date, a fraction of a
+    second in a SECOND column and a duration outside one day."""
+    import pandas as pd
+    data = hfq.synth.taq_table(dates=("2007-08-01", "2007-08-02"), rows_per_day=300, symbols=7,
+                               seed=3)
+    quotes.append(data)
+    df = quotes.scan().to_pandas()
+    assert str(df["date"].dtype).startswith("datetime64") and \
+        str(df["time"].dtype).startswith("timedelta64")
+    copy = db.create_table("copy", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+    copy.append(df)
+    order = ["symbol", "date", "time", "bid", "ofr", "bidsiz", "ofrsiz", "mode", "ex", "mmid"]
+    assert pl.from_arrow(copy.to_arrow()).sort(order).equals(
+        pl.from_arrow(quotes.to_arrow()).sort(order))
+    for column, shift, why in (("date", pd.Timedelta(hours=3), "not cut to dates"),
+                               ("time", pd.Timedelta(milliseconds=500), "would lose data"),
+                               ("time", pd.Timedelta(hours=20), r"\[0, 24 h\)"),
+                               ("time", -pd.Timedelta(hours=12), r"\[0, 24 h\)")):
+        bad = df.copy()
+        bad[column] = bad[column] + shift
+        with pytest.raises(hfq.errors.SchemaMismatchError, match=why):
+            copy.append(bad)
+    assert len(copy.refresh()) == len(quotes)
+
+
 def test_constant_where(db):
     t = db.create_table("t", SCH, partition_by=hfq.Value("date"), sort_by=("symbol",))
     t.append(pa.table({"symbol": ["A", "B"], "date": [dt.date(2024, 1, 2)] * 2,
