@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import pickle
-import resource
 import shutil
 import subprocess
 import sys
@@ -352,17 +351,28 @@ def read_targets(warm: list[Result], cold: list[Result], peaks: dict) -> tuple[l
     return warm_lines, cold_lines
 
 
+def peak_rss() -> int:
+    """This process's peak resident set in bytes (``VmHWM``).  Not ``getrusage``'s
+    ``ru_maxrss``: Linux carries that across ``fork`` + ``exec``, so a child spawned by this
+    (large) benchmark process would start at the parent's peak and show no growth at all."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def rss_child(conn, kind: str, paths: dict[str, Any]) -> None:
     """In a fresh process: open the store, then read the day once; sends (the growth of the
     peak resident set over the read, bytes of the result)."""
     try:
         read = day_reader(kind, paths)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        before = peak_rss()
         out = read()
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        after = peak_rss()
         size = int(out.memory_usage(deep=True).sum()) if hasattr(out, "memory_usage") else \
             int(out.nbytes)
-        conn.send(((after - before) * 1024, size))
+        conn.send((after - before, size))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         conn.send(exc)
 
