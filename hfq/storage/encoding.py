@@ -271,8 +271,9 @@ def _decode_array(array: pa.Array, how: str, target: pa.DataType) -> pa.Array:
     dtype: Any
     if digits is not None:
         dtype = np.float64
-    elif pa.types.is_integer(target):
-        dtype = target.to_pandas_dtype()
+    elif pa.types.is_integer(target):   # (not to_pandas_dtype(): that imports pandas)
+        dtype = np.dtype(f"{'u' if pa.types.is_unsigned_integer(target) else 'i'}"
+                         f"{target.bit_width // 8}")
     else:
         dtype = np.int32 if target.bit_width == 32 else np.int64
     buffer, out = _pool_array(len(values), dtype)
