@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable
@@ -140,9 +141,7 @@ class Hash(Scheme):
 
     def bucket(self, value: Any) -> int:
         """The bucket of one value; the same in every process and on every machine."""
-        text = str(_jsonable(value)).encode("utf-8", "surrogatepass")
-        digest = hashlib.blake2b(text, digest_size=8).digest()
-        return int.from_bytes(digest, "little") % self.buckets
+        return _bucket(str(_jsonable(value)), self.buckets)
 
     def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
         return _map_distinct(column, self.bucket, self.column), list(range(self.buckets))
@@ -155,6 +154,13 @@ class Hash(Scheme):
         if members is None:
             return True
         return value in {self.bucket(m) for m in members}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _bucket(text: str, buckets: int) -> int:
+    """Remembered: planning asks for the bucket of a scan's symbols once per partition."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % buckets
 
 
 @dataclass(frozen=True)

@@ -128,8 +128,8 @@ MUTANTS: list[Mutant] = [
 
     # -- partition hashing --
     Mutant("hash-byte-order", "hashing", "hfq/partition.py",
-           'int.from_bytes(digest, "little") % self.buckets',
-           'int.from_bytes(digest, "big") % self.buckets',
+           'int.from_bytes(digest, "little") % buckets',
+           'int.from_bytes(digest, "big") % buckets',
            "bucket numbers changing between versions: tables written before read wrongly",
            ("--doctest-modules", "hfq/partition.py")),
     Mutant("hash-compo-codes", "hashing", "hfq/partition.py",
