@@ -15,9 +15,9 @@ import time
 import numpy as np
 import polars as pl
 import pytest
-from conftest import ROOT, canonical
 
 import hfq
+from conftest import ROOT, canonical
 from hfq import reduce as hr
 from hfq.errors import CsvError, PartitionUnavailableError
 from hfq.runtime.placement import place
