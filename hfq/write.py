@@ -324,6 +324,16 @@ class PartitionWriter:
 
 
 # -- the compaction policy of small appends -----------------------------------------------------
+def _small_tail(fragments: Sequence[Fragment], limit: int) -> list[Fragment]:
+    """The fragments of fewer than ``limit`` rows at the end of ``fragments``, in order."""
+    tail: list[Fragment] = []
+    for f in reversed(fragments):
+        if f.rows >= limit:
+            break
+        tail.append(f)
+    return tail[::-1]
+
+
 def merge_small_fragments(write: Write) -> Manifest | None:
     """After ``write`` committed (an append, a CSV load): merge the small fragments of the
     partitions it touched, if its table asks for it; the new manifest, or None.
@@ -336,6 +346,11 @@ def merge_small_fragments(write: Write) -> Manifest | None:
     ``compact_after=2``: every thin partition stays one file, for one extra commit and a
     rewrite of at most one record batch per touched partition per append.  Fragments of a
     batch or more are never rewritten here (:meth:`hfq.Table.compact` merges everything).
+
+    Only the run of small fragments at the end of a partition (where appends arrive) is
+    merged, and the merged fragment takes their place: rows whose sort keys are equal keep
+    their arrival order (``first``/``last`` of a table not sorted by time, the quality
+    report's out-of-order count).
 
     Best effort: the write is already committed, so a compaction that loses a race (another
     writer replaced those fragments) or fails is logged, cleaned up and left to the next
@@ -351,7 +366,7 @@ def merge_small_fragments(write: Write) -> Manifest | None:
         entry = committed.partitions.get(path)
         if entry is None:
             continue
-        small = [f for f in entry.fragments if f.rows < limit]
+        small = _small_tail(entry.fragments, limit)
         if len(small) >= threshold:
             due[path] = (tuple(entry.key), small)
     if not due:

@@ -83,6 +83,50 @@ def test_threshold_and_fragments_of_a_batch_or_more_stay(tmp_path):
     assert canonical(t.to_arrow()).equals(canonical(expected))
 
 
+def test_merging_small_appends_keeps_the_arrival_order(tmp_path):
+    """A table sorted by symbol only keeps each symbol's rows in arrival order: merging small
+    fragments must neither move earlier rows after later ones (a small append, a big one,
+    small ones: only the small run at the end merges, where it stood) nor reorder them, so
+    SQL first/last and a scan see the ticks as they came."""
+    db = hfq.connect(str(tmp_path / "db"), batch_rows=1000)
+    t = db.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"),
+                        sort_by=("symbol",), compact_after=2)
+    ticks = pl.from_arrow(synth.taq_table(dates=("2007-08-01",), rows_per_day=3000,
+                                          symbols=1, seed=1)).sort("time")
+    cuts = [0, 10, 2980, 2990, 2995, 3000]       # small, big, then three small appends
+    for lo, hi in zip(cuts, cuts[1:]):
+        t.append(ticks[lo:hi])
+    rows = [f.rows for f in t.snapshot().fragments()]
+    assert rows[:2] == [10, 2970] and sum(rows) == 3000 and len(rows) == 3, rows
+    assert pl.from_arrow(t.to_arrow()).equals(ticks.select(t.schema.names))
+    got = db.sql("SELECT first(time) AS f, last(time) AS l FROM quotes").collect()
+    assert (got["f"][0], got["l"][0]) == (ticks["time"][0], ticks["time"][-1])
+
+
+def test_what_replaces_fragments_stands_where_they_stood(tmp_path):
+    """A change replacing the first two of three fragments puts its fragment first, not after
+    the third (which a concurrent append may have added meanwhile)."""
+    from hfq.write import Write
+    db = hfq.connect(str(tmp_path / "db"))
+    t = db.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"),
+                        sort_by=("symbol",))
+    ticks = pl.from_arrow(synth.taq_table(dates=("2007-08-01",), rows_per_day=300,
+                                          symbols=1, seed=2)).sort("time")
+    for lo, hi in ((0, 100), (100, 200), (200, 300)):
+        t.append(ticks[lo:hi])
+    m = t.snapshot()
+    (path, entry), = m.partitions.items()
+    first, second, third = entry.fragments
+    with Write(db.catalog, db.nodes, m, db.settings) as write:
+        rows = pa.concat_tables(db.nodes.read_file(f, m.schema.arrow) for f in (first, second))
+        write.stage(path, entry.key, write.files.write(db.nodes, path, entry.key, rows))
+        write.replace(path, [first.file, second.file])
+        write.commit("compact")
+    after = t.refresh().snapshot().partitions[path].fragments
+    assert [f.rows for f in after] == [200, 100] and after[1].file == third.file
+    assert pl.from_arrow(t.to_arrow()).equals(ticks.select(t.schema.names))
+
+
 def test_a_failed_merge_leaves_the_append_and_no_file(tmp_path, db):
     t = make(db, compact_after=2)
     first, second, third = thin_slices(3)
