@@ -54,7 +54,8 @@ _TIME_RE = {"SECOND": _HOURS, "TIME": _HOURS + r"(?:\.[0-9]{1,3})?"}
 _TIME_HELP = {"SECOND": "H:MM:SS or HH:MM:SS", "TIME": "H:MM:SS or HH:MM:SS, optionally .fff"}
 _STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2})(?::([0-9]{2})"
                     r"(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?)?)?(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?")
-_ZONE = r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)$"
+#: an offset after a time of day (the "-02" that ends the date "2024-01-02" is not one)
+_ZONE = r"[ T][0-9:.]+(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)$"
 _STAMP_HELP = "YYYY-MM-DD[ hh:mm:ss[.f]][Z|+hh:mm]"
 _EPOCH = dt.datetime(1970, 1, 1)
 _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)

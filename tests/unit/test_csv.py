@@ -290,6 +290,9 @@ def _mixed_rows(n: int, seed: int = 7) -> tuple[str, pl.DataFrame]:
         ts_text = local.strftime(rnd.choice(["%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S"]))
         if offset is not None:
             ts_text += "Z" if offset == 0 and rnd.random() < 0.5 else f"{offset:+03d}:00"
+        elif rnd.random() < 0.2:      # a date alone: midnight (its "-DD" is no offset)
+            when = dt.datetime.combine(when.date(), dt.time())
+            ts_text = when.strftime("%Y-%m-%d")
         fields = [str(i), rnd.choice(["A", "IBM", "BRK.B"]),
                   day.strftime(rnd.choice(["%Y%m%d", "%Y-%m-%d"])),
                   rnd.choice([f"{h}:{m:02d}:{s:02d}", f"{h:02d}:{m:02d}:{s:02d}"]),
