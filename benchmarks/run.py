@@ -27,6 +27,8 @@ Scenarios (all of them by default; ``--only`` picks some):
 * ``cluster_read`` -- one day spread over 2 nodes into pandas / arrow, vs ``pickle.load``.
 * ``analytics``    -- spread by minute, minute bars (written back) and OLS on 1 node x 2 CPUs,
   vs DuckDB SQL, polars and pandas on in-memory data.
+* ``queries``      -- about thirty queries (filters, top-N, per-minute/hour groups, VWAP, joins,
+  asof joins, windows, pivot) through hfq's engine vs DuckDB, polars and Daft (on Ray).
 
 The cluster scenarios start local multi-node Ray clusters (``hfq.testing.local_cluster``), one at
 a time; they run in the order above so that consecutive ones share a cluster.
@@ -44,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
 from harness import SHAPES, Bench  # noqa: E402
-from scenarios import analytics, cluster, packed, readers, scale, store  # noqa: E402
+from scenarios import analytics, cluster, packed, queries, readers, scale, store  # noqa: E402
 
 SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "point": readers.scenario_point, "concurrent": readers.scenario_concurrent,
@@ -53,6 +55,7 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "scan_kernel": cluster.scenario_scan_kernel,
              "cluster_read": cluster.scenario_cluster_read,
              "analytics": analytics.scenario_analytics,
+             "queries": queries.scenario_queries,
              "scale": scale.scenario_scale}
 
 

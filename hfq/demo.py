@@ -175,6 +175,7 @@ def run_demo(workdir: str | None = None, *, days: int = 5, rows_per_day: int = 2
     echo(str(point.head(5)))
     out.update(point_rows=point.height, point_s=t_point)
 
+    out.update(_queries(db, day, dates, echo))
     out.update(_analytics(db, quotes, workdir, dates, echo))
     db.close()
 
@@ -192,6 +193,48 @@ def _entry_bytes(path: str) -> int:
     if os.path.isdir(path):
         return _dir_bytes(path)
     return os.path.getsize(path) if os.path.exists(path) else 0
+
+
+def _queries(db: Any, day: str, dates: list[str], echo: Callable[..., Any]) -> dict[str, Any]:
+    """Step 4b: questions asked as queries -- SQL and the same through the Python API --
+    run next to the data (filters and partial aggregates per partition, merged)."""
+    import polars as pl
+
+    import hfq
+    echo("4b. queries: the spread of three symbols that day, in SQL and in Python ...")
+    text = (f"SELECT symbol, count(*) AS quotes, avg((ofr - bid) / (ofr + bid)) * 2 AS spread "
+            f"FROM quotes WHERE date = '{day}' AND symbol IN ('IBM', 'MSFT', 'GE') "
+            f"AND ofr > bid AND bid > 0 GROUP BY symbol ORDER BY symbol")
+    echo(f"   db.sql({text!r})")
+    t_sql, by_sql = _timed(lambda: db.sql(text).collect())
+    bid, ofr = pl.col("bid"), pl.col("ofr")
+    query = (db["quotes"].query(dates=day, symbols=["IBM", "MSFT", "GE"])
+             .filter((ofr > bid) & (bid > 0))
+             .group_by("symbol")
+             .agg(quotes=pl.len(), spread=((ofr - bid) / (ofr + bid)).mean() * 2)
+             .sort("symbol"))
+    t_py, by_py = _timed(query.collect)
+    echo(str(by_sql))
+    same = by_sql.with_columns(pl.col("symbol").cast(pl.String)).equals(
+        by_py.with_columns(pl.col("symbol").cast(pl.String), pl.col("quotes").cast(pl.Int64)))
+    echo(f"   SQL {t_sql * 1e3:.1f} ms, Python API {t_py * 1e3:.1f} ms; same answer: {same}")
+    busiest = ("SELECT time_bucket(INTERVAL '1 minute', time) AS minute, count(*) AS n, "
+               "max(ofr) - min(bid) AS range FROM quotes WHERE symbol = 'IBM' "
+               "GROUP BY minute ORDER BY n DESC, minute LIMIT 5")
+    echo(f"   IBM's five busiest minutes of the week: db.sql({busiest!r})")
+    t_top, top = _timed(lambda: db.sql(busiest).collect())
+    echo(str(top))
+    days = [dt.date.fromisoformat(d) for d in dates]
+    mids = db["quotes"].query(symbols="IBM").group_by("date", hfq.bucket("time", "1h")) \
+        .agg(mid=((bid + ofr) / 2).mean()).pivot("date", index="time", values="mid",
+                                                 columns=days)
+    t_pivot, hours = _timed(mids.collect)
+    echo("   IBM's mean mid-quote per hour, one column per day (pivot):")
+    echo(str(hours.head(4)))
+    echo("   what ran where: " + db.sql(text).explain().replace("\n", "\n   "))
+    echo(f"   {t_top * 1e3:.1f} ms, {t_pivot * 1e3:.1f} ms")
+    return {"query_sql_s": t_sql, "query_python_s": t_py, "query_same": same,
+            "query_top_s": t_top, "query_pivot_s": t_pivot}
 
 
 def _analytics(db: Any, quotes: Any, workdir: str, dates: list[str],

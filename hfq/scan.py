@@ -17,30 +17,14 @@ from hfq.catalog.records import Manifest
 from hfq.config import Settings
 from hfq.errors import CorruptPartitionError, SchemaMismatchError
 from hfq.query.plan import Filters, Plan, make_plan
-from hfq.query.read import ReadSpec, ReadTask, read_unit
+from hfq.query.read import INLINE_ROWS, ReadSpec, ReadTask, read_unit
 from hfq.runtime.nodes import Nodes
-from hfq.storage.cache import PartitionCache
+from hfq.storage.cache import process_cache
 
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["INLINE_ROWS", "Scan"]
-
-INLINE_ROWS = 1 << 17
-"""A scan planned to read at most this many rows, all of them held by this process's node, runs
-in the calling thread (starting a thread pool costs more than reading a symbol-day), and its
-record batches go through this process's cache of decoded batches (:func:`batch_cache`)."""
-
-_BATCHES: list[PartitionCache] = []
-
-
-def batch_cache(settings: Settings) -> PartitionCache:
-    """This process's cache of decoded record batches for small scans, ``settings.cache_bytes``
-    large (0: none).  Files never change once written, so nothing in it goes stale; the
-    least recently used batches go first.  Large scans stream and never fill it."""
-    if not _BATCHES or _BATCHES[0].capacity != settings.cache_bytes:
-        _BATCHES[:] = [PartitionCache(settings.cache_bytes)]
-    return _BATCHES[0]
+__all__ = ["Scan"]
 
 
 class Scan:
@@ -133,7 +117,7 @@ class Scan:
         if nodes.local is None or nodes.store is None or self.plan.rows > INLINE_ROWS or \
                 any(nodes.local not in nodes.unit_holders(u) for u in units):
             return None
-        cache, node = batch_cache(self.settings), nodes.context()
+        cache, node = process_cache(nodes.store, self.settings.cache_bytes), nodes.context()
         try:
             return [read_unit(node.store, self.spec, unit, node.name, cache=cache)
                     for unit in units]

@@ -257,9 +257,9 @@ def scenario_point(bench: Bench) -> None:
         return Answer(run)
 
     def cold() -> None:
-        from hfq import scan
+        from hfq.storage.cache import clear_process_caches
         readers.clear()
-        scan._BATCHES.clear()
+        clear_process_caches()
         evict(*paths.values())
         readers.update({k: open_reader(k, path[k]) for k in kinds})
 

@@ -1,19 +1,30 @@
-"""Scale (issue 16): what a table's size costs -- catalog, planning and write -- for tables of
-1, 20, 100 and 250 thin days under ``Compo(Value("date"), Hash("symbol", 100))``.
+"""Scale (issue 16): what a table's size costs -- catalog, planning, writes and maintenance --
+for tables of 1, 20, 100 and 250 thin days under ``Compo(Value("date"), Hash("symbol", 100))``
+(20,000 rows a day: 200 rows a partition).
 
-Per size: one symbol-day read (warm handle, and a fresh process from ``hfq.connect`` to the
-answer, after ``import hfq``), planning a one-day scan (fresh handle) and its peak memory,
-appending one more day and the bytes that commit wrote (catalog and data), ``len(t)`` and
-``partitions()`` on a fresh handle, ``vacuum()``.  The peer, measured in the same run on the
-same table: the same versions rewritten in the old catalog format (format 1: one manifest
-listing every partition), for the reads, the planning and ``len``.  With ``--cluster``, the
-smallest table is also built with 2 replicas on a local 2-node cluster and its read and
-append measured.
+One table is built once and grown: it is measured at each size, then appended to up to the
+next.  Per size: one symbol-day read (warm handle; and a fresh process, from ``hfq.connect``
+to the answer, after ``import hfq``), planning a one-day scan on a fresh handle and its peak
+memory (tracemalloc), ``len(t)`` and ``partitions()`` on a fresh handle, appending one more
+day (median of ``--repeats`` such appends: time, rows/s, the bytes the commit wrote, catalog
+and data), a full vacuum (no record of a previous one) and the usual one (after the appends:
+it follows the change), and the rate of the growth appends (20 days at a time).  The peer,
+measured in the same run on the same table: the same versions rewritten in the old catalog
+format (format 1: one manifest listing every partition) for the reads, the planning, ``len``
+and ``partitions()``.
+
+Also: one day appended as many thin slices (``--slices``, 1,000 in the full run) to a table
+with the small-append policy (``compact_after=2``) against the same day appended at once --
+the symbol-day read of both; and (``--cluster``) a table with 2 replicas on a local 2-node
+Ray cluster, measured the same way (no fresh-process read: attaching to Ray dominates).
+
 Targets (the issue): at 250 days a symbol-day read <= 1.5x the 1-day figure (fresh process
-<= 2x), an append <= 1.2x, bytes per commit <= 2x.
+<= 2x), appending a day <= 1.2x, bytes per commit <= 2x, appends of 200-row partitions at
+>= 0.5 M rows/s, and the read after the slices <= 1.5x the read after one append.
 
-Standalone: ``python benchmarks/scenarios/scale.py --sizes 1 20 --out /tmp/scale``; in the
-suite: ``python benchmarks/run.py --only scale`` (``--quick``: sizes 1 and 3).
+Standalone: ``python benchmarks/scenarios/scale.py --sizes 1 20 --slices 50 --out /tmp/scale``
+(``--plot docs/img/scale.png``); in the suite: ``python benchmarks/run.py --only scale``
+(``--quick``: sizes 1 and 3, 20 slices, no cluster).
 """
 
 from __future__ import annotations
@@ -36,6 +47,10 @@ SIZES = (1, 20, 100, 250)
 BUCKETS = 100
 SYMBOLS = 400
 DAYS_PER_APPEND = 20
+SLICES = 1000
+CLUSTER_DAYS = 20
+SYMBOL = "AAPL"
+"""The symbol read: in every synthetic day (70-420 of its 20,000 rows)."""
 
 FRESH = """
 import sys, time
@@ -73,17 +88,34 @@ def dir_bytes(path: str) -> dict[str, int]:
     return out
 
 
-def build(db: Any, n_days: int, rows_per_day: int, replicas: int | None = None) -> Any:
-    """Table ``quotes`` of ``n_days`` thin days in ``db``, appended 20 days at a time."""
+def one_day(day: int, rows_per_day: int) -> Any:
     import hfq
-    t = db.create_table("quotes", hfq.schemas.TAQ,
-                        partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", BUCKETS)),
-                        sort_by=("symbol", "time"), replicas=replicas)
-    for first in range(0, n_days, DAYS_PER_APPEND):
-        chunk = days(min(DAYS_PER_APPEND, n_days - first), first)
-        t.append(hfq.synth.taq_table(dates=chunk, rows_per_day=rows_per_day, symbols=SYMBOLS,
-                                     seed=first))
-    return db
+    return hfq.synth.taq_table(dates=days(1, day), rows_per_day=rows_per_day, symbols=SYMBOLS,
+                               seed=day)
+
+
+def create(db: Any, replicas: int | None = None, compact_after: int | None = None) -> Any:
+    import hfq
+    return db.create_table("quotes", hfq.schemas.TAQ,
+                           partition_by=hfq.Compo(hfq.Value("date"),
+                                                  hfq.Hash("symbol", BUCKETS)),
+                           sort_by=("symbol", "time"), replicas=replicas,
+                           compact_after=compact_after)
+
+
+def grow(t: Any, have: int, want: int, rows_per_day: int) -> float:
+    """Append days ``have .. want - 1`` to ``t``, 20 at a time; the rows/s of those appends
+    (0 when there was nothing to append)."""
+    import hfq
+    rows, spent = 0, 0.0
+    for first in range(have, want, DAYS_PER_APPEND):
+        data = hfq.synth.taq_table(dates=days(min(DAYS_PER_APPEND, want - first), first),
+                                   rows_per_day=rows_per_day, symbols=SYMBOLS, seed=first)
+        start = time.perf_counter()
+        t.append(data)
+        spent += time.perf_counter() - start
+        rows += data.num_rows
+    return rows / spent if spent else 0.0
 
 
 def fresh_read(root: str, day: str, symbol: str, repeats: int) -> float:
@@ -91,16 +123,22 @@ def fresh_read(root: str, day: str, symbol: str, repeats: int) -> float:
     out = []
     for _ in range(repeats):
         done = subprocess.run([sys.executable, "-c", FRESH, root, day, symbol], env=env,
-                              capture_output=True, text=True, check=True)
-        out.append(float(done.stdout.split()[0]))
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"the fresh-process read failed:\n{done.stderr}")
+        seconds, rows = done.stdout.split()
+        if int(rows) == 0:
+            raise RuntimeError(f"the fresh-process read of {symbol} on {day} found no row")
+        out.append(float(seconds))
     return statistics.median(out)
 
 
 def as_format_1(src: str, dst: str) -> None:
-    """A copy of the database at ``src`` with every version in the old format."""
+    """A copy of the database at ``src`` (data files hard-linked) with every version in the
+    old format."""
     import hfq
     from hfq.catalog.catalog import Catalog
-    shutil.copytree(src, dst)
+    shutil.copytree(src, dst, copy_function=os.link)
     catalog = Catalog(hfq.connect(dst).store)
     for v in catalog.versions("quotes"):
         m = catalog.snapshot("quotes", v)
@@ -109,142 +147,241 @@ def as_format_1(src: str, dst: str) -> None:
                 "sort_by": list(m.sort_by), "op": m.op, "committed_at": m.committed_at,
                 "options": dict(m.options), "table_id": m.table_id,
                 "partitions": {p: e.to_json() for p, e in m.partitions.items()}}
-        with open(os.path.join(dst, "quotes", "_versions", f"{v:020d}.json"), "w") as f:
+        path = os.path.join(dst, "quotes", "_versions", f"{v:020d}.json")
+        os.unlink(path)   # a hard link: the original stays as it was
+        with open(path, "w") as f:
             json.dump(body, f, separators=(",", ":"))
     for sub in ("_manifests", "_claims"):
         shutil.rmtree(os.path.join(dst, "quotes", sub), ignore_errors=True)
 
 
-def reads(root: str, day: str, symbol: str, repeats: int) -> dict[str, float]:
-    """The read-side figures of the table at ``root`` (fresh handles where it matters)."""
-    import hfq
-    t = hfq.connect(root)["quotes"]
-    t.scan(dates=day, symbols=[symbol]).to_arrow()
+def reads(connect: Callable[[], Any], day: str, symbol: str, repeats: int) -> dict[str, float]:
+    """The read-side figures of the table (fresh handles where it matters)."""
+    t = connect()["quotes"]
+    if t.scan(dates=day, symbols=[symbol]).to_arrow().num_rows == 0:
+        raise RuntimeError(f"the read of {symbol} on {day} found no row")
     out = {"read_warm_s": timed(lambda: t.scan(dates=day, symbols=[symbol]).to_arrow(),
-                                repeats),
-           "read_fresh_s": fresh_read(root, day, symbol, max(1, repeats // 2))}
-    out["plan_s"] = timed(lambda: hfq.connect(root)["quotes"].scan(dates=day), repeats)
+                                repeats)}
+    out["plan_s"] = timed(lambda: connect()["quotes"].scan(dates=day), repeats)
     tracemalloc.start()
-    hfq.connect(root)["quotes"].scan(dates=day)   # a fresh handle: its manifest included
+    connect()["quotes"].scan(dates=day)   # a fresh handle: its manifest included
     out["plan_peak_bytes"] = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    out["len_s"] = timed(lambda: len(hfq.connect(root)["quotes"]), repeats)
-    out["partitions_s"] = timed(lambda: hfq.connect(root)["quotes"].partitions(), repeats)
+    out["len_s"] = timed(lambda: len(connect()["quotes"]), repeats)
+    out["partitions_s"] = timed(lambda: connect()["quotes"].partitions(), repeats)
     return out
 
 
-def measure(work: str, n_days: int, rows_per_day: int, repeats: int) -> dict[str, Any]:
-    import hfq
-    root = os.path.join(work, f"days{n_days}")
-    shutil.rmtree(root, ignore_errors=True)
-    build(hfq.connect(root), n_days, rows_per_day)
-    day, symbol = days(n_days)[-1], "S0"
-    row: dict[str, Any] = {"days": n_days, **reads(root, day, symbol, repeats)}
-    old = root + "-format1"
-    shutil.rmtree(old, ignore_errors=True)
-    as_format_1(root, old)
-    row["peer_format1"] = reads(old, day, symbol, repeats)
-    shutil.rmtree(old, ignore_errors=True)
-    t = hfq.connect(root)["quotes"]
-    one_day = hfq.synth.taq_table(dates=days(1, n_days), rows_per_day=rows_per_day,
-                                  symbols=SYMBOLS, seed=99)
-    before = dir_bytes(root)
-    start = time.perf_counter()
-    t.append(one_day)
-    row["append_s"] = time.perf_counter() - start
-    row["append_rows_per_s"] = one_day.num_rows / row["append_s"]
-    after = dir_bytes(root)
-    new = {p: s for p, s in after.items() if before.get(p) != s}
-    row["commit_bytes"] = sum(new.values())
-    row["commit_catalog_bytes"] = sum(s for p, s in new.items() if "/data/" not in p)
+def writes(t: Any, root: str | None, day: int, rows_per_day: int, appends: int
+           ) -> dict[str, Any]:
+    """A full vacuum (no record of the last one), appending one more day ``appends`` times
+    (days ``day``, ``day + 1``, ...: the median time and bytes), then the usual vacuum;
+    bytes written from ``root``'s files (when local)."""
+    from hfq.catalog.catalog import VACUUM_STATE
+    store = t.db.catalog.store
+    store.remove(f"quotes/{VACUUM_STATE}")
     start = time.perf_counter()
     t.vacuum(grace_s=0)
-    row["vacuum_s"] = time.perf_counter() - start
-    shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"vacuum_full_s": time.perf_counter() - start}
+    spent, rows, written, catalog = [], [], [], []
+    for i in range(appends):
+        data = one_day(day + i, rows_per_day)
+        before = dir_bytes(root) if root else {}
+        start = time.perf_counter()
+        t.append(data)
+        spent.append(time.perf_counter() - start)
+        rows.append(data.num_rows / spent[-1])
+        if root:
+            after = dir_bytes(root)
+            new = {p: s for p, s in after.items() if before.get(p) != s}
+            written.append(sum(new.values()))
+            catalog.append(sum(s for p, s in new.items() if "/data/" not in p))
+    out["append_s"] = statistics.median(spent)
+    out["append_rows_per_s"] = statistics.median(rows)
+    if root:
+        out["commit_bytes"] = statistics.median(written)
+        out["commit_catalog_bytes"] = statistics.median(catalog)
+    start = time.perf_counter()
+    t.vacuum(grace_s=0)
+    out["vacuum_s"] = time.perf_counter() - start
+    return out
+
+
+def measure(root: str, t: Any, n_days: int, rows_per_day: int, repeats: int,
+            peer: bool = True) -> dict[str, Any]:
+    """Every figure of the table at ``root`` holding days ``0 .. n_days - 1``."""
+    import hfq
+    day, symbol = days(n_days)[-1], SYMBOL
+    row: dict[str, Any] = {"days": n_days, **reads(lambda: hfq.connect(root), day, symbol,
+                                                   repeats)}
+    row["read_fresh_s"] = fresh_read(root, day, symbol, max(1, repeats // 2))
+    if peer:
+        old = root + "-format1"
+        shutil.rmtree(old, ignore_errors=True)
+        as_format_1(root, old)
+        row["peer_format1"] = reads(lambda: hfq.connect(old), day, symbol, repeats)
+        row["peer_format1"]["read_fresh_s"] = fresh_read(old, day, symbol,
+                                                         max(1, repeats // 2))
+        shutil.rmtree(old, ignore_errors=True)
+    row.update(writes(t, root, n_days, rows_per_day, repeats))
     return row
 
 
-def measure_cluster(work: str, n_days: int, rows_per_day: int, repeats: int) -> dict[str, Any]:
-    """The table with 2 replicas on a local 2-node cluster: read and append."""
+def measure_slices(work: str, rows_per_day: int, slices: int, repeats: int) -> dict[str, Any]:
+    """One day appended at once, and in ``slices`` thin time slices with ``compact_after=2``:
+    the symbol-day read of each, the time per slice, the files the day ends with."""
+    import pyarrow.compute as pc
+
     import hfq
-    from hfq.testing import local_cluster
-    with local_cluster(nodes=2, cpus_per_node=1, root=os.path.join(work, "cluster")) as c:
-        db = build(c.connect(), n_days, rows_per_day, replicas=2)
-        t = db["quotes"]
-        day = days(n_days)[-1]
-        t.scan(dates=day, symbols=["S0"]).to_arrow()
-        read = timed(lambda: t.scan(dates=day, symbols=["S0"]).to_arrow(), repeats)
+    data = one_day(0, rows_per_day)
+    data = data.take(pc.sort_indices(data, [("time", "ascending")]))
+    day, out = days(1)[0], {"slices": slices, "rows": data.num_rows}
+    for label, parts in (("once", 1), ("sliced", slices)):
+        root = os.path.join(work, f"slices-{label}")
+        shutil.rmtree(root, ignore_errors=True)
+        t = create(hfq.connect(root), compact_after=2)
+        step = -(-data.num_rows // parts)
         start = time.perf_counter()
-        t.append(hfq.synth.taq_table(dates=days(1, n_days), rows_per_day=rows_per_day,
-                                     symbols=SYMBOLS, seed=99))
-        return {"days": n_days, "replicas": 2, "read_warm_s": read,
-                "append_s": time.perf_counter() - start}
-
-
-def run(sizes: tuple[int, ...], rows_per_day: int, work: str, repeats: int,
-        cluster: bool = False) -> dict[str, Any]:
-    rows = [measure(work, n, rows_per_day, repeats) for n in sizes]
-    out: dict[str, Any] = {"rows_per_day": rows_per_day, "buckets": BUCKETS, "sizes": rows}
-    if cluster:
-        out["cluster"] = measure_cluster(work, sizes[0], rows_per_day, repeats)
+        for first in range(0, data.num_rows, step):
+            t.append(data.slice(first, step))
+        out[f"{label}_append_s"] = time.perf_counter() - start
+        t = hfq.connect(root)["quotes"]
+        t.scan(dates=day, symbols=[SYMBOL]).to_arrow()
+        out[f"{label}_read_s"] = timed(lambda t=t: t.scan(dates=day, symbols=[SYMBOL]).to_arrow(),
+                                       repeats)
+        out[f"{label}_files"] = len(t.snapshot().files())
+        out[f"{label}_versions"] = len(t.versions())
+        shutil.rmtree(root, ignore_errors=True)
     return out
 
 
+def measure_cluster(work: str, n_days: int, rows_per_day: int, repeats: int) -> dict[str, Any]:
+    """The table with 2 replicas on a local 2-node cluster."""
+    from hfq.testing import local_cluster
+    with local_cluster(nodes=2, cpus_per_node=1, root=os.path.join(work, "cluster")) as c:
+        t = create(c.connect(), replicas=2)
+        grow(t, 0, n_days, rows_per_day)
+        row: dict[str, Any] = {"days": n_days, "replicas": 2, "nodes": 2,
+                               **reads(c.connect, days(n_days)[-1], SYMBOL, repeats)}
+        row.update(writes(c.connect()["quotes"], None, n_days, rows_per_day, repeats))
+        row["copies_per_file"] = min(len(f.nodes) for f in
+                                     c.connect()["quotes"].snapshot().fragments())
+        return row
+
+
+def run(sizes: tuple[int, ...], rows_per_day: int, work: str, repeats: int,
+        cluster: bool = False, slices: int = SLICES, peer: bool = True) -> dict[str, Any]:
+    import hfq
+    root = os.path.join(work, "table")
+    shutil.rmtree(root, ignore_errors=True)
+    t = create(hfq.connect(root))
+    have, rows = 0, []
+    for size in sorted(sizes):
+        n = max(size, have)   # (sizes closer than --repeats: the days measure appended)
+        rate = grow(t, have, n, rows_per_day)
+        row = measure(root, t, n, rows_per_day, repeats, peer)
+        row["grow_rows_per_s"] = rate
+        rows.append(row)
+        have = n + repeats   # measure appended days n .. n + repeats - 1
+    shutil.rmtree(root, ignore_errors=True)
+    out: dict[str, Any] = {"rows_per_day": rows_per_day, "buckets": BUCKETS, "sizes": rows}
+    if slices:
+        out["slices"] = measure_slices(work, rows_per_day, slices, repeats)
+    if cluster:
+        out["cluster"] = measure_cluster(work, min(CLUSTER_DAYS, max(sizes)), rows_per_day,
+                                         repeats)
+    return out
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
 def text(result: dict[str, Any]) -> list[str]:
-    """Report lines: one per size, and the ratios to the smallest size."""
+    """Report lines: one per size, the ratios to the smallest size, slices, cluster."""
     rows = result["sizes"]
     base = rows[0]
     lines = [f"scale: {result['rows_per_day']:,} rows a day, {result['buckets']} hash buckets "
-             "(peer: the same table in the old one-manifest catalog, same run)"]
+             f"({result['rows_per_day'] // result['buckets']} rows a partition)" +
+             ("; peer (old): the same table in the old one-manifest catalog, same run"
+              if "peer_format1" in base else "")]
     for r in rows:
-        p = r["peer_format1"]
+        p = r.get("peer_format1", {})
+
+        def old(key: str, p: dict[str, Any] = p) -> str:
+            return f" (old {_ms(p[key])})" if key in p else ""
         lines.append(
-            f"  {r['days']:>4} days: read {r['read_warm_s'] * 1e3:.1f} ms warm "
-            f"(old {p['read_warm_s'] * 1e3:.1f}), {r['read_fresh_s'] * 1e3:.0f} ms fresh "
-            f"(old {p['read_fresh_s'] * 1e3:.0f}); plan {r['plan_s'] * 1e3:.1f} ms "
-            f"(old {p['plan_s'] * 1e3:.1f}), peak {r['plan_peak_bytes'] / 1e6:.2f} MB "
-            f"(old {p['plan_peak_bytes'] / 1e6:.2f}); len {r['len_s'] * 1e3:.1f} ms "
-            f"(old {p['len_s'] * 1e3:.1f}); partitions() {r['partitions_s'] * 1e3:.0f} ms; "
-            f"append a day {r['append_s']:.2f} s ({r['append_rows_per_s'] / 1e6:.2f} M rows/s),"
-            f" {r['commit_bytes'] / 1e3:.0f} kB written ({r['commit_catalog_bytes'] / 1e3:.1f}"
-            f" kB catalog); vacuum {r['vacuum_s'] * 1e3:.0f} ms")
+            f"  {r['days']:>4} days: read {_ms(r['read_warm_s'])} warm{old('read_warm_s')}, "
+            f"{_ms(r['read_fresh_s'])} fresh{old('read_fresh_s')}; plan {_ms(r['plan_s'])}"
+            f"{old('plan_s')}, peak {r['plan_peak_bytes'] / 1e6:.2f} MB; len {_ms(r['len_s'])}"
+            f"{old('len_s')}; partitions() {_ms(r['partitions_s'])}; append a day "
+            f"{_ms(r['append_s'])} ({r['append_rows_per_s'] / 1e6:.2f} M rows/s), "
+            f"{r['commit_bytes'] / 1e3:.0f} kB written ({r['commit_catalog_bytes'] / 1e3:.1f}"
+            f" kB catalog); vacuum after the appends {_ms(r['vacuum_s'])} (full "
+            f"{_ms(r['vacuum_full_s'])})" + (f"; growth appends {r['grow_rows_per_s'] / 1e6:.2f}"
+                                            " M rows/s" if r["grow_rows_per_s"] else ""))
     last = rows[-1]
     if len(rows) > 1:
         lines.append(
             f"  {last['days']} days vs {base['days']}: read "
-            f"x{last['read_warm_s'] / base['read_warm_s']:.2f}"
-            f" (target 1.5), fresh x{last['read_fresh_s'] / base['read_fresh_s']:.2f} (2.0), "
-            f"append x{last['append_s'] / base['append_s']:.2f} (1.2), bytes/commit "
-            f"x{last['commit_bytes'] / base['commit_bytes']:.2f} (2.0)")
+            f"x{last['read_warm_s'] / base['read_warm_s']:.2f} (target 1.5), fresh "
+            f"x{last['read_fresh_s'] / base['read_fresh_s']:.2f} (2.0), append "
+            f"x{last['append_s'] / base['append_s']:.2f} (1.2), bytes/commit "
+            f"x{last['commit_bytes'] / base['commit_bytes']:.2f} (2.0); appending 200-row "
+            f"partitions at {last['append_rows_per_s'] / 1e6:.2f} M rows/s (target 0.5)")
+    if "slices" in result:
+        s = result["slices"]
+        lines.append(
+            f"  one day in {s['slices']} slices (compact_after=2): read {_ms(s['sliced_read_s'])}"
+            f" vs {_ms(s['once_read_s'])} appended at once, x"
+            f"{s['sliced_read_s'] / s['once_read_s']:.2f} (target 1.5); {s['sliced_files']} "
+            f"files vs {s['once_files']}; {_ms(s['sliced_append_s'] / s['slices'])} a slice")
     if "cluster" in result:
         c = result["cluster"]
-        lines.append(f"  cluster, {c['days']} days, {c['replicas']} replicas: read "
-                     f"{c['read_warm_s'] * 1e3:.1f} ms, append a day {c['append_s']:.2f} s")
+        lines.append(
+            f"  local cluster, {c['nodes']} nodes, {c['replicas']} replicas "
+            f"({c['copies_per_file']}+ copies a file), {c['days']} days: read "
+            f"{_ms(c['read_warm_s'])}, plan {_ms(c['plan_s'])}, len {_ms(c['len_s'])}, "
+            f"partitions() {_ms(c['partitions_s'])}, append a day {_ms(c['append_s'])} "
+            f"({c['append_rows_per_s'] / 1e6:.2f} M rows/s), vacuum {_ms(c['vacuum_s'])} "
+            f"(full {_ms(c['vacuum_full_s'])})")
     return lines
 
 
+FIGURES = [("read_warm_s", "symbol-day read, warm handle (s)"),
+           ("read_fresh_s", "symbol-day read, fresh process (s)"),
+           ("plan_s", "one-day plan (s)"), ("plan_peak_bytes", "plan peak memory (bytes)"),
+           ("append_s", "append one day (s)"), ("append_rows_per_s", "append rows/s"),
+           ("commit_bytes", "bytes written per commit"), ("len_s", "len(t) (s)"),
+           ("partitions_s", "partitions() (s)"), ("vacuum_s", "vacuum after the appends (s)"),
+           ("vacuum_full_s", "full vacuum (s)"), ("grow_rows_per_s", "20-day appends rows/s")]
+
+
 def plot(result: dict[str, Any], path: str) -> None:
+    """Each figure against the table's size (days), the old catalog dashed where measured."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = result["sizes"]
     x = [r["days"] for r in rows]
-    figures = [("read_warm_s", "symbol-day read, warm (s)"),
-               ("read_fresh_s", "symbol-day read, fresh process (s)"),
-               ("plan_s", "one-day plan (s)"), ("plan_peak_bytes", "plan peak memory (B)"),
-               ("append_s", "append one day (s)"), ("commit_bytes", "bytes per commit"),
-               ("len_s", "len(t) (s)"), ("partitions_s", "partitions() (s)"),
-               ("vacuum_s", "vacuum (s)")]
-    fig, axes = plt.subplots(3, 3, figsize=(13, 10))
-    for ax, (key, title) in zip(axes.flat, figures):
+    fig, axes = plt.subplots(3, 4, figsize=(16, 10))
+    for ax, (key, title) in zip(axes.flat, FIGURES):
         ax.plot(x, [r[key] for r in rows], "o-", label="split catalog")
-        if key in rows[0]["peer_format1"]:
-            ax.plot(x, [r["peer_format1"][key] for r in rows], "s--", label="old catalog")
+        peers = [r.get("peer_format1", {}).get(key) for r in rows]
+        if all(p is not None for p in peers):
+            ax.plot(x, peers, "s--", label="old catalog")
+        if "cluster" in result and key in result["cluster"]:
+            ax.plot([result["cluster"]["days"]], [result["cluster"][key]], "^",
+                    label="2-node cluster, 2 replicas")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("days in the table")
-        ax.legend(fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"hfq scale: {result['rows_per_day']:,} rows a day, {result['buckets']} "
+                 "hash buckets", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
 
 
@@ -253,7 +390,8 @@ def scenario_scale(bench: Any) -> None:
     sizes = (1, 3) if bench.quick else SIZES
     rows_per_day = 2_000 if bench.quick else 20_000
     result = run(sizes, rows_per_day, os.path.join(bench.work, "scale"),
-                 1 if bench.quick else 5, cluster=not bench.quick)
+                 1 if bench.quick else 5, cluster=not bench.quick,
+                 slices=20 if bench.quick else SLICES)
     with open(os.path.join(bench.out, "scale.json"), "w") as f:
         json.dump(result, f, indent=1)
     plot(result, os.path.join(bench.out, "scale.png"))
@@ -268,16 +406,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="days per table")
     p.add_argument("--rows-per-day", type=int, default=20_000)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--slices", type=int, default=SLICES,
+                   help="thin appends of one day (0: skip)")
     p.add_argument("--cluster", action="store_true", help="also the replicated table")
+    p.add_argument("--no-peer", action="store_true", help="skip the format-1 peer")
     p.add_argument("--out", default="scale_out")
+    p.add_argument("--plot", help="where the plot goes (default: OUT/scale.png)")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    start = time.perf_counter()
     result = run(tuple(args.sizes), args.rows_per_day, os.path.join(args.out, "work"),
-                 args.repeats, args.cluster)
+                 args.repeats, args.cluster, args.slices, not args.no_peer)
+    result["elapsed_s"] = time.perf_counter() - start
     with open(os.path.join(args.out, "scale.json"), "w") as f:
         json.dump(result, f, indent=1)
-    plot(result, os.path.join(args.out, "scale.png"))
+    plot(result, args.plot or os.path.join(args.out, "scale.png"))
     print("\n".join(text(result)))
+    print(f"({result['elapsed_s']:.0f} s)")
     shutil.rmtree(os.path.join(args.out, "work"), ignore_errors=True)
     return 0
 

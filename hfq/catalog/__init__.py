@@ -2,7 +2,7 @@
 
 ``records`` defines what a version is (and is the only place records are built or parsed),
 ``catalog`` publishes, reads and checks versions, ``files`` looks after a node's files of a
-table, ``replica`` a node's copy of the catalog.
+table, ``replica`` a node's copy of the catalog, ``vacuum`` what a vacuum must look at.
 
 Design (format 2, the split catalog).  The references were Iceberg's manifest list (a
 snapshot is a small list of manifest files, each with partition-value summaries so planning
@@ -35,6 +35,11 @@ replay the log).  hfq takes Iceberg's shape and Delta's commit:
   stay readable for time travel.
 * The files ``load_csv`` loaded (path, size, SHA-256, version) are a ledger piece named by
   the record (``loads``): loading the same content again is refused.
+* Maintenance follows the change too: ``len``, partition counts and the schema come from the
+  record; a vacuum (``hfq.catalog.vacuum``) remembers what it saw (``<table>/.vacuum.json``)
+  and next looks only at the partitions new pieces, forgotten versions and failed commits
+  name, the partition directories changed on each node since (one ``stat`` each) and those
+  where it spared a file -- a full sweep whenever that record is missing or in doubt.
 """
 
 from hfq.catalog.catalog import Catalog, FileNamer, Transaction

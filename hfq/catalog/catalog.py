@@ -5,6 +5,7 @@ Layout under the root::
     <table>/_versions/00000000000000000007.json     the record of version 7 (sealed, small)
     <table>/_manifests/<txn>-<group>.<sha>.json      immutable manifest pieces, shared by versions
     <table>/_claims/00000000000000000007            a version number that was published
+    <table>/.vacuum.json                             what the last vacuum saw (hfq.catalog.vacuum)
     <table>/data/<partition path>/<txn>-<n>.arrow    immutable fragment files
 
 A version's *record* holds the schema, options, totals and one reference per group of
@@ -79,6 +80,7 @@ VERSIONS = "_versions"
 PIECES = "_manifests"
 CLAIMS = "_claims"
 DAMAGED = "_damaged"
+VACUUM_STATE = ".vacuum.json"
 _MAX_ATTEMPTS = 10_000
 _CACHED_RECORDS = 64
 _CACHED_PIECES = 2048
@@ -136,6 +138,10 @@ class Catalog:
             raise TableExistsError(f"table {name!r} already exists in {self.store.url}; "
                                    "drop it first or pick another name")
         claim, _ = self._claim(name, 0)
+        try:   # no vacuum yet (hfq.catalog.vacuum); without the file the first one is full too
+            _write_file(self.store, f"{name}/{VACUUM_STATE}", b"{}")
+        except OSError:
+            pass
         self._tell({self._record_path(name, 0): manifest_to_bytes(manifest), **claim}, [])
         return manifest
 
@@ -403,7 +409,7 @@ class Catalog:
         now = time.time()
         gone = []
         for old, newer in zip(versions[:-keep_versions], versions[1:]):
-            if now - self.snapshot(name, newer).committed_at >= grace_s:
+            if now - self.version(name, newer).committed_at >= grace_s:
                 self.store.remove(self._record_path(name, old))
                 gone.append(self._record_path(name, old))
         if gone:
@@ -415,32 +421,49 @@ class Catalog:
         out = []
         for v in self.versions(name):
             try:
-                out.append(self.snapshot(name, v))
+                out.append(self.version(name, v))
             except (FileNotFoundError, TableNotFoundError):   # forgotten meanwhile
                 continue
         return out
 
-    def sweep_pieces(self, name: str, grace_s: float) -> int:
+    def version(self, name: str, version: int) -> Manifest:
+        """The manifest of ``version``, read (or taken from the cache) without the head's
+        checks :meth:`snapshot` makes: for walking many versions.  Raises
+        :class:`~hfq.errors.TableNotFoundError` when it is not on record."""
+        check_name(name, "table")
+        return self._read(name, version)
+
+    def list_pieces(self, name: str) -> list[tuple[str, float]]:
+        """The manifest piece files of ``name`` (path, mtime), temporaries left out."""
+        return [(rel, mtime) for rel, mtime in self.store.walk_files(f"{name}/{PIECES}")
+                if not rel.rsplit("/", 1)[-1].startswith(".")]
+
+    def sweep_pieces(self, name: str, grace_s: float, *,
+                     listed: list[tuple[str, float]] | None = None,
+                     referenced: set[str] | None = None) -> int:
         """Remove the manifest pieces no kept version references (left by a writer that died
-        or lost its commit); returns how many went.
+        or lost its commit, or by versions forgotten); returns how many went.
 
         The pieces are listed first, the kept versions read after, so a piece a commit
-        publishes meanwhile is either not listed or referenced.  A piece of a transaction
-        still running (on this host: its process is alive and, for this process, the
-        transaction is not finished) or younger than ``grace_s`` (written on another host)
-        stays.
+        publishes meanwhile is either not listed or referenced -- a caller passing
+        ``listed`` (:meth:`list_pieces`) and ``referenced`` (names of the pieces and ledgers
+        kept versions use, a superset is fine) must have taken them in that order.  A piece
+        of a transaction still running (on this host: its process is alive and, for this
+        process, the transaction is not finished) or younger than ``grace_s`` (written on
+        another host) stays.
         """
-        listed = [(rel, mtime) for rel, mtime in self.store.walk_files(f"{name}/{PIECES}")
-                  if not rel.rsplit("/", 1)[-1].startswith(".")]
+        if listed is None:
+            listed = self.list_pieces(name)
         if not listed:
             return 0
         writer = live_writer()
-        referenced = set()
-        for m in self.kept_manifests(name):
-            if isinstance(m.partitions, Partitions):
-                referenced |= {r.name for r in m.partitions.refs.values()}
-            if m.loads:
-                referenced.add(m.loads)
+        if referenced is None:
+            referenced = set()
+            for m in self.kept_manifests(name):
+                if isinstance(m.partitions, Partitions):
+                    referenced |= {r.name for r in m.partitions.refs.values()}
+                if m.loads:
+                    referenced.add(m.loads)
         now, gone = time.time(), []
         for rel, mtime in listed:
             base = rel.rsplit("/", 1)[-1]
@@ -708,6 +731,7 @@ class Transaction:
         def current(path: str) -> PartitionEntry | None:
             return changes[path] if path in changes else head.partitions.get(path)
 
+        stand_in: set[str] = set()   # partitions whose added fragments replace others
         for path, files in self.removed.items():
             if not files:
                 continue
@@ -717,9 +741,17 @@ class Transaction:
                 raise CommitConflictError(
                     f"table {head.table!r}, partition {path}: another writer changed it "
                     f"during this {op}; nothing was committed, run it again")
-            changes[path] = entry.with_fragments(f for f in entry.fragments
-                                                 if f.file not in files)
+            # what replaces fragments stands where the first of them stood: rows that sort
+            # equal keep their stored (arrival) order, whatever was appended after them
+            first = next(i for i, f in enumerate(entry.fragments) if f.file in files)
+            added = self.added.get(path, ((), []))[1]
+            changes[path] = entry.with_fragments(
+                [*(f for f in entry.fragments[:first] if f.file not in files), *added,
+                 *(f for f in entry.fragments[first:] if f.file not in files)])
+            stand_in.add(path)
         for path, (key, fragments) in self.added.items():
+            if path in stand_in:
+                continue
             entry = current(path)
             changes[path] = partition_entry(key, fragments) if entry is None else \
                 entry.with_fragments([*entry.fragments, *fragments])

@@ -15,12 +15,13 @@ import os
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
-from hfq.storage.store import HOST, Store, pid_alive, temp_owner_alive
+from hfq.storage.store import HOST, Store, pid_alive, temp_name, temp_owner_alive
 
-__all__ = ["Writer", "begin_transaction", "end_transaction", "list_table_files", "live_writer",
-           "remove_files", "remove_prefixed", "remove_table_files", "sweep", "transaction_of",
-           "writer_alive"]
+__all__ = ["Listing", "Writer", "begin_transaction", "end_transaction", "list_changed_files",
+           "list_table_files", "live_writer", "remove_files", "remove_prefixed",
+           "remove_table_files", "sweep", "sweep_changed", "transaction_of", "writer_alive"]
 
 _TRASH = ".trash"
 
@@ -83,6 +84,13 @@ def list_table_files(store: Store, table: str) -> list[tuple[str, float]]:
 def sweep(store: Store, table: str, referenced: set[str], grace_s: float,
           files: list[tuple[str, float]], committed: set[str] | None = None,
           writer: Writer | None = None) -> int:
+    """See :func:`_sweep`; returns how many files went."""
+    return len(_sweep(store, table, referenced, grace_s, files, committed, writer)[0])
+
+
+def _sweep(store: Store, table: str, referenced: set[str], grace_s: float,
+           files: list[tuple[str, float]], committed: set[str] | None = None,
+           writer: Writer | None = None) -> tuple[list[str], list[str]]:
     """Remove from ``files`` (listed *before* ``referenced`` was computed) the data files no
     kept version places on this node, and leftover temporary files.
 
@@ -94,9 +102,13 @@ def sweep(store: Store, table: str, referenced: set[str], grace_s: float,
     copy a rebalance is making right now is younger).  Otherwise never removed: files of a
     writer still running on this host, and files younger than ``grace_s`` whose writer runs
     elsewhere; files of writers that died on this host before committing go at once.
+
+    Returns the files removed and the candidates spared (too young, writer alive): what the next
+    sweep must look at again.
     """
     now = time.time()
-    removed = 0
+    removed: list[str] = []
+    spared: list[str] = []
     for rel, mtime in files:
         base = rel.rsplit("/", 1)[-1]
         if base.startswith(".tmp~"):
@@ -110,11 +122,137 @@ def sweep(store: Store, table: str, referenced: set[str], grace_s: float,
                 doomed = alive is False or (alive is None and now - mtime >= grace_s) or \
                     _abandoned(base, writer)
         else:
-            doomed = False
+            continue
         if doomed:
             store.remove(rel)
-            removed += 1
-    return removed
+            removed.append(rel)
+        else:
+            spared.append(rel)
+    return removed, spared
+
+
+# -- incremental sweeps: a node looks only at what changed since its last sweep ----------------
+_SLACK_S = 2.0
+"""Directory times a little older than the last listing still count as changed (a file
+system's clock ticks coarser than ``time.time``)."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What :func:`list_changed_files` found on a node: the candidate files (path, mtime),
+    when the listing started (by the clock that stamps the node's files), and whether it
+    covered every file."""
+
+    files: list[tuple[str, float]]
+    started: float
+    full: bool
+
+
+def list_changed_files(store: Store, table: str, since: float | None, depth: int,
+                       look: list[str]) -> Listing:
+    """The files of ``table`` on this node a sweep must look at (listed *before* the catalog
+    is read, as :func:`list_table_files`).
+
+    With ``since`` (when this node's last finished sweep started listing, by its clock) on a
+    local disk: the files of the directories under ``data/`` changed since then (one
+    ``stat`` per directory down to the partitions': a file written, renamed or removed
+    changes its directory's time), of the partitions in ``look`` (named by the catalog, or
+    where the last sweep spared a file), and the temporary files of the other directories.
+    Otherwise (None, or a remote store) every file.  ``depth``: the number of partition
+    levels (directories) under ``<table>/data``.
+    """
+    started = _disk_now(store, table)   # before listing: what changes from now on is newer
+    root = getattr(store, "root", None)
+    if since is None or not isinstance(root, str) or not getattr(store, "local", False):
+        return Listing(store.walk_files(table), started, True)
+    after = since - _SLACK_S
+    base = os.path.join(root, table)
+    changed = {p for p in look if all(c not in ("", ".", "..") for c in p.split("/"))}
+    if _mtime(os.path.join(base, "data")) >= after:
+        changed.add("")
+    level = [""]
+    for _ in range(depth):   # every directory down to the partitions': one stat each
+        below = []
+        for rel in level:
+            for entry in _scan(os.path.join(base, "data", rel)):
+                if entry.is_dir(follow_symlinks=False):
+                    below.append(f"{rel}/{entry.name}" if rel else entry.name)
+                    if _mtime(entry) >= after:
+                        changed.add(below[-1])
+        level = below
+    files = []
+    for sub in sorted(changed):   # (a partition's directory: anything below it as well)
+        files += _files_in(base, f"data/{sub}" if sub else "data", table,
+                           below=bool(sub) and sub.count("/") + 1 >= depth)
+    for entry in _scan(base):
+        if entry.is_dir(follow_symlinks=False) and entry.name != "data":
+            files += _files_in(base, entry.name, table, temps_only=True)
+    files += _files_in(base, "", table, temps_only=True)
+    return Listing(files, started, False)
+
+
+def _disk_now(store: Store, table: str) -> float:
+    """The time by the clock that stamps ``table``'s directories (a shared disk's server may
+    disagree with this node's): a file made and removed; this node's clock if that fails."""
+    root = getattr(store, "root", None)
+    if not isinstance(root, str) or not getattr(store, "local", False):
+        return time.time()
+    probe = os.path.join(root, temp_name(f"{table}/clock"))
+    try:
+        with open(probe, "wb"):
+            pass
+        try:
+            return os.stat(probe).st_mtime
+        finally:
+            os.remove(probe)
+    except OSError:
+        return time.time()
+
+
+def _mtime(entry: os.DirEntry[str] | str) -> float:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime if isinstance(entry, os.DirEntry) \
+            else os.stat(entry, follow_symlinks=False).st_mtime
+    except FileNotFoundError:   # removed meanwhile: nothing to look at, nothing lost
+        return 0.0
+
+
+def _scan(path: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return list(it)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _files_in(base: str, sub: str, table: str, *, temps_only: bool = False,
+              below: bool = False) -> list[tuple[str, float]]:
+    """The files directly in ``<table>/<sub>`` (only temporaries: ``temps_only``); with
+    ``below``, those of its subdirectories too (under a partition's: never made by hfq)."""
+    out = []
+    prefix = f"{table}/{sub}/" if sub else f"{table}/"
+    for entry in _scan(os.path.join(base, sub) if sub else base):
+        if temps_only and not entry.name.startswith(".tmp~"):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                out.append((prefix + entry.name, entry.stat(follow_symlinks=False).st_mtime))
+            elif below and entry.is_dir(follow_symlinks=False):
+                out += _files_in(base, f"{sub}/{entry.name}", table, below=True)
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def sweep_changed(store: Store, table: str, listing: Listing, referenced: set[str],
+                  grace_s: float, committed: set[str], writer: Writer) -> tuple[int, list[str]]:
+    """:func:`sweep` of a :func:`list_changed_files` listing.  Returns how many files went
+    and the partitions where one was spared (the next sweep looks at them again)."""
+    removed, spared = _sweep(store, table, referenced, grace_s, listing.files, committed,
+                             writer)
+    data = f"{table}/data/"
+    return len(removed), sorted({rel[len(data):].rsplit("/", 1)[0] for rel in spared
+                                 if rel.startswith(data)})
 
 
 def remove_files(store: Store, rels: list[str]) -> int:

@@ -22,7 +22,16 @@ from typing import Any
 
 import polars as pl
 
-from hfq.engine.exprs import Tree, columns_of, from_tree, is_rowwise, node_kind, signature, to_tree
+from hfq.engine.exprs import (
+    Tree,
+    columns_of,
+    empty_lazy,
+    from_tree,
+    is_rowwise,
+    node_kind,
+    signature,
+    to_tree,
+)
 
 __all__ = ["AggPlan", "decompose", "widen"]
 
@@ -45,7 +54,7 @@ class AggPlan:
 
 
 def _dtype(expr: pl.Expr, schema: pl.Schema) -> pl.DataType:
-    return pl.LazyFrame(schema=schema).select(expr.alias("_")).collect_schema()["_"]
+    return empty_lazy(schema).select(expr.alias("_")).collect_schema()["_"]
 
 
 def _widened(expr: pl.Expr, schema: pl.Schema) -> pl.Expr:

@@ -13,7 +13,9 @@ everything after.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,12 +26,26 @@ import pyarrow as pa
 
 from hfq import faults
 from hfq.engine.aggs import decompose
-from hfq.engine.exprs import Tree, columns_of, from_tree, node_kind, signature, to_tree
+from hfq.engine.copart import co_partitioned, paired_units
+from hfq.engine.exprs import Tree, columns_of, empty_lazy, from_tree, node_kind, signature, to_tree
 from hfq.engine.joins import resolve_right
-from hfq.engine.ops import Aggregate, Filter, MergeAgg, Op, PartialAgg, Select, Slice, Sort, Unique
-from hfq.errors import QueryError
+from hfq.engine.ops import (
+    Aggregate,
+    Filter,
+    MergeAgg,
+    Op,
+    PartialAgg,
+    Select,
+    Slice,
+    Sort,
+    TopN,
+    Unique,
+)
+from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Filters, Plan, make_plan
-from hfq.query.read import ReadSpec, read_frame
+from hfq.query.read import INLINE_ROWS, ReadSpec, read_frame, read_unit
+from hfq.runtime.task import NodeContext
+from hfq.storage.cache import PartitionCache, process_cache
 
 if TYPE_CHECKING:
     from hfq.engine.query import Query, TableSource
@@ -50,10 +66,24 @@ class NodeStage:
     spec: ReadSpec
     ops: tuple[Op, ...]
     table: str = ""
+    cache_bytes: int = 0
+    """The size of the cache of decoded partitions in a process that has none of its own
+    (the driver running the partitions its node holds; a node server has its cache)."""
+    batches: PartitionCache | None = None
+    """Decoded record batches to read through (in this process only: small queries run
+    inline), whatever rows of them the filters keep -- a new symbol of a cached batch costs
+    no decoding."""
 
     def __call__(self, node: Any, unit: Any) -> pl.DataFrame:
         faults.point("engine.node.before_stage")
-        frame = read_frame(node, self.spec, unit)
+        if self.cache_bytes and isinstance(node, NodeContext) and node.cache is None:
+            node = dataclasses.replace(node, cache=process_cache(node.store, self.cache_bytes))
+        part = getattr(unit, "left", unit)
+        if self.batches is not None and self.spec.where is None:
+            frame = cast(pl.DataFrame, pl.from_arrow(
+                read_unit(node.store, self.spec, part, node.name, cache=self.batches)))
+        else:
+            frame = read_frame(node, self.spec, part)
         lf = frame.lazy()
         try:
             for op in self.ops:
@@ -96,6 +126,8 @@ class Staged:
         for op in self.node_ops:
             if isinstance(op, Slice) and op.length is not None:
                 rows = min(rows, len(self.units) * (op.offset + op.length))
+            if isinstance(op, TopN):
+                rows = min(rows, len(self.units) * op.n)
             if isinstance(op, (PartialAgg, Aggregate)) and not op.keys:
                 rows = min(rows, len(self.units))
         return rows * width
@@ -112,27 +144,48 @@ def _width(dtype: pl.DataType) -> int:
 
 
 # -- staging ------------------------------------------------------------------------------------
-def stage(query: Query) -> Staged:
-    """Split ``query`` (over a table) into node and driver stages and plan the partitions."""
+_LOST = frozenset({"\0a partition column was changed"})
+"""``local`` once a partition column no longer holds the partition's values: no grouping or
+window key set contains it, so nothing after that counts as partition-local."""
+
+
+def stage(query: Query, *, co_partition: bool = True,
+          single: frozenset[str] = frozenset()) -> Staged:
+    """Split ``query`` (over a table) into node and driver stages and plan the partitions.
+
+    ``co_partition``: a join with a table of the same partition scheme on keys including
+    the partition columns runs partition by partition on the nodes (see
+    :class:`~hfq.engine.copart.CoPartitioned`) rather than broadcasting the right side.
+    ``single``: partition columns with one value in every partition kept (one day, say):
+    a grouping needs no merge when its keys hold the other partition columns."""
     src = query.source
     m = src.manifest
-    local = frozenset(lvl.column for lvl in m.partition_by.levels())
-    ops = [resolve_right(op) for op in query.ops]
+    full = frozenset(lvl.column for lvl in m.partition_by.levels())
+    local = full
+    ops = list(query.ops)
     node_ops: list[Op] = []
     driver_ops: list[Op] = []
     notes: list[str] = []
+    pairs: list[dict] = []
     schema = src.schema
     i = 0
     while i < len(ops):
-        op = ops[i]
+        co = co_partitioned(ops[i], src, local == full, len(pairs), stage) \
+            if co_partition else None
+        if co is not None:
+            ops[i], units = co
+            pairs.append(units)
+        op = ops[i] = resolve_right(ops[i])
         nxt = ops[i + 1] if i + 1 < len(ops) else None
         if isinstance(op, Select) and not op.local(local):
             op = Aggregate((), op.exprs)   # an aggregating select: one row
         if isinstance(op, Aggregate):
-            if op.keys and local <= op.plain_keys():
+            if op.keys and local <= op.plain_keys() | single:
                 node_ops.append(op)        # groups never span partitions: final on the node
                 notes.append("the grouping keys include the partition columns "
-                             f"({', '.join(sorted(local))}): aggregates finish on the nodes")
+                             f"({', '.join(sorted(local - single))})"
+                             + (f" and every partition kept has one {', '.join(sorted(single))}"
+                                if single else "") + ": aggregates finish on the nodes")
                 schema = _schema_after(op, schema)
                 i += 1
                 continue
@@ -142,17 +195,18 @@ def stage(query: Query) -> Staged:
                 driver_ops = ops[i:]
                 break
             node_ops.append(PartialAgg(op.keys, plan))
-            empty = None if op.keys else op.apply(pl.LazyFrame(schema=schema)).collect()
+            empty = None if op.keys else functools.partial(_no_rows, op, schema)
             driver_ops = [MergeAgg(plan, empty), *ops[i + 1:]]
             break
         if op.local(local):
             node_ops.append(op)
-            local = frozenset(k for k in local if op.keeps(k))
+            kept = frozenset(k for k in local if op.keeps(k))
+            local = local if kept == local else _LOST
             schema = _schema_after(op, schema)
             i += 1
             continue
         if isinstance(op, Sort) and isinstance(nxt, Slice) and nxt.length is not None:
-            node_ops += [op, Slice(0, nxt.offset + nxt.length)]   # top-N per partition
+            node_ops.append(TopN(op, nxt.offset + nxt.length))   # top-N per partition
             driver_ops = ops[i:]
             break
         if isinstance(op, Slice) and op.length is not None:
@@ -165,11 +219,39 @@ def stage(query: Query) -> Staged:
             break
         driver_ops = ops[i:]
         break
-    return _planned(src, node_ops, driver_ops, notes)
+    driver_ops = [resolve_right(op) for op in driver_ops]
+    staged = _planned(src, node_ops, driver_ops, notes)
+    if pairs:
+        staged.units = paired_units(staged.units, pairs)
+        if any(not src.nodes().unit_holders(u) for u in staged.units):
+            # no live node holds both sides of some partition: broadcast instead
+            return stage(query, co_partition=False, single=single)
+    merge = driver_ops[0] if driver_ops else None
+    if not single and isinstance(merge, MergeAgg) and merge.plan.key_names:
+        one = _single_valued(m, staged.units)
+        if one:   # e.g. one day: groups by symbol never span two partitions
+            return stage(query, co_partition=co_partition, single=one)
+    return staged
+
+
+def _single_valued(m: Any, units: Sequence[Any]) -> frozenset[str]:
+    """The partition columns that have one value in every unit (a ``Value`` level, or any
+    level when there is a single unit)."""
+    levels = m.partition_by.levels()
+    keys = [tuple(u.key) for u in units]
+    if not keys or any(len(k) != len(levels) for k in keys):
+        return frozenset()
+    return frozenset(lvl.column for i, lvl in enumerate(levels)
+                     if len({k[i] for k in keys}) == 1)
+
+
+def _no_rows(op: Op, schema: pl.Schema) -> pl.DataFrame:
+    """``op`` (an aggregate without keys) over no rows: its one-row answer."""
+    return op.apply(empty_lazy(schema)).collect()
 
 
 def _schema_after(op: Op, schema: pl.Schema) -> pl.Schema:
-    return op.apply(pl.LazyFrame(schema=schema)).collect_schema()
+    return op.apply(empty_lazy(schema)).collect_schema()
 
 
 def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
@@ -298,13 +380,17 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
     started = time.perf_counter()
     src = staged.source
     stats = RunStats(partitions=len(staged.units))
-    task = NodeStage(staged.spec, tuple(staged.node_ops), src.name)
+    task = NodeStage(staged.spec, tuple(staged.node_ops), src.name,
+                     int(src.ctx.settings.cache_bytes))
     frames: list[pl.DataFrame | None] = [None] * len(staged.units)
 
     def arrive(i: int, value: Any) -> None:
         frames[i] = value
 
-    if staged.units:
+    inline = _run_inline(staged, task) if staged.units else None
+    if inline is not None:
+        frames = list(inline)
+    elif staged.units:
         nodes = src.nodes()
         nodes.run_units(task, staged.units, arrive, here=True, threads=src.threads(),
                         progress=progress, label=f"query {src.name}")
@@ -330,6 +416,25 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
                          f"{_first_line(exc)}") from exc
     stats.seconds = time.perf_counter() - started
     return out, stats
+
+
+def _run_inline(staged: Staged, task: NodeStage) -> list[pl.DataFrame] | None:
+    """Every partition's node stage run here, when the query is small and this process's
+    node holds it all; None otherwise -- and when a copy is damaged, so that the runtime
+    reads another replica and has this one repaired."""
+    nodes = staged.source.nodes()
+    units = staged.units
+    if nodes.local is None or nodes.store is None or \
+            sum(u.rows for u in units) > INLINE_ROWS or \
+            any(nodes.local not in nodes.unit_holders(u) for u in units):
+        return None
+    cache = process_cache(nodes.store, task.cache_bytes)
+    node = NodeContext(nodes.local, nodes.store, cache, lambda: nodes)
+    here = dataclasses.replace(task, batches=cache)
+    try:
+        return [here(node, u) for u in units]
+    except CorruptPartitionError:
+        return None
 
 
 def _empty_result(staged: Staged) -> pl.DataFrame:

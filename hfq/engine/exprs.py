@@ -21,11 +21,26 @@ import polars as pl
 
 from hfq.errors import QueryError
 
-__all__ = ["Bucket", "Tree", "bucket", "columns_of", "from_tree", "is_rowwise", "local_over",
-           "minute_of_day", "parse_every", "to_tree"]
+__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "from_tree", "is_rowwise",
+           "local_over", "minute_of_day", "parse_every", "to_tree"]
 
 Tree = Any
 """An expression's JSON tree: nested dicts, lists and strings."""
+
+
+_EMPTY: dict[tuple, pl.LazyFrame] = {}
+
+
+def empty_lazy(schema: pl.Schema | dict) -> pl.LazyFrame:
+    """A LazyFrame with no rows and ``schema`` (cached: planning asks for the same schemas
+    over and over, and building one costs a Series per column)."""
+    key = tuple(schema.items())
+    lf = _EMPTY.get(key)
+    if lf is None:
+        if len(_EMPTY) > 512:
+            _EMPTY.clear()
+        lf = _EMPTY[key] = pl.LazyFrame(schema=schema)
+    return lf
 
 
 def to_tree(expr: pl.Expr) -> Tree:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from hfq.engine.exprs import empty_lazy
 from hfq.engine.ops import Op, _reads, _show
 
 __all__ = ["AsofJoin", "Join", "WindowJoin", "resolve_right", "window_join_frames"]
@@ -27,7 +28,7 @@ _MATCH = "__matched"
 def _right_lazy(right: Any) -> pl.LazyFrame:
     if isinstance(right, pl.DataFrame):
         return right.lazy()
-    return pl.LazyFrame(schema=right.schema)   # a query: its schema until it is run
+    return empty_lazy(right.schema)   # a query: its schema until it is run
 
 
 def resolve_right(op: Op) -> Op:
@@ -90,8 +91,18 @@ class AsofJoin(Op):
 
     def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
         right = _right_lazy(self.right).with_columns(pl.lit(True).alias(_MATCH))
-        out = lf.sort(self.left_on, maintain_order=True).join_asof(
-            right.sort(self.right_on, maintain_order=True), left_on=self.left_on,
+        if isinstance(self.right, pl.DataFrame):   # run: sort only what is out of order
+            left = lf.collect()
+            if not _in_order(left, self.by_left, self.left_on):
+                left = left.sort(self.left_on, maintain_order=True)
+            if not _in_order(self.right, self.by_right, self.right_on):
+                right = right.sort(self.right_on, maintain_order=True)
+            lf = left.lazy()
+        else:
+            lf, right = lf.sort(self.left_on, maintain_order=True), \
+                right.sort(self.right_on, maintain_order=True)
+        out = lf.join_asof(
+            right, left_on=self.left_on,
             right_on=self.right_on, by_left=list(self.by_left) or None,
             by_right=list(self.by_right) or None, strategy=self.strategy,  # type: ignore[arg-type]
             tolerance=self.tolerance, allow_exact_matches=self.allow_exact_matches,
@@ -114,6 +125,28 @@ class AsofJoin(Op):
 
     def needs(self, downstream: set[str] | None) -> set[str] | None:
         return None if downstream is None else downstream | {self.left_on, *self.by_left}
+
+
+def _in_order(df: pl.DataFrame, by: tuple[str, ...], on: str) -> bool:
+    """Is ``on`` non-decreasing within each run of equal ``by`` keys, every group in one run
+    (as a partition sorted by (symbol, time) is)?  Then the asof join needs no sort."""
+    if df.height < 2:
+        return True
+    t = df[on].to_physical()
+    if t.null_count():
+        return False
+    step = t.diff().slice(1) >= 0
+    if not by:
+        return bool(step.all())
+    changed = pl.Series(np.zeros(df.height - 1, dtype=bool))
+    for b in by:
+        key = df[b].to_physical()
+        changed = changed | (key.slice(1) != key.slice(0, df.height - 1)).fill_null(True)
+    if not bool((step | changed).all()):
+        return False
+    # every group in one run: the keys where runs start are all different
+    starts = np.concatenate([[0], np.flatnonzero(changed.to_numpy()) + 1])
+    return not df.select(list(by))[starts].is_duplicated().any()
 
 
 _WJ_KINDS = ("sum", "count", "mean", "min", "max", "first", "last")

@@ -5,7 +5,7 @@ computes.  Each says which columns it reads and whether it can run on one partit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from hfq.engine.aggs import AggPlan, widen
 from hfq.engine.exprs import columns_of, local_over, node_kind, to_tree
 
 __all__ = ["Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice", "Sort",
-           "Unique", "WithColumns", "plain_name"]
+           "TopN", "Unique", "WithColumns", "plain_name"]
 
 GROUP = "__g"
 """The constant key of an aggregate without keys, in partial and merged frames."""
@@ -210,11 +210,11 @@ class PartialAgg(Op):
 class MergeAgg(Op):
     """The driver's half: merge the partial states per group exactly, then the outputs.
 
-    ``empty`` is the answer of an aggregate without keys over no rows (one row, polars'
-    semantics), used when no partition had a row."""
+    ``empty`` makes the answer of an aggregate without keys over no rows (one row, polars'
+    semantics), used when no partition had a row (None: the aggregate has keys)."""
 
     plan: AggPlan
-    empty: pl.DataFrame | None
+    empty: Callable[[], pl.DataFrame] | None
 
     def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
         names = self.plan.key_names or [GROUP]
@@ -224,7 +224,7 @@ class MergeAgg(Op):
         if self.empty is None:
             return merged
         frame = merged.collect()
-        return (self.empty if frame.height == 0 else frame).lazy()
+        return (self.empty() if frame.height == 0 else frame).lazy()
 
     def describe(self) -> str:
         by = f" by {', '.join(self.plan.key_names)}" if self.plan.key_names else ""
@@ -259,6 +259,36 @@ class Slice(Op):
 
     def describe(self) -> str:
         return f"rows {self.offset}..{'' if self.length is None else self.offset + self.length}"
+
+
+@dataclass(frozen=True)
+class TopN(Op):
+    """The first ``n`` rows of a stable sort, for one partition: rows whose first sort key
+    cannot reach the first ``n`` are dropped before sorting (the ``n``-th best value of that
+    key is found in one pass; every row tied with it is kept, and null keys whenever they
+    could count), so the answer is exactly the sort's first ``n`` rows."""
+
+    sort: Sort
+    n: int
+
+    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+        key, desc = self.sort.by[0], self.sort.descending[0]
+        dtype = lf.select(key.alias("_")).collect_schema()["_"]
+        if self.n <= 0 or not (dtype.is_numeric() or dtype.is_temporal()):
+            return self.sort.apply(lf).slice(0, self.n)
+        plain = key.filter(key.is_not_nan()) if dtype.is_float() else key.drop_nulls()
+        bound = (plain.top_k(self.n).min() if desc else plain.bottom_k(self.n).max())
+        # polars orders NaN above every number, in sorts and comparisons alike
+        keep = (plain.count() < self.n) | (key >= bound if desc else key <= bound)
+        if not self.sort.nulls_last[0]:
+            keep = keep | key.is_null()
+        return self.sort.apply(lf.filter(keep.fill_null(False))).slice(0, self.n)
+
+    def describe(self) -> str:
+        return f"top {self.n} by {self.sort.describe()[len('sort by '):]}"
+
+    def reads(self) -> set[str] | None:
+        return self.sort.reads()
 
 
 @dataclass(frozen=True)

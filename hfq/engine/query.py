@@ -33,7 +33,7 @@ import polars as pl
 
 from hfq.catalog.records import Manifest
 from hfq.engine.execute import RunStats, Staged, empty_frame, explain, run, stage
-from hfq.engine.exprs import Bucket
+from hfq.engine.exprs import Bucket, empty_lazy
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Aggregate, Filter, Op, Rename, Select, Slice, Sort, Unique, WithColumns
 from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
@@ -110,6 +110,8 @@ class Query:
         self.ops = ops
         self._schema = schema if schema is not None else source.schema
         self.last_run: RunStats | None = None
+        # the staged plan, made once: the query reads pinned versions, so it never changes
+        self._memo: list[Staged] = []
 
     def __repr__(self) -> str:
         return f"<hfq.Query on {self.source.name}: {len(self.ops)} operation(s)>"
@@ -302,7 +304,15 @@ class Query:
 
     # -- running --------------------------------------------------------------------------------
     def _staged(self) -> Staged:
-        return stage(self)
+        if not self._memo:
+            self._memo.append(stage(self))
+        return self._memo[0]
+
+    def fresh(self) -> Query:
+        """The same query with its own ``last_run`` (sharing the staged plan)."""
+        q = Query(self.source, self.ops, self._schema)
+        q._memo = self._memo
+        return q
 
     def explain(self) -> str:
         """The node stage, the driver stage, partitions kept and pruned, and an estimate of
@@ -333,7 +343,7 @@ class Query:
 def check_schema(op: Op, schema: pl.Schema) -> pl.Schema:
     """The schema after ``op``, or a :class:`QueryError` naming the step and the problem."""
     try:
-        return op.apply(pl.LazyFrame(schema=schema)).collect_schema()
+        return op.apply(empty_lazy(schema)).collect_schema()
     except pl.exceptions.ColumnNotFoundError as exc:
         m = re.search(r'unable to find column "([^"]*)"', str(exc))
         name = repr(m.group(1)) if m else _first(exc)

@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import itertools
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -23,18 +24,68 @@ import polars as pl
 import sqlglot
 from sqlglot import exp
 
-from hfq.engine.exprs import bucket_expr, parse_every
+from hfq.engine.exprs import bucket_expr, empty_lazy, parse_every
 from hfq.engine.query import Query
 from hfq.errors import QueryError, SqlError
 
-__all__ = ["compile_sql"]
+__all__ = ["SqlCache", "compile_sql"]
 
 Catalog = Callable[[str], Query]
 """A query over the table of that name (raises for an unknown table)."""
 
 
-def compile_sql(text: str, catalog: Catalog) -> Query:
-    """The query of one SQL ``SELECT`` statement; tables come from ``catalog(name)``."""
+class SqlCache:
+    """Compiled statements of one database, reused while every table they read is at the
+    version it was compiled against (a repeated query skips parsing and planning)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self.entries: OrderedDict[str, tuple[Query, dict[str, Any]]] = OrderedDict()
+
+    def get(self, text: str, version: Callable[[str], Any]) -> Query | None:
+        hit = self.entries.get(text)
+        if hit is None:
+            return None
+        query, seen = hit
+        try:
+            if any(version(name) != token for name, token in seen.items()):
+                return None
+        except QueryError:   # a table gone since
+            return None
+        self.entries.move_to_end(text)
+        return query.fresh()
+
+    def put(self, text: str, query: Query, seen: dict[str, Any]) -> None:
+        self.entries[text] = (query, seen)
+        self.entries.move_to_end(text)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+def compile_sql(text: str, catalog: Catalog, *, cache: SqlCache | None = None,
+                version: Callable[[str], Any] | None = None) -> Query:
+    """The query of one SQL ``SELECT`` statement; tables come from ``catalog(name)``.
+
+    With a ``cache`` and ``version(name)`` (the table's current ``(table_id, version)``), a
+    statement compiled before against the same versions is reused."""
+    if cache is None or version is None:
+        return _compile(text, catalog)
+    hit = cache.get(text, version)
+    if hit is not None:
+        return hit
+    seen: dict[str, Any] = {}
+
+    def tracked(name: str) -> Query:
+        q = catalog(name)
+        seen[name] = (q.source.manifest.table_id, q.source.manifest.version)
+        return q
+
+    query = _compile(text, tracked)
+    cache.put(text, query, seen)
+    return query.fresh()
+
+
+def _compile(text: str, catalog: Catalog) -> Query:
     try:
         trees = sqlglot.parse(text, read="duckdb")
     except sqlglot.errors.ParseError as exc:
@@ -518,7 +569,7 @@ class _Plain:
 
     def dtype(self, e: pl.Expr) -> pl.DataType:
         try:
-            return pl.LazyFrame(schema=self.scope.query.schema).select(
+            return empty_lazy(self.scope.query.schema).select(
                 e.alias("_")).collect_schema()["_"]
         except pl.exceptions.PolarsError:
             return pl.Null()

@@ -7,12 +7,13 @@ partitions were kept and pruned, how many rows and bytes the kept record batches
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hfq.catalog.records import Fragment, Manifest, Partitions, PieceRef
-from hfq.partition import may_match
+from hfq.catalog.records import Fragment, Manifest, PartitionEntry, Partitions, PieceRef
+from hfq.partition import Compo, Scheme, Value, may_match
 from hfq.schema import Schema
 
 __all__ = ["Filters", "Plan", "Unit", "make_plan", "normalize_dates"]
@@ -141,10 +142,9 @@ def make_plan(manifest: Manifest, columns: list[str], filters: Filters, where: A
     units = []
     parts = manifest.partitions
     if isinstance(parts, Partitions):
-        def keep_group(ref: PieceRef) -> bool:
-            return may_match(manifest.partition_by, (ref.key0,), bounds)
-
-        candidates = parts.select(keep_group)
+        candidates: Iterable[tuple[str, PartitionEntry]] = (
+            item for ref in _kept_groups(manifest.partition_by, parts, bounds)
+            for item in parts.group(ref.group).items())
         total_batches = parts.total("batches")
     else:
         candidates = iter(parts.items())
@@ -167,6 +167,28 @@ def make_plan(manifest: Manifest, columns: list[str], filters: Filters, where: A
                               tuple(batches), rows, size, exact, kept))
     return Plan(manifest.table, manifest.version, columns, units, len(manifest.partitions),
                 total_batches, filters, where)
+
+
+def _kept_groups(scheme: Scheme | Compo, parts: Partitions, bounds: dict[str, tuple]
+                 ) -> Iterable[PieceRef]:
+    """The piece references whose first-level key may hold matching rows.  Under a ``Value``
+    first level with a date range (the default scheme's days), a binary search of the
+    references sorted as :class:`~hfq.partition.Value` compares them (the first ten
+    characters of the key's text): O(log days + days kept), not O(days)."""
+    first = scheme.levels()[0]
+    lo, hi, members = bounds.get(first.column, (None, None, None))
+    refs: Iterable[PieceRef] = parts.refs.values()
+    if isinstance(first, Value) and members is None and (lo is not None or hi is not None):
+        keys, ordered = parts.derived("value-days", _by_day)
+        refs = sorted(ordered[bisect_left(keys, lo) if lo is not None else 0:
+                              bisect_right(keys, hi) if hi is not None else len(keys)],
+                      key=lambda r: r.group)   # the units in partition order, as ever
+    return (r for r in refs if may_match(first, (r.key0,), bounds))
+
+
+def _by_day(refs: Mapping[str, PieceRef]) -> tuple[list[str], list[PieceRef]]:
+    ordered = sorted(refs.values(), key=lambda r: str(r.key0)[:10])
+    return [str(r.key0)[:10] for r in ordered], ordered
 
 
 def _keep_batches(fragment: Fragment, f: Filters) -> tuple[list[int], bool]:

@@ -54,6 +54,13 @@ class ReadSpec:
     filters: Filters
 
 
+INLINE_ROWS = 1 << 17
+"""A scan or query planned to read at most this many rows, all held by this process's node,
+runs in the calling thread (starting a thread pool costs more than reading a symbol-day) and
+reads through this process's cache of decoded batches
+(:func:`~hfq.storage.cache.process_cache`)."""
+
+
 def read_unit(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None, *,
               cache: PartitionCache | None = None) -> pa.Table:
     """One partition's matching rows, from the files under ``store`` (the root of ``node``);

@@ -20,7 +20,7 @@ import pyarrow as pa
 from hfq.storage.fragment import FileRecord, read_fragment
 from hfq.storage.store import Store
 
-__all__ = ["PartitionCache", "read_fragment_cached"]
+__all__ = ["PartitionCache", "clear_process_caches", "process_cache", "read_fragment_cached"]
 
 
 class PartitionCache:
@@ -98,3 +98,29 @@ def read_fragment_cached(cache: PartitionCache | None, store: Store | None, reco
             cache.put((base, i), parts[i])
     tables = [parts[i] for i in wanted]
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+_CACHES: dict[str, PartitionCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def process_cache(store: Store, capacity: int) -> PartitionCache | None:
+    """This process's one cache of decoded record batches of the node root ``store`` (what a
+    node server keeps for its own node), ``capacity`` bytes; None when ``capacity`` is 0.
+    Small scans and small queries that run in the calling thread share it, so the driver
+    holds at most ``cache_bytes`` per root.  Files never change once written (a repaired
+    copy has the same bytes, and the key carries the file's checksum), so nothing in it goes
+    stale."""
+    if not capacity:
+        return None
+    with _CACHES_LOCK:
+        cache = _CACHES.get(store.url)
+        if cache is None or cache.capacity != capacity:
+            cache = _CACHES[store.url] = PartitionCache(capacity)
+        return cache
+
+
+def clear_process_caches() -> None:
+    """Forget every decoded batch this process holds (e.g. to measure reads from disk)."""
+    with _CACHES_LOCK:
+        _CACHES.clear()

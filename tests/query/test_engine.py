@@ -287,3 +287,208 @@ def test_integer_division_and_modulo_truncate_like_duckdb(db, duck):
     text = ("SELECT x, y, x // y AS q, x % y AS r FROM (SELECT bidsiz - 50 AS x, mode - 6 AS y "
             "FROM quotes WHERE symbol = 'IBM') s WHERE y <> 0")
     assert_same(db.sql(text).collect(), duck.sql(text).pl(), what="div/mod")
+
+
+# -- repeated statements: the compiled plan is reused only while the tables are unchanged -------
+def test_sql_cache_sees_every_commit_drop_and_recreate(tmp_path):
+    d = hfq.connect(str(tmp_path))
+    scheme = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 2))
+    rows = hfq.synth.taq_table(rows_per_day=400, symbols=5, seed=3)
+    t = d.create_table("q", hfq.schemas.TAQ, partition_by=scheme, sort_by=("symbol", "time"))
+    t.append(rows)
+    text = "SELECT count(*) AS n, sum(bidsiz) AS s FROM q WHERE symbol IN " \
+           "(SELECT symbol FROM q WHERE bid > 0 GROUP BY symbol)"
+
+    def want():
+        df = pl.from_arrow(d["q"].to_arrow())
+        syms = df.filter(col("bid") > 0)["symbol"].unique()
+        df = df.filter(col("symbol").is_in(syms))
+        return df.height, df["bidsiz"].cast(pl.Int64).sum()
+
+    first = d.sql(text).collect().row(0)
+    assert first == want()
+    assert d.sql(text).collect().row(0) == first          # the cached plan, same answer
+    t.append(rows)                                        # a commit: compiled again
+    assert d.sql(text).collect().row(0) == want() == (2 * first[0], 2 * first[1])
+    d.drop_table("q")
+    with pytest.raises(SqlError, match="unknown table 'q'"):
+        d.sql(text)
+    d.create_table("q", hfq.schemas.TAQ, partition_by=scheme,
+                   sort_by=("symbol", "time")).append(rows.slice(0, 100))
+    assert d.sql(text).collect().row(0) == want()          # the new table, version 1 again
+
+
+def test_small_queries_run_inline_with_the_same_answer_as_the_runtime(db, duck, monkeypatch):
+    from hfq.engine import execute
+    text = "SELECT date, count(*) AS n, avg(bid) AS b FROM quotes WHERE symbol = 'IBM' " \
+           "GROUP BY date"
+    inline = db.sql(text).collect()
+    monkeypatch.setattr(execute, "INLINE_ROWS", -1)       # force the thread pool
+    pooled = db.sql(text + " ").collect()
+    want = duck.sql(text).pl()
+    assert_same(inline, want, what="inline")
+    assert_same(pooled, want, what="pooled")
+
+
+# -- co-partitioned joins: partition by partition on the node, nothing broadcast ----------------
+def _node_stage(q) -> str:
+    return q.explain().split("driver stage")[0]
+
+
+def test_asof_join_of_co_partitioned_tables_runs_per_partition(db, duck):
+    text = ("SELECT t.symbol, t.date, t.time, t.price, q.bid, q.ofr, q.time AS qt FROM trades t "
+            "ASOF JOIN (SELECT * FROM quotes WHERE bid > 20) q ON t.symbol = q.symbol AND "
+            "t.date = q.date AND t.time >= q.time")
+    q = db.sql(text)
+    assert "co-partitioned" in _node_stage(q) and "broadcast" not in q.explain()
+    assert_same(q.collect(), duck.sql(text).pl(), what="asof co-partitioned")
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "semi", "anti"])
+def test_equi_join_of_co_partitioned_tables_equals_duckdb(db, duck, how):
+    # the right side keeps three symbols: most left partitions have no right partition
+    right = db["quotes"].query(symbols=["IBM", "GE", "AA"]).filter(col("bid") > 30) \
+        .group_by("symbol", "date", m=hfq.minute_of_day("time")).agg(hi=col("bid").max())
+    q = db["trades"].query().with_columns(m=hfq.minute_of_day("time")) \
+        .join(right, on=["symbol", "date", "m"], how=how)
+    assert "co-partitioned" in _node_stage(q)
+    inner = ("SELECT symbol, date, hour(time) * 60 + minute(time) AS m, max(bid) AS hi "
+             "FROM quotes WHERE symbol IN ('IBM', 'GE', 'AA') AND bid > 30 GROUP BY ALL")
+    cols = "t.*, hour(t.time) * 60 + minute(t.time) AS m"
+    on = "t.symbol = r.symbol AND t.date = r.date AND hour(t.time) * 60 + minute(t.time) = r.m"
+    want = {"inner": f"SELECT {cols}, r.hi FROM trades t JOIN ({inner}) r ON {on}",
+            "left": f"SELECT {cols}, r.hi FROM trades t LEFT JOIN ({inner}) r ON {on}",
+            "semi": f"SELECT {cols} FROM trades t SEMI JOIN ({inner}) r ON {on}",
+            "anti": f"SELECT {cols} FROM trades t ANTI JOIN ({inner}) r ON {on}"}[how]
+    assert_same(q.collect(), duck.sql(want).pl(), what=how)
+
+
+def test_join_without_every_partition_key_is_broadcast(db, duck):
+    q = db["trades"].query().join(db["quotes"].query().group_by("symbol")
+                                  .agg(top=col("bid").max()), on="symbol")
+    assert "co-partitioned" not in q.explain() and "broadcast" in _node_stage(q)
+    q2 = db["trades"].query().join(db["quotes"].query().select("symbol", "date", "bid"),
+                                   on="symbol", how="semi")   # date not in the keys
+    assert "co-partitioned" not in q2.explain()
+    want = duck.sql("SELECT t.*, r.top FROM trades t JOIN (SELECT symbol, max(bid) AS top "
+                    "FROM quotes GROUP BY symbol) r ON t.symbol = r.symbol").pl()
+    assert_same(q.collect(), want, what="broadcast")
+
+
+def test_a_changed_partition_column_makes_later_groups_global(db, duck):
+    """Once a partition column no longer holds the partition's values, a grouping by the
+    other one spans partitions: it must merge on the driver, not finish on the nodes."""
+    got = db["quotes"].query().with_columns(symbol=pl.lit("X")).group_by("date") \
+        .agg(n=pl.len()).collect()
+    assert_same(got, duck.sql("SELECT date, count(*) AS n FROM quotes GROUP BY date").pl(),
+                what="changed partition column")
+
+
+def test_asof_join_of_rows_out_of_time_order(db, duck):
+    """The asof join sorts what is not in time order within its groups (here the left side
+    sorted by price, the right broadcast in descending time) and skips the sort otherwise."""
+    right = db["quotes"].query(symbols=["IBM", "GE"]).select(
+        "symbol", "date", "bid", qt=col("time")).sort("qt", descending=True)
+    q = db["trades"].query(symbols=["IBM", "GE", "AA"]).sort("price") \
+        .join_asof(right, left_on="time", right_on="qt", by=["symbol", "date"])
+    want = duck.sql("SELECT t.*, q.bid, q.time AS qt FROM trades t ASOF LEFT JOIN quotes q "
+                    "ON t.symbol = q.symbol AND t.date = q.date AND t.time >= q.time "
+                    "AND q.symbol IN ('IBM', 'GE') WHERE t.symbol IN ('IBM', 'GE', 'AA')").pl()
+    assert_same(q.collect(), want, what="asof out of order")
+
+
+def test_the_demo_queries_answer_alike_in_sql_and_python(db):
+    from hfq.demo import _queries
+    lines: list[str] = []
+    out = _queries(db, "2007-08-02", ["2007-08-01", "2007-08-02"], lines.append)
+    assert out["query_same"] is True
+    text = "\n".join(lines)
+    assert "same answer: True" in text and "2007-08-01" in text
+    assert "aggregates finish on the nodes" in text   # one day: groups by symbol are local
+
+
+def test_a_small_query_on_a_damaged_file_names_it_never_answers(tmp_path):
+    """The inline path (one symbol-day, read in this thread) verifies what it decodes like
+    every read: a flipped byte in the record batch raises CorruptPartitionError naming the
+    file -- not a wrong answer, and nothing damaged is cached."""
+    from hfq.errors import CorruptPartitionError
+    d = hfq.connect(str(tmp_path))
+    t = d.create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"),
+                       sort_by=("symbol", "time"))
+    t.append(hfq.synth.taq_table(rows_per_day=3000, symbols=10, seed=5))
+    fragment = next(iter(t.snapshot().partitions.values())).fragments[0]
+    path = tmp_path / fragment.file
+    original = path.read_bytes()
+    off, n = fragment.batches[0].span
+    damaged = bytearray(original)
+    damaged[off + n // 2] ^= 0x10
+    path.write_bytes(bytes(damaged))
+    text = "SELECT count(*) AS n, sum(bid) AS s FROM q WHERE symbol = 'IBM'"
+    with pytest.raises(CorruptPartitionError) as info:
+        d.sql(text).collect()
+    assert fragment.file in str(info.value)
+    path.write_bytes(original)
+    want = pl.from_arrow(t.to_arrow()).filter(col("symbol") == "IBM")
+    got = d.sql(text).collect()
+    assert got["n"][0] == want.height and got["s"][0] == pytest.approx(want["bid"].sum())
+
+
+def test_partitions_the_driver_reads_stay_decoded(db, duck, monkeypatch):
+    """Partitions this process's node holds are read here (not on a server); their decoded
+    rows stay in this process's cache, as a node server keeps its own: a repeated query
+    decodes nothing, and answers the same."""
+    from hfq.engine import execute
+    monkeypatch.setattr(execute, "INLINE_ROWS", -1)   # the thread pool, not the inline path
+    cache = execute.process_cache(db.nodes.store, db.settings.cache_bytes)
+    text = "SELECT ex, count(*) AS n, max(ofrsiz) AS m FROM quotes GROUP BY ex"
+    first = db.sql(text).collect()
+    before = cache.stats()
+    again = db.sql(text + " ").collect()   # another statement: staged and run afresh
+    after = cache.stats()
+    parts = len(db["quotes"].snapshot().partitions)
+    assert after["hits"] - before["hits"] == parts and after["misses"] == before["misses"]
+    assert_same(again, duck.sql(text).pl(), what="cached")
+    assert_same(first, again, what="first run")
+
+
+@pytest.mark.parametrize("order", ["x DESC, id", "x, id", "x DESC NULLS FIRST, id",
+                                   "x NULLS FIRST, id DESC", "n DESC, id", "n, id"])
+def test_top_n_per_partition_keeps_every_tie_null_and_nan(tmp_path, order):
+    """Each partition drops the rows whose first key cannot reach the first n before its
+    sort: ties at the boundary, NaN and nulls must all survive where they could count."""
+    import duckdb
+    d = hfq.connect(str(tmp_path))
+    t = d.create_table("t", hfq.schema.Schema({"k": hfq.schema.SYMBOL, "id": hfq.schema.INT,
+                                               "x": hfq.schema.DOUBLE, "n": hfq.schema.INT}),
+                       partition_by=hfq.Hash("k", 3))
+    rng = np.random.default_rng(3)
+    m = 600
+    x = rng.integers(0, 6, m).astype(float)          # heavy ties
+    x[rng.random(m) < 0.05] = np.nan
+    frame = pl.DataFrame({"k": [f"k{i % 7}" for i in range(m)], "id": np.arange(m, dtype=np.int32),
+                          "x": x, "n": rng.integers(0, 4, m).astype(np.int32)}).with_columns(
+        x=pl.when(pl.Series(rng.random(m) < 0.05)).then(None).otherwise(col("x")),
+        n=pl.when(pl.Series(rng.random(m) < 0.05)).then(None).otherwise(col("n")))
+    t.append(frame)
+    con = duckdb.connect()
+    con.register("t", t.to_arrow())
+    for limit in (1, 7, 40):
+        text = f"SELECT k, id, x, n FROM t ORDER BY {order} LIMIT {limit}"
+        q = d.sql(text)
+        assert "top " in q.explain().split("driver stage")[0]
+        assert_same(q.collect(), con.sql(text).pl(), ordered=True, what=text)
+
+
+def test_one_day_groups_by_symbol_finish_on_the_nodes(db, duck):
+    """With every kept partition on one date, groups by symbol never span two partitions:
+    no merge on the driver.  Over two dates the same grouping must merge."""
+    one = db.sql("SELECT symbol, count(*) AS n, avg(bid) AS b FROM quotes "
+                 "WHERE date = '2007-08-02' GROUP BY symbol")
+    both = db.sql("SELECT symbol, count(*) AS n, avg(bid) AS b FROM quotes GROUP BY symbol")
+    assert "merge partial" not in one.explain() and "one date" in one.explain()
+    assert "merge partial" in both.explain()
+    assert_same(one.collect(), duck.sql("SELECT symbol, count(*) AS n, avg(bid) AS b FROM "
+                                        "quotes WHERE date = '2007-08-02' GROUP BY symbol").pl(),
+                what="one day")
+    assert_same(both.collect(), duck.sql("SELECT symbol, count(*) AS n, avg(bid) AS b FROM "
+                                         "quotes GROUP BY symbol").pl(), what="two days")

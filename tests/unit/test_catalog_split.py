@@ -97,6 +97,25 @@ def test_a_one_day_plan_reads_one_days_piece_and_len_reads_none(tmp_path, monkey
     assert reads.pieces() == 6
 
 
+@pytest.mark.parametrize("dates", [("2024-01-02", "2024-01-04"), ("2024-01-05", None),
+                                   (None, "2024-01-01"), ("2024-01-04", "2024-01-04"),
+                                   ("2023-12-01", "2023-12-31"), ("2024-01-07", None)])
+def test_date_ranges_keep_exactly_the_days_in_range(tmp_path, monkeypatch, dates):
+    """The days are found by a binary search of the version's references: each range reads
+    the pieces of its days only and returns what polars does."""
+    root = str(tmp_path / "db")
+    _, batches = make(root, 6)
+    db = hfq.connect(root)
+    reads = Reads(monkeypatch, db.catalog)
+    lo, hi = (dt.date.fromisoformat(d) if d else None for d in dates)
+    want = [d for d in range(1, 7) if (lo is None or dt.date(2024, 1, d) >= lo) and
+            (hi is None or dt.date(2024, 1, d) <= hi)]
+    expected = sorted(i for d in want for i in oracle(*batches, day=d))
+    plan = db["t"].scan(dates=dates).plan
+    assert sorted({u.key[0] for u in plan.units}) == [f"2024-01-0{d}" for d in want]
+    assert ids(db["t"], dates=dates) == expected and reads.pieces() == len(want)
+
+
 def test_a_commit_writes_the_pieces_of_the_days_it_touched(tmp_path):
     root = str(tmp_path / "db")
     t, batches = make(root, 5)

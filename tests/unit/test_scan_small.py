@@ -1,5 +1,6 @@
 """Small scans (a symbol-day): read in the calling thread through this process's cache of
-decoded record batches (hfq.scan.batch_cache), checked against polars on the source rows."""
+decoded record batches (hfq.storage.cache.process_cache), checked against polars on the
+source rows."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import polars as pl
 import pytest
 
 import hfq
-from hfq import scan as scan_module
 from hfq.errors import CorruptPartitionError
+from hfq.storage.cache import clear_process_caches, process_cache
 
 
 def make(root, seed: int) -> hfq.Table:
@@ -28,9 +29,9 @@ def oracle(table: hfq.Table, symbol: str) -> pl.DataFrame:
 
 @pytest.fixture()
 def fresh_cache():
-    scan_module._BATCHES.clear()
+    clear_process_caches()
     yield
-    scan_module._BATCHES.clear()
+    clear_process_caches()
 
 
 def test_point_reads_match_polars_and_come_from_the_cache(tmp_path, fresh_cache):
@@ -42,7 +43,9 @@ def test_point_reads_match_polars_and_come_from_the_cache(tmp_path, fresh_cache)
             got = table.scan(dates="2007-08-01", symbols=[symbol]).to_polars()
             assert got.with_columns(pl.col(pl.Categorical).cast(pl.String)).equals(
                 want.with_columns(pl.col(pl.Categorical).cast(pl.String)))
-    stats = scan_module.batch_cache(table.db.settings).stats()
+    cache = process_cache(table.db.nodes.store, table.db.settings.cache_bytes)
+    assert cache is not None
+    stats = cache.stats()
     assert stats["hits"] >= 8 and stats["misses"] >= 1
 
 
