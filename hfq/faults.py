@@ -31,6 +31,8 @@ __all__ = ["POINTS", "FaultInjected", "arm", "disarm", "point"]
 
 #: every fault point in hfq, with where it sits
 POINTS: dict[str, str] = {
+    "catalog.commit.between_claims_and_head": "a commit has read the version claims, not "
+                                              "yet the head",
     "catalog.commit.before_publish": "a commit has read the head and written nothing yet",
     "catalog.commit.after_publish": "the next version is published, listeners not yet told",
     "write.fragment.after_put": "a fragment file is on its nodes, not yet staged",

@@ -345,8 +345,13 @@ class Catalog:
         written: list[str] = []
         try:
             for attempt in range(_MAX_ATTEMPTS):
-                head = self.snapshot(name)
+                # the claims before the head: a claim follows its record, so a commit made
+                # in between is in the head read next.  (The head first, then a claim made
+                # in between, would number this commit above one it does not hold: a lost
+                # append published as the newest version.)
                 claimed = self._claimed(name)[0]
+                faults.point("catalog.commit.between_claims_and_head")
+                head = self.snapshot(name)
                 number = max(head.version, -1 if claimed is None else claimed) + 1
                 manifest = txn.apply(head, op, version=number)
                 written += self._store_pieces(manifest, sync)

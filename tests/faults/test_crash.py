@@ -213,6 +213,45 @@ def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(te
     assert_no_leftovers(t, root)
 
 
+def test_a_writer_held_between_reading_the_claims_and_the_head_loses_nothing(template,
+                                                                             tmp_path):
+    """A is held between its two reads of the catalog (the version claims and the head)
+    while B commits version 3.  Read in that order, A's head includes B's version and A
+    commits 4 on top of it; read the other way round (head 2, then claim 3), A would number
+    its commit 4 on base 2 and publish it as the newest version without B's rows -- a lost
+    append (seen once under load in tests/unit/test_catalog.py's two-process test)."""
+    root = fresh(template, tmp_path)
+    db_a, db_b = hfq.connect(root, **SETTINGS), hfq.connect(root, **SETTINGS)
+    gate = tmp_path / "gate"
+    faults.arm("catalog.commit.between_claims_and_head", f"pause:{gate}@1")
+    result: dict[str, Any] = {}
+
+    def writer_a() -> None:
+        try:
+            result["version"] = db_a[TABLE].append(synth.taq_table(**{
+                **NEW_APPEND, "dates": tuple(NEW_APPEND["dates"])}))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            result["error"] = exc
+
+    thread = threading.Thread(target=writer_a)
+    thread.start()
+    try:
+        wait_for(lambda: os.path.exists(f"{gate}.reached") or not thread.is_alive())
+        assert os.path.exists(f"{gate}.reached"), f"writer A never got there ({result})"
+        b = db_b[TABLE]
+        assert b.append(synth.taq_table(**{**NEW_LOAD, "dates": tuple(NEW_LOAD["dates"])})) == 3
+    finally:
+        gate.touch()
+        thread.join(60)
+        faults.disarm()
+    assert "error" not in result, result.get("error")
+    assert result["version"] == 4
+    t = hfq.connect(root)[TABLE]
+    assert canonical(t.to_arrow()).equals(oracle(*OLD, NEW_APPEND, NEW_LOAD))
+    t.vacuum(grace_s=0)
+    assert_no_leftovers(t, root)
+
+
 def test_a_writer_process_paused_between_reading_the_head_and_publishing(template, tmp_path):
     """The same race across processes, with the commit's own fault point as the gate."""
     require_point("catalog.commit.before_publish")

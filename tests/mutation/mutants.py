@@ -52,6 +52,17 @@ MUTANTS: list[Mutant] = [
            "self.store.rename(tmp, final)\n        won = True",
            "the catalog publishing with a plain rename instead of the store's "
            "create-if-absent", (RACE, RACE_PROCESSES)),
+    Mutant("commit-head-before-claims", "commit", "hfq/catalog/catalog.py",
+           "                claimed = self._claimed(name)[0]\n"
+           "                faults.point(\"catalog.commit.between_claims_and_head\")\n"
+           "                head = self.snapshot(name)\n",
+           "                head = self.snapshot(name)\n"
+           "                faults.point(\"catalog.commit.between_claims_and_head\")\n"
+           "                claimed = self._claimed(name)[0]\n",
+           "the head read before the version claims: a commit made in between numbers this one "
+           "above it on the older base, and its rows are lost (seen once under load)",
+           (f"{CRASH}::test_a_writer_held_between_reading_the_claims_and_the_head_loses_"
+            "nothing",)),
     Mutant("commit-head-by-count", "commit", "hfq/catalog/catalog.py",
            "return versions[-1] if versions else None",
            "return len(versions) - 1 if versions else None",
