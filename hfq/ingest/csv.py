@@ -160,17 +160,18 @@ def load_files(node: NodeContext, files_out: FileWriter, base: Manifest, files: 
             ThreadPoolExecutor(max_workers=1) as parser:
         for f in files:
             rows_before = writer.rows
-            blocks = _BlockReader(f, settings.csv_block_bytes)
-            ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls,
-                           keys)
-            pending = None
-            for block, offset in blocks:
-                job = (parser.submit(_parse_block, block, offset, ctx, on_error), len(block))
+            with _BlockReader(f, settings.csv_block_bytes) as blocks:   # closed on errors too
+                ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls,
+                               keys)
+                pending = None
+                for block, offset in blocks:
+                    job = (parser.submit(_parse_block, block, offset, ctx, on_error),
+                           len(block))
+                    if pending is not None:
+                        _take(pending, writer, rejects, bar)
+                    pending = job
                 if pending is not None:
                     _take(pending, writer, rejects, bar)
-                pending = job
-            if pending is not None:
-                _take(pending, writer, rejects, bar)
             per_file[f.path] = writer.rows - rows_before
         added = writer.flush()
         return {"added": dict(added), "per_file": per_file, "rows": writer.rows,
@@ -244,6 +245,12 @@ class _BlockReader:
         self._offset = 0
         self._eof = False
         self._checkpoint = (0, 1)   # (byte offset, line number there), for line_at
+
+    def __enter__(self) -> _BlockReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fh.close()
 
     def read_header(self) -> tuple[bytes, int]:
         """The first line that is not blank, and its 1-based number; data starts after it."""

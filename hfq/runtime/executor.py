@@ -60,10 +60,10 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
         state.node_died(name, chunk)
 
     def bad_copy(i: int, name: str, error: CorruptPartitionError) -> None:
-        log.warning("%s; reading another copy", error)
         if on_bad is not None:
             on_bad(i, name, error)
-        state.copy_failed(i, name, error)
+        state.copy_failed(i, name, error)   # raises when no other copy is left
+        log.warning("%s; reading another copy", error)
 
     try:
         if local is not None and nodes.local is not None:

@@ -32,6 +32,7 @@ from hfq.errors import (
     HfqError,
     NodeUnavailableError,
     PartitionUnavailableError,
+    WriteError,
 )
 from hfq.runtime.executor import execute
 from hfq.runtime.placement import place, replica_count
@@ -198,6 +199,9 @@ class Nodes:
                     raise NodeUnavailableError(f"writing {rel} to hfq node {name} failed: the "
                                                "node is gone", [name]) from exc
                 cause = getattr(exc, "cause", None) or exc
+                if isinstance(cause, OSError):   # e.g. that node's disk is full: keep errno
+                    raise WriteError(f"writing {rel} to hfq node {name} failed: {cause}",
+                                     errno=cause.errno) from exc
                 raise HfqError(f"writing {rel} to hfq node {name} failed: {cause}") from exc
 
     def read_file(self, fragment: Fragment, logical: pa.Schema,

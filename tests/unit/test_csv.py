@@ -129,6 +129,22 @@ def test_header_mismatch(tmp_path, quotes, db):
         db.load_csv("quotes", path)
 
 
+def test_a_refused_file_is_closed_while_its_error_is_held(tmp_path, quotes, db):
+    """The error (and its traceback, kept by a notebook as ``sys.last_value``) must not hold
+    the CSV open: a header refused before the first block, and a bad value mid-file."""
+    header = write(tmp_path / "h.csv", "symbol,date,time,bid,ofr,bidsiz,ofrsiz,mode,ex,venue\n")
+    value = write(tmp_path / "v.csv", HEADER + GOOD + "B,20070801,6:24:34,x1,0,1,0,12,P,\n")
+    held = []
+    for path in (header, value):
+        with pytest.raises(CsvError) as info:
+            db.load_csv("quotes", path)
+        held.append(info.value)
+        fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+               if os.path.exists(f"/proc/self/fd/{fd}")]
+        assert str(path) not in fds, f"{path} is still open"
+    assert len(held) == 2
+
+
 def test_missing_file_is_a_clear_error(tmp_path, quotes, db):
     with pytest.raises(CsvError, match="no file matches"):
         db.load_csv("quotes", str(tmp_path / "nope_*.csv"))
