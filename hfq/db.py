@@ -583,10 +583,33 @@ def connect(root: str | None = None, *, address: str | None = None,
                            "lives; run the driver on the head node (ray job submit) or pass "
                            "catalog= a path or URL every driver can reach")
         catalog = runtime.info(head).root
-    return Database(catalog, storage_options=storage_options, settings=snapshot,
-                    runtime=runtime,
-                    local=(local, local_root) if local and local_root is not None else None,
-                    default_node=head)
+    db = Database(catalog, storage_options=storage_options, settings=snapshot,
+                  runtime=runtime,
+                  local=(local, local_root) if local and local_root is not None else None,
+                  default_node=head)
+    if not db.tables():
+        _warn_of_copies_elsewhere(db)
+    return db
+
+
+def _warn_of_copies_elsewhere(db: Database) -> None:
+    """An empty catalog while other nodes hold copies of one: most likely a new head after
+    the old one's disk was lost -- say so, and how to bring the tables back."""
+    nodes = db.cluster_nodes()
+    others = [n for n in nodes.alive() if n != db._catalog_node]
+    if not others:
+        return
+    try:
+        listed = nodes.call_each(StoreCall(catalog_files), names=others)
+    except HfqError:   # a node that cannot answer now: nothing to say about it
+        return
+    tables = sorted({rel.split("/", 1)[0] for names in listed.values() for rel in names})
+    if tables:
+        log.warning("the catalog at %s holds no table, but nodes %s hold copies of the catalog "
+                    "of %s (a new head after a lost disk?): hfq.connect(..., recover=True) or "
+                    "`hfq check --repair` brings them back", db.store.url,
+                    ", ".join(sorted(n for n, names in listed.items() if names)),
+                    ", ".join(tables[:10]) + (" ..." if len(tables) > 10 else ""))
 
 
 def _fingerprints(paths: str | Iterable[str], storage_options: dict[str, Any]

@@ -7,6 +7,7 @@ every table at its last version, the same partitions with the same checksums, th
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 
@@ -32,7 +33,7 @@ def checksums(t: hfq.Table) -> dict[str, list[int]]:
     return {p: [f.crc32 for f in e.fragments] for p, e in t.snapshot().partitions.items()}
 
 
-def test_a_new_head_recovers_every_table_from_the_nodes(cluster, tmp_path):
+def test_a_new_head_recovers_every_table_from_the_nodes(cluster, tmp_path, caplog):
     db = cluster.connect()
     data = [hfq.synth.taq_table(dates=(d,), rows_per_day=400, symbols=12, seed=i)
             for i, d in enumerate(("2024-01-02", "2024-01-03", "2024-01-04"))]
@@ -59,6 +60,9 @@ def test_a_new_head_recovers_every_table_from_the_nodes(cluster, tmp_path):
     with pytest.raises(hfq.errors.TableNotFoundError):
         cluster.connect()["quotes"]
     new_root = str(tmp_path / "new_head")
+    with caplog.at_level(logging.WARNING, logger="hfq"):   # a plain connect says what to do
+        assert hfq.connect(address=cluster.address, catalog=new_root).tables() == []
+    assert "recover=True" in caplog.text and "bars, quotes" in caplog.text, caplog.text
     new = hfq.connect(address=cluster.address, catalog=new_root, recover=True)
     assert sorted(new.tables()) == ["bars", "quotes"] and new.check() == []
     for name, (version, versions, sums, rows) in before.items():
