@@ -165,6 +165,21 @@ def test_a_point_that_is_not_reached_is_noticed(template, tmp_path):
 
 
 # -- two writers ---------------------------------------------------------------------------------
+def append_in_thread(db: hfq.Database, result: dict[str, Any]) -> threading.Thread:
+    """Writer A: ``NEW_APPEND`` appended in a started thread; its version (or error) goes to
+    ``result``."""
+    def writer_a() -> None:
+        try:
+            result["version"] = db[TABLE].append(synth.taq_table(**{
+                **NEW_APPEND, "dates": tuple(NEW_APPEND["dates"])}))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            result["error"] = exc
+
+    thread = threading.Thread(target=writer_a)
+    thread.start()
+    return thread
+
+
 def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(template,
                                                                               tmp_path):
     """A has read the head (version 2) and written its next manifest; it is held at the
@@ -185,16 +200,7 @@ def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(te
 
     db_a.store.create_exclusive = held   # type: ignore[method-assign]
     result: dict[str, Any] = {}
-
-    def writer_a() -> None:
-        try:
-            result["version"] = db_a[TABLE].append(synth.taq_table(**{
-                **NEW_APPEND, "dates": tuple(NEW_APPEND["dates"])}))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test below
-            result["error"] = exc
-
-    thread = threading.Thread(target=writer_a)
-    thread.start()
+    thread = append_in_thread(db_a, result)
     try:
         wait_for(lambda: reached.is_set() or not thread.is_alive())
         assert reached.is_set(), f"writer A never reached its atomic publish ({result})"
@@ -225,16 +231,7 @@ def test_a_writer_held_between_reading_the_claims_and_the_head_loses_nothing(tem
     gate = tmp_path / "gate"
     faults.arm("catalog.commit.between_claims_and_head", f"pause:{gate}@1")
     result: dict[str, Any] = {}
-
-    def writer_a() -> None:
-        try:
-            result["version"] = db_a[TABLE].append(synth.taq_table(**{
-                **NEW_APPEND, "dates": tuple(NEW_APPEND["dates"])}))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test below
-            result["error"] = exc
-
-    thread = threading.Thread(target=writer_a)
-    thread.start()
+    thread = append_in_thread(db_a, result)
     try:
         wait_for(lambda: os.path.exists(f"{gate}.reached") or not thread.is_alive())
         assert os.path.exists(f"{gate}.reached"), f"writer A never got there ({result})"
