@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -47,3 +50,20 @@ def canonical(table: pa.Table | pl.DataFrame) -> pl.DataFrame:
 
 def python() -> str:
     return sys.executable
+
+
+def in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    """``call()`` in a started thread (a writer held at a fault point while the test acts):
+    the thread, and a dict that gets ``"value"`` (what it returned) or ``"error"`` (what it
+    raised) when it ends."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            box["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, box

@@ -30,6 +30,7 @@ _parent_spec.loader.exec_module(_parent)
 ROOT: str = _parent.ROOT
 canonical = _parent.canonical
 python = _parent.python
+in_thread = _parent.in_thread
 
 HFQ_SOURCE = pathlib.Path(hfq.__file__).resolve().parent
 

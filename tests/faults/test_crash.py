@@ -32,6 +32,7 @@ from conftest import (
     assert_no_leftovers,
     assert_versions,
     canonical,
+    in_thread,
     require_point,
     run_child,
     start_child,
@@ -165,19 +166,10 @@ def test_a_point_that_is_not_reached_is_noticed(template, tmp_path):
 
 
 # -- two writers ---------------------------------------------------------------------------------
-def append_in_thread(db: hfq.Database, result: dict[str, Any]) -> threading.Thread:
-    """Writer A: ``NEW_APPEND`` appended in a started thread; its version (or error) goes to
-    ``result``."""
-    def writer_a() -> None:
-        try:
-            result["version"] = db[TABLE].append(synth.taq_table(**{
-                **NEW_APPEND, "dates": tuple(NEW_APPEND["dates"])}))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            result["error"] = exc
-
-    thread = threading.Thread(target=writer_a)
-    thread.start()
-    return thread
+def append_in_thread(db: hfq.Database) -> tuple[threading.Thread, dict[str, Any]]:
+    """Writer A: ``NEW_APPEND`` appended in a started thread (see ``in_thread``)."""
+    return in_thread(lambda: db[TABLE].append(synth.taq_table(**{
+        **NEW_APPEND, "dates": tuple(NEW_APPEND["dates"])})))
 
 
 def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(template,
@@ -199,8 +191,7 @@ def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(te
         return publish(src, dst)
 
     db_a.store.create_exclusive = held   # type: ignore[method-assign]
-    result: dict[str, Any] = {}
-    thread = append_in_thread(db_a, result)
+    thread, result = append_in_thread(db_a)
     try:
         wait_for(lambda: reached.is_set() or not thread.is_alive())
         assert reached.is_set(), f"writer A never reached its atomic publish ({result})"
@@ -210,7 +201,7 @@ def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(te
         release.set()
         thread.join(60)
     assert "error" not in result, result.get("error")
-    assert result["version"] == 4
+    assert result["value"] == 4
     assert len(calls) >= 2, "A's first publish went through although B had taken its number"
     t = hfq.connect(root)[TABLE]
     assert_versions(t, 4)
@@ -230,8 +221,7 @@ def test_a_writer_held_between_reading_the_claims_and_the_head_loses_nothing(tem
     db_a, db_b = hfq.connect(root, **SETTINGS), hfq.connect(root, **SETTINGS)
     gate = tmp_path / "gate"
     faults.arm("catalog.commit.between_claims_and_head", f"pause:{gate}@1")
-    result: dict[str, Any] = {}
-    thread = append_in_thread(db_a, result)
+    thread, result = append_in_thread(db_a)
     try:
         wait_for(lambda: os.path.exists(f"{gate}.reached") or not thread.is_alive())
         assert os.path.exists(f"{gate}.reached"), f"writer A never got there ({result})"
@@ -242,7 +232,7 @@ def test_a_writer_held_between_reading_the_claims_and_the_head_loses_nothing(tem
         thread.join(60)
         faults.disarm()
     assert "error" not in result, result.get("error")
-    assert result["version"] == 4
+    assert result["value"] == 4
     t = hfq.connect(root)[TABLE]
     assert canonical(t.to_arrow()).equals(oracle(*OLD, NEW_APPEND, NEW_LOAD))
     t.vacuum(grace_s=0)
@@ -283,18 +273,9 @@ def test_two_compactions_of_one_partition_the_second_is_a_conflict(template, tmp
     root = fresh(template, tmp_path)
     gate = tmp_path / "gate"
     db_a, db_b = hfq.connect(root, **SETTINGS), hfq.connect(root, **SETTINGS)
-    result: dict[str, Any] = {}
-
-    def compact_a() -> None:
-        try:
-            result["version"] = db_a[TABLE].compact()
-        except BaseException as exc:  # noqa: BLE001 - checked below
-            result["error"] = exc
-
     faults.arm("compact.before_commit", f"pause:{gate}")   # the first to get there waits
-    thread = threading.Thread(target=compact_a)
+    thread, result = in_thread(db_a[TABLE].compact)
     try:
-        thread.start()
         wait_for(lambda: os.path.exists(f"{gate}.reached") or not thread.is_alive())
         assert thread.is_alive(), result
         assert db_b[TABLE].compact() == 3

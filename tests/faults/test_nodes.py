@@ -18,14 +18,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import zlib
 
 import pytest
 
 import hfq
-from conftest import ROOT, canonical
+from conftest import ROOT, canonical, in_thread
 from hfq import faults
 from hfq import reduce as hr
 from hfq.errors import CorruptPartitionError, HfqError, NodeUnavailableError
@@ -210,16 +209,7 @@ def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
     assert len(db.nodes.alive()) == 3
     gate = str(tmp_path / "gate")
     faults.arm("rebalance.copy.before_commit", f"pause:{gate}")
-    outcome: dict = {}
-
-    def rebalance() -> None:
-        try:
-            outcome["moved"] = db.rebalance(["quotes"])
-        except BaseException as exc:  # noqa: BLE001 - the test inspects it
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=rebalance)
-    worker.start()
+    worker, outcome = in_thread(lambda: db.rebalance(["quotes"]))
     deadline = time.monotonic() + 120
     while not os.path.exists(gate + ".reached") and worker.is_alive():
         assert time.monotonic() < deadline, "rebalance never reached its commit"

@@ -9,12 +9,13 @@ on replicas.
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
 from cases import CASES
 from oracle import assert_same, load, oracle
+
+from conftest import in_thread
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -77,16 +78,7 @@ def test_node_killed_mid_query_gives_the_same_answer(db, duck, cluster, tmp_path
     for name, gate in gates.items():
         db.nodes.call(name, lambda node, g: __import__("hfq").faults.arm(
             "engine.node.before_stage", f"pause:{g}"), gate)
-    box: dict = {}
-
-    def run() -> None:
-        try:
-            box["answer"] = db.sql(sql).collect()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            box["error"] = exc
-
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread, box = in_thread(lambda: db.sql(sql).collect())
     deadline = time.monotonic() + 120
     while not (paused := [n for n, g in gates.items() if os.path.exists(g + ".reached")]):
         assert time.monotonic() < deadline, "no worker ran a partition"
@@ -99,6 +91,6 @@ def test_node_killed_mid_query_gives_the_same_answer(db, duck, cluster, tmp_path
     thread.join(timeout=300)
     assert not thread.is_alive()
     assert "error" not in box, box.get("error")
-    assert_same(box["answer"], before, what="after the kill")
+    assert_same(box["value"], before, what="after the kill")
     # and the partitions are still all there for the next query
     assert_same(db.sql(sql).collect(), before, what="after")

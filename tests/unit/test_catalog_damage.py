@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import pathlib
-import threading
 from collections.abc import Callable
 
 import polars as pl
@@ -22,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 import hfq
+from conftest import in_thread
 from hfq import faults
 from hfq.errors import ManifestError
 from hfq.schema import DATE, LONG, SYMBOL, Schema
@@ -228,17 +228,8 @@ def test_a_writer_held_between_reading_the_head_and_publishing_loses_its_number(
     silently replaces B's version and B's rows are gone."""
     gate = os.path.join(root, "gate")
     faults.arm("catalog.commit.before_publish", f"pause:{gate}@1")
-    result: dict = {}
-
-    def writer_a() -> None:
-        try:
-            result["version"] = hfq.connect(root)["t"].append(rows(5, 1000))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            result["error"] = exc
-
-    thread = threading.Thread(target=writer_a)
+    thread, result = in_thread(lambda: hfq.connect(root)["t"].append(rows(5, 1000)))
     try:
-        thread.start()
         while not os.path.exists(gate + ".reached"):
             assert thread.is_alive(), result
             thread.join(0.01)
@@ -249,7 +240,7 @@ def test_a_writer_held_between_reading_the_head_and_publishing_loses_its_number(
         thread.join(60)
         faults.disarm()
     assert "error" not in result, result.get("error")
-    assert result["version"] == 5
+    assert result["value"] == 5
     t = hfq.connect(root)["t"]
     assert t.versions() == [0, 1, 2, 3, 4, 5]
     assert ids(t) == oracle(*APPENDS, rows(5, 1000), rows(6, 2000))
