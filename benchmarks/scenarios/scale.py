@@ -136,23 +136,9 @@ def fresh_read(root: str, day: str, symbol: str, repeats: int) -> float:
 def as_format_1(src: str, dst: str) -> None:
     """A copy of the database at ``src`` (data files hard-linked) with every version in the
     old format."""
-    import hfq
-    from hfq.catalog.catalog import Catalog
+    from hfq.testing.formats import rewrite_as_format_1
     shutil.copytree(src, dst, copy_function=os.link)
-    catalog = Catalog(hfq.connect(dst).store)
-    for v in catalog.versions("quotes"):
-        m = catalog.snapshot("quotes", v)
-        body = {"format": 1, "table": m.table, "version": m.version,
-                "schema": m.schema.to_json(), "partition_by": m.partition_by.to_json(),
-                "sort_by": list(m.sort_by), "op": m.op, "committed_at": m.committed_at,
-                "options": dict(m.options), "table_id": m.table_id,
-                "partitions": {p: e.to_json() for p, e in m.partitions.items()}}
-        path = os.path.join(dst, "quotes", "_versions", f"{v:020d}.json")
-        os.unlink(path)   # a hard link: the original stays as it was
-        with open(path, "w") as f:
-            json.dump(body, f, separators=(",", ":"))
-    for sub in ("_manifests", "_claims"):
-        shutil.rmtree(os.path.join(dst, "quotes", sub), ignore_errors=True)
+    rewrite_as_format_1(dst, "quotes")
 
 
 def reads(connect: Callable[[], Any], day: str, symbol: str, repeats: int) -> dict[str, float]:

@@ -16,19 +16,19 @@ import os
 import pathlib
 import subprocess
 import sys
-import threading
 
 import polars as pl
 import pyarrow as pa
 import pytest
 
 import hfq
-from conftest import ROOT
+from conftest import ROOT, in_thread
 from hfq import faults
 from hfq.catalog.catalog import Catalog
 from hfq.catalog.records import Partitions
 from hfq.errors import DuplicateLoadError
 from hfq.schema import DATE, LONG, SYMBOL, Schema
+from hfq.testing.formats import rewrite_as_format_1
 
 SCHEMA = Schema({"sym": SYMBOL, "d": DATE, "id": LONG})
 SCHEME = hfq.Compo(hfq.Value("d"), hfq.Hash("sym", 8))
@@ -134,27 +134,10 @@ def test_a_commit_writes_the_pieces_of_the_days_it_touched(tmp_path):
     assert ids(t) == oracle(*batches, rows(3, 5000))
 
 
-def to_format_1(root: str) -> None:
-    """Rewrite every version of table ``t`` as the old hfq wrote it: one JSON file listing
-    every partition, no checksum, no pieces, no claims."""
-    catalog = Catalog(hfq.connect(root).store)
-    for v in catalog.versions("t"):
-        m = catalog.snapshot("t", v)
-        body = {"format": 1, "table": m.table, "version": m.version,
-                "schema": m.schema.to_json(), "partition_by": m.partition_by.to_json(),
-                "sort_by": list(m.sort_by), "op": m.op, "committed_at": m.committed_at,
-                "options": dict(m.options), "table_id": m.table_id,
-                "partitions": {p: e.to_json() for p, e in m.partitions.items()}}
-        pathlib.Path(root, "t", "_versions", f"{v:020d}.json").write_text(json.dumps(body))
-    for sub in ("_manifests", "_claims"):
-        for name in os.listdir(os.path.join(root, "t", sub)):
-            os.remove(os.path.join(root, "t", sub, name))
-
-
 def test_a_format_1_table_opens_travels_in_time_and_migrates(tmp_path):
     root = str(tmp_path / "db")
     _, batches = make(root, 3)
-    to_format_1(root)
+    rewrite_as_format_1(root, "t")
     t = hfq.connect(root)["t"]
     assert not isinstance(t.snapshot().partitions, Partitions)
     assert len(t) == 90 and ids(t) == oracle(*batches)
@@ -199,17 +182,8 @@ def test_concurrent_commits_to_the_same_days_lose_and_duplicate_nothing(tmp_path
     faults.arm("catalog.commit.before_publish", f"pause:{gate}@1")
     a_rows = pa.concat_tables([rows(1, 10_000, symbols=1), rows(2, 11_000, symbols=1)])
     b_rows = pa.concat_tables([rows(2, 20_000, symbols=2), rows(3, 21_000)])
-    result: dict = {}
-
-    def writer_a() -> None:
-        try:
-            result["version"] = hfq.connect(root)["t"].append(a_rows)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            result["error"] = exc
-
-    thread = threading.Thread(target=writer_a)
+    thread, result = in_thread(lambda: hfq.connect(root)["t"].append(a_rows))
     try:
-        thread.start()
         while not os.path.exists(gate + ".reached"):
             assert thread.is_alive(), result
             thread.join(0.01)
@@ -218,7 +192,7 @@ def test_concurrent_commits_to_the_same_days_lose_and_duplicate_nothing(tmp_path
         pathlib.Path(gate).touch()
         thread.join(60)
         faults.disarm()
-    assert result.get("version") == 4, result
+    assert result.get("value") == 4, result
     t = hfq.connect(root)["t"]
     assert ids(t) == oracle(*batches, a_rows, b_rows)
     parts = t.partitions()
