@@ -204,19 +204,24 @@ class Digest(tuple):
     """(rows, columns, an order-independent hash of every value of every row)."""
 
 
+def as_polars(frame: Any) -> Any:
+    """A pandas, arrow or polars answer as a polars DataFrame (values as they are)."""
+    import pandas as pd
+    import polars as pl
+    if isinstance(frame, pd.DataFrame):
+        return pl.from_pandas(frame)
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    return pl.from_arrow(frame)
+
+
 def canonical(frame: Any) -> Any:
     """A frame (pandas, arrow, polars) as polars with one representation per kind of value:
     text as strings, integers as Int64, floats as Float64, dates as Date, times of day as
     nanoseconds since midnight (Int64) -- so equal answers compare equal whatever their
     container; columns by name."""
-    import pandas as pd
     import polars as pl
-    if isinstance(frame, pd.DataFrame):
-        df = pl.from_pandas(frame)
-    elif isinstance(frame, pl.DataFrame):
-        df = frame
-    else:
-        df = pl.from_arrow(frame)
+    df = as_polars(frame)
     exprs = []
     for name, dtype in df.schema.items():
         col = pl.col(name)

@@ -31,7 +31,17 @@ import numpy as np
 import polars as pl
 
 import hfq
-from harness import DAY, POINT_SYMBOL, Answer, Bench, Result, cluster_data, measure, session
+from harness import (
+    DAY,
+    POINT_SYMBOL,
+    Answer,
+    Bench,
+    Result,
+    as_polars,
+    cluster_data,
+    measure,
+    session,
+)
 from hfq import synth
 
 # Daft's progress bars (printed by its Ray workers, which inherit this environment when the
@@ -463,13 +473,7 @@ def normal(frame: Any) -> pl.DataFrame:
     """Any answer as polars with one representation per kind of value, columns by name:
     text as strings, integers as Int64, floats as Float64, times of day and timestamps as
     integer nanoseconds / microseconds (UTC)."""
-    import pandas as pd
-    if isinstance(frame, pd.DataFrame):
-        df = pl.from_pandas(frame)
-    elif isinstance(frame, pl.DataFrame):
-        df = frame
-    else:
-        df = pl.from_arrow(frame)
+    df = as_polars(frame)
     assert isinstance(df, pl.DataFrame)
     out = []
     for name, dtype in df.schema.items():
