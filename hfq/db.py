@@ -169,7 +169,7 @@ class Database:
 
         Each partition ends with its ``replicas`` copies on live nodes: copies on dead nodes
         are re-created elsewhere (placement order), and a node that joined (one holding
-        nothing of the table) takes the partitions placement gives it.  With no node change
+        nothing of any table) takes the partitions placement gives it.  With no node change
         and every copy alive nothing moves -- partitions placed next to their source (minute
         bars) stay there.  Copies are made (and checked against the catalog's CRC-32) before
         one commit per table switches readers to them; the old copies stay until
@@ -183,7 +183,11 @@ class Database:
         1
         """
         nodes = self.cluster_nodes()
-        return {name: _rebalance(self, name, nodes) for name in (tables or self.tables())}
+        # a node holding no file of any table joined: one holding nothing of a table alone
+        # may just be off that table's placement (bars next to their source partitions)
+        used = {n for name in self.tables() for f in self.catalog.snapshot(name).fragments()
+                for n in nodes.holders(f)}
+        return {name: _rebalance(self, name, nodes, used) for name in (tables or self.tables())}
 
     def repair(self, tables: Iterable[str] | None = None) -> list[dict[str, str]]:
         """Check every copy of every file on the live nodes holding it (size and CRC-32)
@@ -652,13 +656,13 @@ def _is_node_root(root: str, name: str) -> bool:
         return False
 
 
-def _rebalance(db: Database, name: str, nodes: Nodes) -> int:
+def _rebalance(db: Database, name: str, nodes: Nodes, used: set[str]) -> int:
     """Copy each partition to where :func:`~hfq.runtime.placement.rebalanced` puts it over
-    the live nodes, then commit the move."""
+    the live nodes (``used``: the nodes holding files of some table; the others joined),
+    then commit the move."""
     m = db.catalog.snapshot(name)
     alive = nodes.alive()
     k = replica_count(m.options.get("replicas"), alive, name)
-    used = {n for f in m.fragments() for n in nodes.holders(f)}
     new = [n for n in alive if n not in used]
     copies: dict[str, list[tuple[Fragment, Sequence[str]]]] = {}
     with Write(db.catalog, nodes, m, db.settings) as write:

@@ -53,7 +53,7 @@ def rebalanced(partition: str, holders: Sequence[str], alive: Sequence[str],
 
     Its live holders stay (whatever placed it there: placement, or its source partition's
     nodes for derived tables) unless a node that joined -- ``new``: live nodes that hold
-    nothing of the table -- ranks above them, as rendezvous hashing would place it; missing
+    nothing of any table -- ranks above them, as rendezvous hashing would place it; missing
     copies (holders that died, too few replicas) are re-created on the next live nodes in
     placement order.  With no node change and every copy alive, the holders are returned:
     nothing moves.
