@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,8 +35,10 @@ from hfq.config import Settings
 from hfq.errors import HfqError, WriteError
 from hfq.partition import key_path
 from hfq.runtime.nodes import Nodes
-from hfq.storage.fragment import encode_fragment
-from hfq.storage.sort import sort_rows
+from hfq.runtime.task import NodeContext
+from hfq.storage.encoding import SMALL_ROWS
+from hfq.storage.fragment import Encoded, encode_fragment, prepare_fragments, put_file
+from hfq.storage.sort import sort_keys, sort_rows
 
 __all__ = ["Added", "FileWriter", "PartitionWriter", "Write", "compact_dictionaries",
            "merge_small_fragments", "stats_columns"]
@@ -44,6 +47,13 @@ log = logging.getLogger("hfq")
 
 Added = dict[str, tuple[tuple[Any, ...], list[Fragment]]]
 """Fragments written, by partition path: (partition key, fragments)."""
+
+_Job = tuple[str, tuple[Any, ...], list[tuple[pa.Table, np.ndarray | None]]]
+"""A partition to write: its path, key and rows (blocks, with row indices or all rows)."""
+
+THIN_ROWS = SMALL_ROWS
+"""Partitions of up to this many rows in a spill are written together
+(:meth:`FileWriter.write_thin`): a file each, the work per column done once for all."""
 
 
 def stats_columns(manifest: Manifest) -> list[str]:
@@ -66,6 +76,11 @@ class FileWriter:
     hints: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Column encodings chosen so far by this write (shared by its threads): thin partitions
     reuse them instead of measuring each candidate again."""
+    thin_hints: dict[int, dict[str, str]] = field(default_factory=dict, compare=False,
+                                                  repr=False)
+    """The encodings of :meth:`write_thin`'s files, by size class (a factor of 4 in rows):
+    chosen once a class, then kept (:class:`Write` keeps them for the table's writes in this
+    process, where measuring them would cost a thin append ~5% of its time)."""
 
     def write(self, nodes: Nodes, partition: str, key: Sequence[Any], rows: pa.Table, *,
               near: Sequence[str] = (), presorted: bool = False) -> Fragment:
@@ -89,6 +104,66 @@ class FileWriter:
         faults.point("write.fragment.after_put")
         return fragment_from(rel, rows=encoded.rows, size=encoded.size, crc32=encoded.crc32,
                              batches=encoded.batches, nodes=targets)
+
+    def write_thin(self, nodes: Nodes, partitions: Sequence[tuple[str, Sequence[str]]],
+                   rows: pa.Table, bounds: Sequence[int] | np.ndarray, *,
+                   pool: ThreadPoolExecutor | None = None) -> list[Fragment]:
+        """Write rows ``bounds[i]`` to ``bounds[i + 1]`` of ``rows`` (each run sorted, at most
+        a record batch) as a fragment of ``partitions[i]`` = (partition, nodes already holding
+        it): what :meth:`write` does for each, with the work per column done once for all
+        (:func:`~hfq.storage.fragment.prepare_fragments`), the files encoded (and put, when
+        they stay on this node) in ``pool``'s threads (``settings.threads`` of them), and
+        one call per other node."""
+        typical = max(1, int(np.median(np.diff(bounds)))) if len(bounds) > 1 else 1
+        hints = self.thin_hints.setdefault(typical.bit_length() // 2, {})
+        makers = prepare_fragments(rows, bounds, settings=self.settings,
+                                   stats_columns=self.stats_columns, hints=hints)
+        names = [self.namer.new_file(partition) for partition, _ in partitions]
+        targets = [nodes.targets(partition, near, self.replicas, self.table)
+                   for partition, near in partitions]
+        here = all(t == [nodes.local] for t in targets)
+        context = nodes.context() if here else None
+
+        def make(share: range) -> list[Encoded]:
+            made = [makers[i]() for i in share]
+            if context is not None:
+                _put_files(context, self.table, [(partitions[i][0], names[i], made[k].data)
+                                                 for k, i in enumerate(share)], self.sync)
+            return made
+
+        ways = self.settings.threads if pool is not None else 1
+        shares = [range(k, len(makers), ways) for k in range(min(ways, len(makers)))]
+        encoded: list[Encoded] = [None] * len(makers)   # type: ignore[list-item]
+        for share, made in zip(shares, (pool.map if pool else map)(make, shares)):
+            for i, one in zip(share, made):
+                encoded[i] = one
+        if context is None:
+            by_node: dict[str, list[tuple[str, str, pa.Buffer]]] = {}
+            for (partition, _), rel, nodes_of, one in zip(partitions, names, targets, encoded):
+                for node in nodes_of:
+                    by_node.setdefault(node, []).append((partition, rel, one.data))
+            nodes.call_each(_put_files, names=list(by_node), strict=True,
+                            args_for=lambda node: (self.table, by_node[node], self.sync))
+        out = []
+        for rel, nodes_of, one in zip(names, targets, encoded):
+            faults.point("write.fragment.after_put")
+            out.append(fragment_from(rel, rows=one.rows, size=one.size, crc32=one.crc32,
+                                     batches=one.batches, nodes=nodes_of))
+        return out
+
+
+def _put_files(node: NodeContext, table: str, files: list[tuple[str, str, pa.Buffer]],
+               sync: bool) -> int:
+    """Write ``files`` (partition, path, bytes) on this node (:meth:`FileWriter.write_thin`)."""
+    for partition, rel, data in files:
+        try:
+            put_file(node.store, rel, data, sync=sync, fresh=True)
+        except OSError as exc:
+            if isinstance(exc, HfqError):
+                raise
+            raise WriteError(f"table {table!r}, partition {partition}: writing {rel} on node "
+                             f"{node.name} failed: {exc}", errno=exc.errno) from exc
+    return len(files)
 
 
 def compact_dictionaries(table: pa.Table) -> pa.Table:
@@ -117,6 +192,17 @@ def compact_dictionaries(table: pa.Table) -> pa.Table:
                 changed = True
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=table.schema) if changed else table
+
+
+_THIN_HINTS: dict[tuple[str, str, str], dict[int, dict[str, str]]] = {}
+
+
+def _thin_hints(catalog: Catalog, base: Manifest) -> dict[int, dict[str, str]]:
+    """The encodings of thin files chosen so far in this process for this table and schema
+    (see :attr:`FileWriter.thin_hints`); a hint is a guess, checked on every value."""
+    if len(_THIN_HINTS) > 256:   # a process making many databases (tests) stays small
+        _THIN_HINTS.clear()
+    return _THIN_HINTS.setdefault((catalog.store.url, base.table, str(base.schema.arrow)), {})
 
 
 class Write:
@@ -150,7 +236,8 @@ class Write:
         begin_transaction(self.txn.id)
         self.files = FileWriter(base.table, self.txn.namer, base.sort_by,
                                 tuple(stats_columns(base)), settings,
-                                base.options.get("replicas"), sync)
+                                base.options.get("replicas"), sync,
+                                thin_hints=_thin_hints(catalog, base))
         self.committed: Manifest | None = None
 
     def __enter__(self) -> Write:
@@ -231,6 +318,8 @@ class PartitionWriter:
         self.added: Added = {}
         self._buffers: dict[str, tuple[tuple[Any, ...],
                                        list[tuple[pa.Table, np.ndarray | None]]]] = {}
+        self._blocks: list[pa.Table] = []
+        """The blocks the buffers point into, in the order they came."""
         self._buffered = 0
         self._pool = ThreadPoolExecutor(max_workers=settings.threads)
 
@@ -241,6 +330,7 @@ class PartitionWriter:
                  tb: TracebackType | None) -> None:
         if exc_type is not None:
             self._buffers.clear()
+            self._blocks.clear()
         self._pool.shutdown(wait=True, cancel_futures=exc_type is not None)
 
     def write(self, table: pa.Table) -> None:
@@ -255,6 +345,7 @@ class PartitionWriter:
             table = table.combine_chunks()   # a take from many chunks costs the whole table
         codes, keys = self.base.partition_by.route(table)
         self.rows += table.num_rows
+        self._blocks.append(table)
         if len(keys) == 1:
             self._buffer(keys[0], table, None)
         else:
@@ -282,25 +373,73 @@ class PartitionWriter:
         self._buffers.setdefault(path, (tuple(key), []))[1].append((table, rows))
 
     def _spill(self) -> None:
-        """Write every partition's buffer as a sorted fragment; frees every block held."""
-        jobs = [(path, key, parts) for path, (key, parts) in self._buffers.items()]
+        """Write every partition's buffer as a sorted fragment; frees every block held.
+
+        Thin partitions (up to :data:`THIN_ROWS` rows, and a record batch) are written
+        together (:meth:`_write_thin`); the others one by one in the writer's threads.
+        """
+        limit = min(THIN_ROWS, self.files.settings.batch_rows)
+        jobs: list[_Job] = []
+        thin: list[_Job] = []
+        for path, (key, parts) in self._buffers.items():
+            rows = sum(t.num_rows if r is None else len(r) for t, r in parts)
+            (thin if rows <= limit else jobs).append((path, key, parts))
+        if len(thin) < 2:
+            jobs, thin = jobs + thin, []
+        blocks = self._blocks
         self._buffers.clear()
+        self._blocks = []
         self._buffered = 0
+        if thin:
+            for (path, key, _), fragment in zip(thin, self._write_thin(thin, blocks)):
+                self.added.setdefault(path, (key, []))[1].append(fragment)
         for path, key, fragment in self._pool.map(self._gather_and_write, jobs):
             self.added.setdefault(path, (key, []))[1].append(fragment)
 
-    def _gather_and_write(self, job: tuple[str, tuple[Any, ...],
-                                           list[tuple[pa.Table, np.ndarray | None]]]
-                          ) -> tuple[str, tuple[Any, ...], Fragment]:
+    def _write_thin(self, jobs: list[_Job], blocks: list[pa.Table]) -> list[Fragment]:
+        """The partitions of ``jobs`` written together: their rows gathered and sorted by
+        (partition, sort columns) at once, each partition's run a fragment
+        (:meth:`FileWriter.write_thin`).  Rows keep the order of :meth:`_gather_and_write`:
+        by block, then by row, wherever the sort columns tie."""
+        picks: dict[int, tuple[list[np.ndarray], list[int]]] = {}
+        for job, (_, _, parts) in enumerate(jobs):
+            for table, rows in parts:
+                idx, runs = picks.setdefault(id(table), ([], []))
+                idx.append(np.arange(table.num_rows) if rows is None else rows)
+                runs.append(job)
+        used = [(table, *picks.pop(id(table))) for table in blocks if id(table) in picks]
+        run_of = np.concatenate([np.repeat(np.array(runs, dtype=np.int64),
+                                           [len(i) for i in idx]) for _, idx, runs in used])
+        if len(used) == 1:   # one gather, of the rows in their final order
+            source, rows_of = used[0][0], np.concatenate(used[0][1])
+        else:
+            source = pa.concat_tables([table.take(pa.array(np.concatenate(idx)))
+                                       for table, idx, _ in used])
+            source = source.unify_dictionaries().combine_chunks()
+            rows_of = np.arange(source.num_rows)
+        sort_by = list(self.files.sort_by)
+        keys = [run_of, *sort_keys(source.select(sort_by).take(pa.array(rows_of)), sort_by)]
+        frame = pl.DataFrame({f"k{i}": k for i, k in enumerate(keys)})
+        order = frame.select(pl.arg_sort_by(frame.columns, maintain_order=True)).to_series()
+        rows = source.take(pa.array(rows_of[order.to_numpy()]))
+        counts = np.bincount(keys[0], minlength=len(jobs))
+        partitions = [(path, self._near(path)) for path, _, _ in jobs]
+        return self.files.write_thin(self.nodes, partitions, rows,
+                                     np.concatenate([[0], np.cumsum(counts)]), pool=self._pool)
+
+    def _gather_and_write(self, job: _Job) -> tuple[str, tuple[Any, ...], Fragment]:
         path, key, parts = job
         tables = [t if rows is None else t.take(pa.array(rows)) for t, rows in parts]
         table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
         return path, key, self._write(path, key, table)
 
     def _write(self, path: str, key: tuple[Any, ...], table: pa.Table) -> Fragment:
+        return self.files.write(self.nodes, path, key, table, near=self._near(path))
+
+    def _near(self, path: str) -> list[str]:
+        """The nodes holding the partition already (where its new files go first)."""
         existing = self.base.partitions.get(path)
-        near = self.nodes.holders(existing.fragments[0]) if existing else []
-        return self.files.write(self.nodes, path, key, table, near=near)
+        return self.nodes.holders(existing.fragments[0]) if existing else []
 
     def _merge_spills(self) -> None:
         """One fragment per partition per transaction where it fits in the budget."""

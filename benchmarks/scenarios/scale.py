@@ -24,7 +24,9 @@ Targets (the issue): at 250 days a symbol-day read <= 1.5x the 1-day figure (fre
 
 Standalone: ``python benchmarks/scenarios/scale.py --sizes 1 20 --slices 50 --out /tmp/scale``
 (``--plot docs/img/scale.png``); in the suite: ``python benchmarks/run.py --only scale``
-(``--quick``: sizes 1 and 3, 20 slices, no cluster).
+(``--quick``: sizes 1 and 3, 20 slices, no cluster).  The thin-append rate alone:
+``python benchmarks/scenarios/scale.py --only append --sizes 1 20 --out /tmp/scale``
+(``--cluster`` adds the replicated table's appends).
 """
 
 from __future__ import annotations
@@ -193,10 +195,36 @@ def writes(t: Any, root: str | None, day: int, rows_per_day: int, appends: int
     return out
 
 
+def per_file_appends(t: Any, day: int, rows_per_day: int, appends: int) -> dict[str, float]:
+    """The peer of the thin appends, same run, same table: ``appends`` more days appended
+    with every partition written one file at a time (the writer before thin partitions
+    were written together): the median time and rows/s."""
+    from hfq import write
+    spent, rows = [], []
+    limit, write.THIN_ROWS = write.THIN_ROWS, 0
+    try:
+        for i in range(appends):
+            data = one_day(day + i, rows_per_day)
+            start = time.perf_counter()
+            t.append(data)
+            spent.append(time.perf_counter() - start)
+            rows.append(data.num_rows / spent[-1])
+    finally:
+        write.THIN_ROWS = limit
+    return {"append_s": statistics.median(spent),
+            "append_rows_per_s": statistics.median(rows)}
+
+
 def measure(root: str, t: Any, n_days: int, rows_per_day: int, repeats: int,
-            peer: bool = True) -> dict[str, Any]:
-    """Every figure of the table at ``root`` holding days ``0 .. n_days - 1``."""
+            peer: bool = True, only: str | None = None) -> dict[str, Any]:
+    """Every figure of the table at ``root`` holding days ``0 .. n_days - 1`` (``only=
+    "append"``: the appends and vacuums only)."""
     import hfq
+    if only == "append":
+        row = {"days": n_days, **writes(t, root, n_days, rows_per_day, repeats)}
+        if peer:
+            row["peer_per_file"] = per_file_appends(t, n_days + repeats, rows_per_day, repeats)
+        return row
     day, symbol = days(n_days)[-1], SYMBOL
     row: dict[str, Any] = {"days": n_days, **reads(lambda: hfq.connect(root), day, symbol,
                                                    repeats)}
@@ -241,14 +269,16 @@ def measure_slices(work: str, rows_per_day: int, slices: int, repeats: int) -> d
     return out
 
 
-def measure_cluster(work: str, n_days: int, rows_per_day: int, repeats: int) -> dict[str, Any]:
-    """The table with 2 replicas on a local 2-node cluster."""
+def measure_cluster(work: str, n_days: int, rows_per_day: int, repeats: int,
+                    only: str | None = None) -> dict[str, Any]:
+    """The table with 2 replicas on a local 2-node cluster (``only="append"``: no reads)."""
     from hfq.testing import local_cluster
     with local_cluster(nodes=2, cpus_per_node=1, root=os.path.join(work, "cluster")) as c:
         t = create(c.connect(), replicas=2)
         grow(t, 0, n_days, rows_per_day)
-        row: dict[str, Any] = {"days": n_days, "replicas": 2, "nodes": 2,
-                               **reads(c.connect, days(n_days)[-1], SYMBOL, repeats)}
+        row: dict[str, Any] = {"days": n_days, "replicas": 2, "nodes": 2}
+        if only != "append":
+            row.update(reads(c.connect, days(n_days)[-1], SYMBOL, repeats))
         row.update(writes(c.connect()["quotes"], None, n_days, rows_per_day, repeats))
         row["copies_per_file"] = min(len(f.nodes) for f in
                                      c.connect()["quotes"].snapshot().fragments())
@@ -256,7 +286,8 @@ def measure_cluster(work: str, n_days: int, rows_per_day: int, repeats: int) -> 
 
 
 def run(sizes: tuple[int, ...], rows_per_day: int, work: str, repeats: int,
-        cluster: bool = False, slices: int = SLICES, peer: bool = True) -> dict[str, Any]:
+        cluster: bool = False, slices: int = SLICES, peer: bool = True,
+        only: str | None = None) -> dict[str, Any]:
     import hfq
     root = os.path.join(work, "table")
     shutil.rmtree(root, ignore_errors=True)
@@ -265,17 +296,18 @@ def run(sizes: tuple[int, ...], rows_per_day: int, work: str, repeats: int,
     for size in sorted(sizes):
         n = max(size, have)   # (sizes closer than --repeats: the days measure appended)
         rate = grow(t, have, n, rows_per_day)
-        row = measure(root, t, n, rows_per_day, repeats, peer)
+        row = measure(root, t, n, rows_per_day, repeats, peer, only)
         row["grow_rows_per_s"] = rate
         rows.append(row)
-        have = n + repeats   # measure appended days n .. n + repeats - 1
+        # measure appended days n .. n + repeats - 1 (and the per-file peer as many more)
+        have = n + repeats * (2 if only == "append" and peer else 1)
     shutil.rmtree(root, ignore_errors=True)
     out: dict[str, Any] = {"rows_per_day": rows_per_day, "buckets": BUCKETS, "sizes": rows}
     if slices:
         out["slices"] = measure_slices(work, rows_per_day, slices, repeats)
     if cluster:
         out["cluster"] = measure_cluster(work, min(CLUSTER_DAYS, max(sizes)), rows_per_day,
-                                         repeats)
+                                         repeats, only)
     return out
 
 
@@ -292,6 +324,16 @@ def text(result: dict[str, Any]) -> list[str]:
              ("; peer (old): the same table in the old one-manifest catalog, same run"
               if "peer_format1" in base else "")]
     for r in rows:
+        if "read_warm_s" not in r:   # --only append
+            p = r.get("peer_per_file")
+            lines.append(f"  {r['days']:>4} days: append a day {_ms(r['append_s'])} "
+                         f"({r['append_rows_per_s'] / 1e6:.2f} M rows/s, target 0.5), "
+                         f"{r['commit_bytes'] / 1e3:.0f} kB written" +
+                         (f"; peer, one file at a time: {_ms(p['append_s'])} "
+                          f"({p['append_rows_per_s'] / 1e6:.2f} M rows/s)" if p else "") +
+                         (f"; growth appends {r['grow_rows_per_s'] / 1e6:.2f} M rows/s"
+                          if r["grow_rows_per_s"] else ""))
+            continue
         p = r.get("peer_format1", {})
 
         def old(key: str, p: dict[str, Any] = p) -> str:
@@ -307,14 +349,15 @@ def text(result: dict[str, Any]) -> list[str]:
             f"{_ms(r['vacuum_full_s'])})" + (f"; growth appends {r['grow_rows_per_s'] / 1e6:.2f}"
                                             " M rows/s" if r["grow_rows_per_s"] else ""))
     last = rows[-1]
-    if len(rows) > 1:
+    if len(rows) > 1 and "read_warm_s" in last:
         lines.append(
             f"  {last['days']} days vs {base['days']}: read "
             f"x{last['read_warm_s'] / base['read_warm_s']:.2f} (target 1.5), fresh "
             f"x{last['read_fresh_s'] / base['read_fresh_s']:.2f} (2.0), append "
             f"x{last['append_s'] / base['append_s']:.2f} (1.2), bytes/commit "
-            f"x{last['commit_bytes'] / base['commit_bytes']:.2f} (2.0); appending 200-row "
-            f"partitions at {last['append_rows_per_s'] / 1e6:.2f} M rows/s (target 0.5)")
+            f"x{last['commit_bytes'] / base['commit_bytes']:.2f} (2.0); appending "
+            f"{result['rows_per_day'] // result['buckets']}-row partitions at "
+            f"{last['append_rows_per_s'] / 1e6:.2f} M rows/s (target 0.5 for 200 rows)")
     if "slices" in result:
         s = result["slices"]
         lines.append(
@@ -322,7 +365,12 @@ def text(result: dict[str, Any]) -> list[str]:
             f" vs {_ms(s['once_read_s'])} appended at once, x"
             f"{s['sliced_read_s'] / s['once_read_s']:.2f} (target 1.5); {s['sliced_files']} "
             f"files vs {s['once_files']}; {_ms(s['sliced_append_s'] / s['slices'])} a slice")
-    if "cluster" in result:
+    if "cluster" in result and "read_warm_s" not in result["cluster"]:   # --only append
+        c = result["cluster"]
+        lines.append(f"  local cluster, {c['nodes']} nodes, {c['replicas']} replicas "
+                     f"({c['copies_per_file']}+ copies a file), {c['days']} days: append a day "
+                     f"{_ms(c['append_s'])} ({c['append_rows_per_s'] / 1e6:.2f} M rows/s)")
+    elif "cluster" in result:
         c = result["cluster"]
         lines.append(
             f"  local cluster, {c['nodes']} nodes, {c['replicas']} replicas "
@@ -392,21 +440,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="days per table")
     p.add_argument("--rows-per-day", type=int, default=20_000)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--slices", type=int, default=SLICES,
-                   help="thin appends of one day (0: skip)")
+    p.add_argument("--slices", type=int, default=None,
+                   help=f"thin appends of one day (0: skip; default {SLICES})")
     p.add_argument("--cluster", action="store_true", help="also the replicated table")
     p.add_argument("--no-peer", action="store_true", help="skip the format-1 peer")
+    p.add_argument("--only", choices=["append"],
+                   help="append: only the appends of one day at each size (the thin-append "
+                        "rate; no reads, no slices unless --slices is given; the peer: as "
+                        "many appends writing one file at a time)")
     p.add_argument("--out", default="scale_out")
     p.add_argument("--plot", help="where the plot goes (default: OUT/scale.png)")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     start = time.perf_counter()
+    slices = args.slices if args.slices is not None else 0 if args.only else SLICES
     result = run(tuple(args.sizes), args.rows_per_day, os.path.join(args.out, "work"),
-                 args.repeats, args.cluster, args.slices, not args.no_peer)
+                 args.repeats, args.cluster, slices, not args.no_peer, args.only)
     result["elapsed_s"] = time.perf_counter() - start
     with open(os.path.join(args.out, "scale.json"), "w") as f:
         json.dump(result, f, indent=1)
-    plot(result, args.plot or os.path.join(args.out, "scale.png"))
+    if not args.only:
+        plot(result, args.plot or os.path.join(args.out, "scale.png"))
     print("\n".join(text(result)))
     print(f"({result['elapsed_s']:.0f} s)")
     shutil.rmtree(os.path.join(args.out, "work"), ignore_errors=True)

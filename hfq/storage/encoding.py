@@ -40,11 +40,16 @@ SMALL_ROWS = 4096
 
 
 def encode(table: pa.Table, codec: str | None, batch_rows: int,
-           hints: dict[str, str] | None = None) -> pa.Table:
-    """Return the physical table to write: encoded columns carry ``hfq.enc`` metadata.
+           hints: dict[str, str] | None = None, *, starts: np.ndarray | None = None
+           ) -> pa.Table:
+    """Return the physical table to write: encoded columns carry ``hfq.enc`` metadata (and
+    ``hfq.type``, their logical type); a column stored as it is carries none.
 
     Deltas restart every ``batch_rows`` rows, so each record batch decodes on its own (the
-    reader may skip batches).
+    reader may skip batches).  ``starts``: ``table`` holds the rows of several files one after
+    the other, each of one record batch starting at these rows (ascending, the first 0); deltas
+    restart exactly there, and every column follows its hint as a small one does
+    (:func:`hfq.storage.fragment.encode_fragments`).
 
     ``hints``: the encodings chosen for earlier files of the same write, by column; a small
     column (under :data:`SMALL_ROWS`) takes its hint instead of measuring every candidate --
@@ -55,18 +60,18 @@ def encode(table: pa.Table, codec: str | None, batch_rows: int,
     fields, arrays = [], []
     for field, column in zip(table.schema, table.columns):
         array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        hint = hints.get(field.name) if hints is not None and len(array) < SMALL_ROWS else None
-        applied = _apply(array, hint, batch_rows) if hint else (array, "")
+        small = starts is not None or len(array) < SMALL_ROWS
+        hint = hints.get(field.name) if hints is not None and small else None
+        applied = _apply(array, hint, batch_rows, starts) if hint else (array, "")
         if hint is None or applied is None:
-            encoded, how = _choose(array, codec, batch_rows)
+            encoded, how = _choose(array, codec, batch_rows, starts)
             if hints is not None:   # the recipe, without the parameters of these values
                 hints[field.name] = ",".join(step.split(":")[0] for step in how.split(",")) \
                     if how else ""
         else:
             encoded, how = applied
-        meta = {TYPE: str(field.type).encode()}
-        if how:
-            meta[ENC] = how.encode()
+        # (metadata is stored twice a file, schema and footer: a thin file feels its bytes)
+        meta = {TYPE: str(field.type).encode(), ENC: how.encode()} if how else None
         fields.append(pa.field(field.name, encoded.type, field.nullable, meta))
         arrays.append(encoded)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, table.schema.metadata))
@@ -95,7 +100,8 @@ _RECIPES = {
 }
 
 
-def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Array, str]:
+def _choose(array: pa.Array, codec: str | None, batch_rows: int,
+            starts: np.ndarray | None = None) -> tuple[pa.Array, str]:
     """The encoding that makes a sample smallest, applied to the whole column.
 
     Candidates are tried on a sample of the column (four runs of rows); the winner is then
@@ -116,7 +122,7 @@ def _choose(array: pa.Array, codec: str | None, batch_rows: int) -> tuple[pa.Arr
     for size, recipe in sorted(ranked):
         if size >= limit:
             break
-        encoded = _apply(array, recipe, batch_rows)
+        encoded = _apply(array, recipe, batch_rows, starts)
         if encoded is not None:
             return encoded
     return array, ""
@@ -134,8 +140,10 @@ def _kind(typ: pa.DataType) -> str:
     return ""
 
 
-def _apply(array: pa.Array, recipe: str, batch_rows: int) -> tuple[pa.Array, str] | None:
-    """``array`` encoded by ``recipe`` with its metadata tag, or None where it does not hold."""
+def _apply(array: pa.Array, recipe: str, batch_rows: int, starts: np.ndarray | None = None
+           ) -> tuple[pa.Array, str] | None:
+    """``array`` encoded by ``recipe`` with its metadata tag, or None where it does not hold
+    (``starts``: see :func:`encode`)."""
     steps = recipe.split(",")
     if pa.types.is_dictionary(array.type):
         indices = _narrow(array.indices)
@@ -148,7 +156,8 @@ def _apply(array: pa.Array, recipe: str, batch_rows: int) -> tuple[pa.Array, str
             return None
         array, digits = scaled
         tags.append(f"scale:{digits}")
-    for step, transform in (("delta", lambda a: _delta(a, batch_rows)), ("narrow", _narrow)):
+    for step, transform in (("delta", lambda a: _delta(a, batch_rows, starts)),
+                            ("narrow", _narrow)):
         if step in steps:
             array = transform(array)
             if array is None:
@@ -235,9 +244,10 @@ def _exact(values: np.ndarray, digits: int) -> np.ndarray | None:
     return k if np.array_equal(k / factor, values) else None
 
 
-def _delta(array: pa.Array, batch_rows: int) -> pa.Array | None:
-    """First differences (restarting every ``batch_rows``) of an integer-like array without
-    nulls, in the narrowest safe width."""
+def _delta(array: pa.Array, batch_rows: int, starts: np.ndarray | None = None
+           ) -> pa.Array | None:
+    """First differences (restarting every ``batch_rows``, or exactly at ``starts``) of an
+    integer-like array without nulls, in the narrowest safe width."""
     if array.null_count or len(array) < 2:
         return None
     typ = array.type
@@ -248,7 +258,8 @@ def _delta(array: pa.Array, batch_rows: int) -> pa.Array | None:
     diff = np.empty_like(values)
     diff[0] = values[0]
     np.subtract(values[1:], values[:-1], out=diff[1:])
-    diff[::batch_rows] = values[::batch_rows]
+    restarts = slice(None, None, batch_rows) if starts is None else starts
+    diff[restarts] = values[restarts]
     if diff.min() >= -(2 ** 31) and diff.max() < 2 ** 31:
         return pa.array(diff.astype(np.int32))
     return pa.array(diff)
