@@ -1,5 +1,7 @@
 """Reading one partition where its files are: the read spec, the rows of a unit, and the
-per-partition tasks the runtime runs on the nodes (:class:`ReadTask`, :class:`MapTask`).
+per-partition tasks the runtime runs on the nodes (:class:`ReadTask`, :class:`MapTask`);
+and :class:`Assembler`, which writes many partitions' rows into one contiguous buffer per
+column (what a large scan hands to pandas or polars).
 
 Everything here works on one node's :class:`~hfq.storage.store.Store`; which node runs what is
 the runtime's business.  Tasks are small picklable objects called as ``task(node, unit)``,
@@ -10,10 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +31,8 @@ from hfq.storage.cache import PartitionCache, read_fragment_cached
 from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
-__all__ = ["MapTask", "NodeLike", "PartitionFunction", "ReadSpec", "ReadTask", "read_unit",
+__all__ = ["Assembler", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec", "ReadTask",
+           "pandas_type", "polars_type", "read_unit",
            "where_mask"]
 
 
@@ -91,7 +98,7 @@ def read_unit(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None,
     if len(parts) > 1:
         table = sort_rows(table, spec.sort_by)
     if not unit.exact:
-        table = _filter_rows(table, f)
+        table = _filter_rows(table, f, _cached_runs(cache, store, unit, f, spec.sort_by, table))
     if spec.where is not None and table.num_rows:
         frame = cast(pl.DataFrame, pl.from_arrow(table.select(spec.where_columns)))
         mask = where_mask(frame, spec.where, table.num_rows)
@@ -113,42 +120,152 @@ def where_mask(frame: pl.DataFrame, where: pl.Expr, rows: int) -> pl.Series | bo
     return mask
 
 
-def _filter_rows(table: pa.Table, f: Filters) -> pa.Table:
-    mask = None
-    if f.date_column and (f.date_lo or f.date_hi):
-        col = table.column(f.date_column)
-        for bound, op in ((f.date_lo, pc.greater_equal), (f.date_hi, pc.less_equal)):
-            if bound is None:
-                continue
-            day = dt.date.fromisoformat(bound)
-            if pa.types.is_timestamp(col.type):
-                edge = dt.datetime.combine(day if op is pc.greater_equal else
-                                           day + dt.timedelta(days=1), dt.time())
-                scalar = pa.scalar(edge, type=pa.timestamp("s")).cast(
-                    pa.timestamp(col.type.unit, tz=col.type.tz))
-                cond = op(col, scalar) if op is pc.greater_equal else pc.less(col, scalar)
-            else:
-                cond = op(col, pa.scalar(day, type=pa.date32()))
-            mask = cond if mask is None else pc.and_(mask, cond)
-    if f.symbol_column and f.symbols is not None:
+class SymbolRuns(dict[str, tuple[int, int]]):
+    """Where each symbol's rows are in a record batch sorted by symbol: ``{symbol: (start,
+    stop)}``, kept in the cache next to the decoded batch, so that a point read finds its
+    rows without looking at the batch; ``usable`` is False for a batch where that does not
+    hold (nulls, several chunks, not one run per symbol)."""
+
+    usable = True
+
+    @property
+    def nbytes(self) -> int:   # what the cache counts
+        return 128 + 96 * len(self)
+
+    @classmethod
+    def of(cls, column: pa.ChunkedArray) -> SymbolRuns:
+        runs = cls()
+        if column.num_chunks != 1 or column.null_count or \
+                not pa.types.is_dictionary(column.type):
+            runs.usable = False
+            return runs
+        chunk = column.chunk(0)
+        codes = _values_view(chunk.indices)
+        if not len(codes):
+            return runs
+        starts = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1])
+        names = chunk.dictionary.take(pa.array(codes[starts])).to_pylist()
+        if len(set(names)) != len(names):   # a symbol in two runs: not sorted by it
+            runs.usable = False
+            return runs
+        stops = np.append(starts[1:], len(codes))
+        runs.update(zip(names, zip(starts.tolist(), stops.tolist())))
+        return runs
+
+
+def _cached_runs(cache: PartitionCache | None, store: Store, unit: Unit, f: Filters,
+                 sort_by: tuple[str, ...], table: pa.Table) -> SymbolRuns | None:
+    """The :class:`SymbolRuns` of ``table`` -- one cached record batch of a table sorted by
+    symbol first -- from ``cache`` (built and kept the first time); None when it does not
+    apply."""
+    if cache is None or not cache.capacity or f.symbols is None or not f.symbol_column or \
+            not sort_by or sort_by[0] != f.symbol_column or len(unit.fragments) != 1:
+        return None
+    batches = unit.batches[0]
+    if batches is None or len(batches) != 1:
+        return None
+    frag = unit.fragments[0]
+    key = ("symbol runs", store.url, frag.file, frag.crc32, batches[0], f.symbol_column)
+    runs = cache.get(key)
+    if runs is None:
+        runs = SymbolRuns.of(table.column(f.symbol_column))
+        cache.put(key, runs)
+    return runs if runs.usable else None
+
+
+def _filter_rows(table: pa.Table, f: Filters, runs: SymbolRuns | None = None) -> pa.Table:
+    """The rows of ``table`` passing the date and symbol filters of ``f``.  Symbols first: in
+    a table sorted by symbol their rows are one run, cut out as a zero-copy slice (found in
+    ``runs`` when given), and the dates are then checked on that run only (a point read
+    touches a few thousand rows, not the batch)."""
+    if f.symbol_column and f.symbols is not None and runs is not None:
+        spans = sorted(runs[s] for s in set(f.symbols) if isinstance(s, str) and s in runs)
+        table = table.slice(0, 0) if not spans else \
+            table.slice(spans[0][0], spans[0][1] - spans[0][0]) if len(spans) == 1 else \
+            pa.concat_tables([table.slice(a, b - a) for a, b in spans])
+    elif f.symbol_column and f.symbols is not None:
         col = table.column(f.symbol_column)
         values = pa.array([s for s in f.symbols if isinstance(s, str)], type=pa.string())
-        cond = pa.chunked_array([_dictionary_in(c, values) if pa.types.is_dictionary(c.type)
-                                 else pc.is_in(c, value_set=values) for c in col.chunks],
-                                type=pa.bool_())
-        mask = cond if mask is None else pc.and_(mask, cond)
-    if mask is None:
+        parts = [_symbol_mask(c, values) for c in col.chunks]
+        table = _rows_where(table, parts[0] if len(parts) == 1 else
+                            np.concatenate(parts) if parts else np.zeros(0, dtype=bool))
+    if not (f.date_column and (f.date_lo or f.date_hi)) or not table.num_rows:
         return table
-    return table.filter(pc.fill_null(mask, False))
+    col = table.column(f.date_column)
+    if pa.types.is_date32(col.type):
+        return _rows_where(table, _date_mask(col, f.date_lo, f.date_hi))
+    mask = None
+    for bound, op in ((f.date_lo, pc.greater_equal), (f.date_hi, pc.less_equal)):
+        if bound is None:
+            continue
+        day = dt.date.fromisoformat(bound)
+        if pa.types.is_timestamp(col.type):
+            edge = dt.datetime.combine(day if op is pc.greater_equal else
+                                       day + dt.timedelta(days=1), dt.time())
+            scalar = pa.scalar(edge, type=pa.timestamp("s")).cast(
+                pa.timestamp(col.type.unit, tz=col.type.tz))
+            cond = op(col, scalar) if op is pc.greater_equal else pc.less(col, scalar)
+        else:
+            cond = op(col, pa.scalar(day, type=pa.date32()))
+        mask = cond if mask is None else pc.and_(mask, cond)
+    return table if mask is None else _rows_where(table, _bools(pc.fill_null(mask, False)))
 
 
-def _dictionary_in(chunk: pa.DictionaryArray, values: pa.Array) -> pa.Array:
-    """Rows of a dictionary chunk whose value is in ``values`` (null rows: null), compared
-    on the indices -- no per-row take of the dictionary's answer."""
-    hits = pc.indices_nonzero(pc.is_in(chunk.dictionary, value_set=values))
-    if len(hits) == 1:
-        return pc.equal(chunk.indices, hits[0].cast(chunk.indices.type))
-    return pc.is_in(chunk.indices, value_set=hits.cast(chunk.indices.type))
+def _date_mask(column: pa.ChunkedArray, lo: str | None, hi: str | None) -> np.ndarray:
+    """Rows of a DATE (date32) column within ``lo`` .. ``hi`` (ISO days, inclusive; nulls:
+    false), compared as day numbers in numpy."""
+    epoch = dt.date(1970, 1, 1)
+    first = None if lo is None else (dt.date.fromisoformat(lo) - epoch).days
+    last = None if hi is None else (dt.date.fromisoformat(hi) - epoch).days
+    parts = []
+    for chunk in column.chunks:
+        days = _values_view(chunk)
+        keep = np.ones(len(days), dtype=bool) if first is None else days >= first
+        if last is not None:
+            keep &= days <= last
+        if chunk.null_count:
+            keep &= chunk.is_valid().to_numpy(zero_copy_only=False)
+        parts.append(keep)
+    return parts[0] if len(parts) == 1 else \
+        np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+def _bools(mask: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean Arrow array without nulls as numpy booleans."""
+    chunks = mask.chunks if isinstance(mask, pa.ChunkedArray) else [mask]
+    if not chunks:
+        return np.zeros(0, dtype=bool)
+    return np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks])
+
+
+def _rows_where(table: pa.Table, mask: np.ndarray) -> pa.Table:
+    """The rows of ``table`` where ``mask`` is true.  One run of rows -- one symbol's rows of a
+    table sorted by symbol, the usual point read -- is a zero-copy slice (filtering would
+    copy every column); anything else is filtered."""
+    hits = int(np.count_nonzero(mask))
+    if not hits:
+        return table.slice(0, 0)
+    first = int(mask.argmax())
+    if hits == len(mask) - first or mask[first:first + hits].all():
+        return table.slice(first, hits)
+    return table.filter(pa.array(mask, type=pa.bool_()))
+
+
+def _symbol_mask(chunk: pa.Array, values: pa.Array) -> np.ndarray:
+    """Rows of a chunk whose value is in ``values`` (null rows: false) as numpy booleans; a
+    dictionary chunk is compared on its indices -- no per-row take of the dictionary."""
+    if not pa.types.is_dictionary(chunk.type):
+        return _bools(pc.fill_null(pc.is_in(chunk, value_set=values), False))
+    indices = _values_view(chunk.indices)
+    if len(values) == 1:   # one symbol: a search of the dictionary, no hash set to build
+        hit = pc.index(chunk.dictionary, values[0]).as_py()
+        mask = indices == hit if hit >= 0 else np.zeros(len(chunk), dtype=bool)
+    else:
+        hits = pc.indices_nonzero(pc.is_in(chunk.dictionary, value_set=values))
+        mask = np.isin(indices, hits.to_numpy(zero_copy_only=False))
+    if chunk.null_count:
+        mask &= chunk.is_valid().to_numpy(zero_copy_only=False)
+    return mask
 
 
 @dataclass(frozen=True)
@@ -205,3 +322,250 @@ def read_frame(node: NodeLike, spec: ReadSpec, unit: Unit) -> pl.DataFrame:
         frame = frame.filter(mask) if isinstance(mask, pl.Series) else (
             frame if mask else frame.clear())
     return frame.select(spec.columns) if frame.columns != spec.columns else frame
+
+
+# -- one contiguous result from many partitions ------------------------------------------------
+def pandas_type(typ: pa.DataType) -> pa.DataType:
+    """The Arrow type a column takes on its way to pandas so that the conversion copies
+    nothing: dates as ``timestamp[ms]`` (pandas' ``datetime64[ms]``), times of day as
+    durations since midnight (pandas has no time dtype and would make Python objects)."""
+    if pa.types.is_date(typ):
+        return pa.timestamp("ms")
+    if pa.types.is_time(typ):
+        return pa.duration(typ.unit)
+    return typ
+
+
+def polars_type(typ: pa.DataType) -> pa.DataType:
+    """The Arrow type a column takes on its way to polars so that the conversion copies
+    nothing: times of day in nanoseconds (polars' own ``Time``)."""
+    return pa.time64("ns") if pa.types.is_time(typ) else typ
+
+
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _factor(source: pa.DataType, target: pa.DataType) -> int:
+    """What a value of type ``source`` is multiplied by to become one of ``target``: days to
+    milliseconds (or the timestamp's unit), seconds to nanoseconds..."""
+    if pa.types.is_date32(source) and not pa.types.is_date32(target):
+        return 86_400 * _PER_SECOND[getattr(target, "unit", "ms")]
+    unit, wanted = getattr(source, "unit", None), getattr(target, "unit", None)
+    if unit is None or wanted is None or unit == wanted:
+        return 1
+    return _PER_SECOND[wanted] // _PER_SECOND[unit]
+
+
+class Assembler:
+    """Many partitions' tables written into one contiguous array per column, as they arrive.
+
+    ``to_arrow`` keeps a chunk per partition; pandas and polars want one array per column,
+    and converting a chunked table costs a second full copy (and, for dictionary columns, a
+    unification per chunk) while both the chunks and the result are in memory.  Here the
+    result's buffers are allocated once (``rows``: each part's row count, known from the plan
+    when no row filter runs) and each part is copied into its slice and dropped -- in the
+    thread that read it -- so memory holds the result and the parts in flight, not two copies
+    of everything.
+
+    Dictionary columns keep each part's indices, as narrow as its dictionary allows (int8
+    for a few values, int16 for thousands of symbols: pandas keeps categorical codes that
+    way, and would otherwise copy them), and are mapped onto one dictionary at the end: the
+    values of the parts' dictionaries in order of first appearance -- the dictionary, and
+    order, Arrow's own unification gives.
+
+    ``types``: the output type of each column (e.g. :func:`pandas_type`); fixed-width
+    columns (numbers, dates, times, timestamps, durations) are copied into place, any other
+    column is concatenated at the end.
+    """
+
+    def __init__(self, schema: pa.Schema, rows: list[int], *,
+                 types: Callable[[pa.DataType], pa.DataType] | None = None) -> None:
+        self.schema = pa.schema([pa.field(f.name, types(f.type) if types else f.type,
+                                          f.nullable, f.metadata) for f in schema],
+                                schema.metadata)
+        self.starts = [0]
+        for n in rows:
+            self.starts.append(self.starts[-1] + n)
+        self.rows = self.starts[-1]
+        self._lock = threading.Lock()
+        self._values: list[np.ndarray | None] = []
+        self._valid: list[np.ndarray | None] = [None] * len(schema)
+        self._dicts: list[list[tuple[int, int, pa.Array]]] = [[] for _ in schema]
+        self._other: list[list[tuple[int, pa.ChunkedArray]]] = [[] for _ in schema]
+        for field in self.schema:
+            dtype = np.dtype(np.int8) if pa.types.is_dictionary(field.type) else \
+                _fixed_dtype(field.type)
+            self._values.append(None if dtype is None else _pool_array(self.rows, dtype))
+
+    def fill(self, i: int, table: pa.Table) -> None:
+        """Copy part ``i`` (``rows[i]`` rows, this schema's columns in order) into place;
+        parts may be filled from several threads at once."""
+        lo, hi = self.starts[i], self.starts[i + 1]
+        if table.num_rows != hi - lo:
+            raise ValueError(f"part {i} has {table.num_rows} rows, {hi - lo} were planned")
+        for c, column in enumerate(table.columns):
+            if self._values[c] is None:
+                self._other[c].append((i, column))
+                continue
+            start = lo
+            for chunk in column.chunks:
+                end = start + len(chunk)
+                if pa.types.is_dictionary(chunk.type):
+                    with self._lock:   # the column may be widened meanwhile
+                        self._dicts[c].append((start, end, chunk.dictionary))
+                        _copy_values(chunk.indices, self._widened(c, len(chunk.dictionary))
+                                     [start:end])
+                else:
+                    out = self._values[c]
+                    assert out is not None
+                    _copy_values(chunk, out[start:end],
+                                 _factor(chunk.type, self.schema.field(c).type))
+                if chunk.null_count:
+                    self._validity(c)[start:end] = \
+                        chunk.is_valid().to_numpy(zero_copy_only=False)
+                start = end
+
+    def _widened(self, c: int, values: int) -> np.ndarray:
+        """Column ``c``'s indices, widened (under the lock) to hold ``values`` values."""
+        out = self._values[c]
+        assert out is not None
+        dtype = _index_dtype(values)
+        if dtype.itemsize > out.itemsize:
+            wider = _pool_array(self.rows, dtype)
+            for start, end, _ in self._dicts[c][:-1]:   # what was filled so far
+                wider[start:end] = out[start:end]
+            out = self._values[c] = wider
+        return out
+
+    def _validity(self, c: int) -> np.ndarray:
+        with self._lock:
+            valid = self._valid[c]
+            if valid is None:
+                valid = self._valid[c] = np.ones(self.rows, dtype=bool)
+            return valid
+
+    def finish(self) -> pa.Table:
+        """The whole result, one chunk per column (call once every part is filled)."""
+        arrays = []
+        fields = []
+        for c, field in enumerate(self.schema):
+            valid = self._valid[c]
+            nulls = 0 if valid is None else self.rows - int(np.count_nonzero(valid))
+            bitmap = None if valid is None or not nulls else \
+                pa.py_buffer(np.packbits(valid, bitorder="little"))
+            values = self._values[c]
+            if values is None:
+                parts = [col for _, col in sorted(self._other[c], key=lambda p: p[0])]
+                chunks = [ch for col in parts for ch in col.chunks]
+                array = pa.concat_arrays(chunks) if chunks else pa.array([], type=field.type)
+            elif pa.types.is_dictionary(field.type):
+                dictionary = self._unify(c, field.type.value_type)
+                values = self._values[c]
+                assert values is not None
+                indices = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), self.rows,
+                                                [bitmap, pa.py_buffer(values)],
+                                                null_count=nulls)
+                array = pa.DictionaryArray.from_arrays(indices, dictionary)
+                field = pa.field(field.name, array.type, field.nullable, field.metadata)
+            else:
+                array = pa.Array.from_buffers(field.type, self.rows,
+                                              [bitmap, pa.py_buffer(values)], null_count=nulls)
+            arrays.append(array)
+            fields.append(field)
+        self._values = []
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields, self.schema.metadata))
+
+    def _unify(self, c: int, value_type: pa.DataType) -> pa.Array:
+        """One dictionary for column ``c``, its indices rewritten onto it (in place, or into
+        a wider column when the union needs one)."""
+        parts = sorted(self._dicts[c], key=lambda p: p[0])
+        if not parts:
+            return pa.array([], type=value_type)
+        # the parts of one file share their dictionary's buffers; files often have equal ones
+        by_buffers: dict[tuple[int, ...], int] = {}
+        distinct: list[pa.Array] = []
+        which = []
+        for _, _, d in parts:
+            key = _buffer_key(d)
+            if key not in by_buffers:
+                by_buffers[key] = next((k for k, e in enumerate(distinct) if e.equals(d)),
+                                       len(distinct))
+                if by_buffers[key] == len(distinct):
+                    distinct.append(d)
+            which.append(by_buffers[key])
+        if len(distinct) == 1:
+            return distinct[0]
+        unified = pc.unique(pa.concat_arrays(distinct))
+        source = self._values[c]
+        assert source is not None
+        dtype = _index_dtype(len(unified))
+        out = source if dtype.itemsize <= source.itemsize else _pool_array(self.rows, dtype)
+        self._values[c] = out
+        flat = pc.index_in(pa.concat_arrays(distinct), value_set=unified)
+        flat_map = flat.to_numpy(zero_copy_only=False).astype(out.dtype)
+        ends = np.cumsum([len(d) for d in distinct])
+        maps = np.split(flat_map, ends[:-1])
+        identity = [bool((m == np.arange(len(m), dtype=m.dtype)).all()) for m in maps]
+        work = [(source[start:end], out[start:end], maps[k])
+                for (start, end, _), k in zip(parts, which)
+                if out is not source or not identity[k]]
+        if work:   # numpy's take lets go of the GIL: the parts in threads
+            with ThreadPoolExecutor(max_workers=min(len(work), os.cpu_count() or 1)) as pool:
+                list(pool.map(lambda w: np.take(w[2], w[0], out=w[1], mode="clip"), work))
+        return unified
+
+
+def _index_dtype(values: int) -> np.dtype:
+    """The narrowest indices for ``values`` dictionary values -- pandas' rule for categorical
+    codes (so that pandas keeps them as they are)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if values < np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def _pool_array(n: int, dtype: np.dtype) -> np.ndarray:
+    """A writable numpy array over a buffer of Arrow's memory pool (which keeps freed memory
+    for the next read instead of faulting fresh pages in)."""
+    return np.frombuffer(pa.allocate_buffer(n * dtype.itemsize), dtype=dtype)
+
+
+def _buffer_key(array: pa.Array) -> tuple[int, ...]:
+    """Identifies an array by its buffers (the parts keep them alive, so none is reused)."""
+    return (array.offset, len(array),
+            *(b.address if b is not None else 0 for b in array.buffers()))
+
+
+def _fixed_dtype(typ: pa.DataType) -> np.dtype | None:
+    """The numpy storage of a fixed-width column of type ``typ`` (None: not fixed-width)."""
+    if pa.types.is_dictionary(typ):
+        return _fixed_dtype(typ.index_type)
+    if pa.types.is_boolean(typ) or pa.types.is_interval(typ) or pa.types.is_float16(typ) or \
+            not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or
+                 pa.types.is_temporal(typ)):
+        return None
+    width = typ.bit_width // 8
+    if pa.types.is_floating(typ):
+        return np.dtype(f"f{width}")
+    return np.dtype(f"{'u' if pa.types.is_unsigned_integer(typ) else 'i'}{width}")
+
+
+def _copy_values(chunk: pa.Array, out: np.ndarray, factor: int = 1) -> None:
+    """A fixed-width chunk's values (whatever is under its null slots), times ``factor``
+    (see :func:`_factor`), into ``out``, converted to ``out``'s type."""
+    values = _values_view(chunk)
+    if factor != 1:
+        np.multiply(values, factor, out=out, dtype=out.dtype, casting="unsafe")
+    else:
+        np.copyto(out, values, casting="unsafe")
+
+
+def _values_view(chunk: pa.Array) -> np.ndarray:
+    """A fixed-width chunk's values buffer as numpy, whatever is under its null slots (no
+    copy)."""
+    dtype = _fixed_dtype(chunk.type)
+    assert dtype is not None
+    data = chunk.buffers()[1]
+    if data is None:
+        return np.zeros(len(chunk), dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=chunk.offset + len(chunk))[chunk.offset:]

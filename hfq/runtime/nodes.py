@@ -325,10 +325,13 @@ class Nodes:
 
     def run_units(self, task: Callable[[NodeContext, Any], Any], units: Sequence[WorkUnit],
                   on_result: Callable[[int, Any], None], *, here: bool = False,
-                  threads: int = 1, progress: bool = False, label: str = "") -> None:
+                  threads: int = 1, progress: bool = False, label: str = "",
+                  local_task: Callable[[NodeContext, Any], Any] | None = None) -> None:
         """``task(node, unit)`` on every unit, on a node holding it, with failover;
         ``on_result(index, value)`` as results arrive.  ``here``: units this process's node
-        holds run in this process (no cache, no copy) instead of on its server."""
+        holds run in this process (no cache, no copy) instead of on its server;
+        ``local_task``: what those run instead of ``task`` (e.g. reading a unit and using its
+        rows in the thread that read them; it need not be picklable)."""
         if not units:
             return
         submit: Callable[[Any, list[Any]], Any] | None = None
@@ -348,7 +351,8 @@ class Nodes:
             submit = to_server
         elif not here:
             raise HfqError("map functions need the Ray runtime (Database.runtime starts it)")
-        local = (lambda unit: task(self.context(), unit)) if here and self.local else None
+        run_here = task if local_task is None else local_task
+        local = (lambda unit: run_here(self.context(), unit)) if here and self.local else None
         bad: dict[str, list[Fragment]] = {}
 
         def on_bad(i: int, name: str, error: CorruptPartitionError) -> None:
