@@ -65,7 +65,7 @@ class Database:
     quotes.db``, its database, and on ``tmp``, an empty directory.
 
     >>> db                                              # doctest: +ELLIPSIS
-    <hfq.Database '.../db' (embedded, 1 nodes): 1 tables>
+    <hfq.Database '.../db' (embedded, 1 node): 1 table>
     >>> db["quotes"]                                    # a handle on one table
     <hfq.Table 'quotes' version 1: 10,000 rows in 4 partitions>
     >>> "quotes" in db, "trades" in db
@@ -96,8 +96,9 @@ class Database:
 
     def __repr__(self) -> str:
         where = "embedded" if self._runtime is None or self._runtime.owned else "cluster"
-        return (f"<hfq.Database {self.store.url!r} ({where}, {len(self.nodes.alive())} "
-                f"nodes): {len(self.tables())} tables>")
+        nodes, tables = len(self.nodes.alive()), len(self.tables())
+        return (f"<hfq.Database {self.store.url!r} ({where}, {_plural(nodes, 'node')}): "
+                f"{_plural(tables, 'table')}>")
 
     # -- cluster ------------------------------------------------------------------------------
     @property
@@ -686,3 +687,8 @@ def _rebalance(db: Database, name: str, nodes: Nodes, used: set[str]) -> int:
         if write.txn.moved:
             write.commit("rebalance")
         return len(write.txn.moved)
+
+
+def _plural(n: int, noun: str) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

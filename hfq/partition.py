@@ -64,6 +64,11 @@ class Scheme:
     def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None) -> bool:
         raise NotImplementedError
 
+    def _matcher(self, lo: Any, hi: Any, members: Collection[Any] | None
+                 ) -> Callable[[Any], bool] | None:
+        """``_may_match`` with the bounds fixed (None: every value may match)."""
+        return functools.partial(self._may_match, lo=lo, hi=hi, members=members)
+
 
 @dataclass(frozen=True)
 class Value(Scheme):
@@ -151,9 +156,13 @@ class Hash(Scheme):
 
     def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None
                    ) -> bool:
+        return members is None or value in {self.bucket(m) for m in members}
+
+    def _matcher(self, lo: Any, hi: Any, members: Collection[Any] | None
+                 ) -> Callable[[Any], bool] | None:
         if members is None:
-            return True
-        return value in {self.bucket(m) for m in members}
+            return None
+        return frozenset(self.bucket(m) for m in members).__contains__   # hashed once a plan
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -280,12 +289,24 @@ def may_match(scheme: Scheme | Compo, key: Key, bounds: dict[str, tuple]) -> boo
 
     ``bounds`` maps a column to ``(lo, hi, members)``; any of them may be None.
     """
-    for level, value in zip(scheme.levels(), key):
+    return matcher(scheme, bounds)(key)
+
+
+def matcher(scheme: Scheme | Compo, bounds: dict[str, tuple]) -> Callable[[Key], bool]:
+    """:func:`may_match` of ``bounds`` as a function of the key, the work that depends on
+    the bounds alone (hashing the symbols asked for) done once, not once per partition."""
+    tests = []
+    for i, level in enumerate(scheme.levels()):
         if level.column in bounds:
-            lo, hi, members = bounds[level.column]
-            if not level._may_match(value, lo, hi, members):
-                return False
-    return True
+            test = level._matcher(*bounds[level.column])
+            if test is not None:
+                tests.append((i, test))
+    if not tests:
+        return lambda key: True
+    if len(tests) == 1:
+        (i, test), = tests
+        return lambda key: test(key[i])
+    return lambda key: all(test(key[i]) for i, test in tests)
 
 
 _SAFE = re.compile(r"[A-Za-z0-9_\-]")

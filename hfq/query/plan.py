@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hfq.catalog.records import Fragment, Manifest, PartitionEntry, Partitions, PieceRef
-from hfq.partition import Compo, Scheme, Value, may_match
+from hfq.partition import Compo, Hash, Scheme, Value, key_path, matcher
 from hfq.schema import Schema
 
 __all__ = ["Filters", "Plan", "Unit", "make_plan", "normalize_dates"]
@@ -144,13 +144,15 @@ def make_plan(manifest: Manifest, columns: list[str], filters: Filters, where: A
     if isinstance(parts, Partitions):
         candidates: Iterable[tuple[str, PartitionEntry]] = (
             item for ref in _kept_groups(manifest.partition_by, parts, bounds)
-            for item in parts.group(ref.group).items())
+            for item in _group_items(manifest.partition_by, parts.group(ref.group), ref.key0,
+                                     bounds))
         total_batches = parts.total("batches")
     else:
         candidates = iter(parts.items())
         total_batches = sum(len(f.batches) for p in parts.values() for f in p.fragments)
+    match = matcher(manifest.partition_by, bounds)
     for path, part in candidates:
-        if not may_match(manifest.partition_by, tuple(part.key), bounds):
+        if not match(part.key):
             continue
         batches: list[tuple[int, ...] | None] = []
         rows, size, kept, exact = 0, 0, 0, True
@@ -183,7 +185,21 @@ def _kept_groups(scheme: Scheme | Compo, parts: Partitions, bounds: dict[str, tu
         refs = sorted(ordered[bisect_left(keys, lo) if lo is not None else 0:
                               bisect_right(keys, hi) if hi is not None else len(keys)],
                       key=lambda r: r.group)   # the units in partition order, as ever
-    return (r for r in refs if may_match(first, (r.key0,), bounds))
+    match = matcher(first, bounds)
+    return (r for r in refs if match((r.key0,)))
+
+
+def _group_items(scheme: Scheme | Compo, group: Mapping[str, PartitionEntry], key0: Any,
+                 bounds: dict[str, tuple]) -> Iterable[tuple[str, PartitionEntry]]:
+    """The partitions of one group that may match.  Under a ``Hash`` second level with a few
+    symbols asked for (a point read), they are looked up by path, one per bucket asked, in
+    path order (the group's), instead of testing each of the group's partitions."""
+    if isinstance(scheme, Compo) and isinstance(scheme.second, Hash):
+        members = bounds.get(scheme.second.column, (None, None, None))[2]
+        if members is not None and len(members) < len(group):
+            paths = sorted({key_path(scheme, (key0, scheme.second.bucket(m))) for m in members})
+            return [(p, group[p]) for p in paths if p in group]
+    return group.items()
 
 
 def _by_day(refs: Mapping[str, PieceRef]) -> tuple[list[str], list[PieceRef]]:
