@@ -327,9 +327,9 @@ one right answer."""
 QUICK = ("point", "minute_symbol", "vwap", "pivot_vwap", "join_model", "asof", "moving_5m")
 """The queries of a ``--quick`` smoke test (one of each kind; the whole list at any --rows)."""
 
-_PER_PARTITION = ("one polars plan per partition (each with its own planning and start-up) "
-                  "and the partial results merged on the driver, against one vectorised pass "
-                  "over one in-memory table")
+_PER_PARTITION = ("the partitions run in a few batches (one polars plan per batch over the "
+                  "partitions' cached rows), whose results are concatenated or merged on the "
+                  "driver, against one vectorised pass over one in-memory table")
 REASONS: dict[str, str] = {
     "point": "fixed costs of a query (checking the statement's tables, the plan's steps, "
              "two polars collects) against DuckDB's sub-millisecond point lookup",
@@ -349,12 +349,14 @@ REASONS: dict[str, str] = {
                      "from the partitions' results; " + _PER_PARTITION,
     "bucket_5m": "partial states per partition merged on the driver (the keys hold no "
                  "partition column); " + _PER_PARTITION,
-    "top_n": "each partition finds its 10th-best key in one pass, sorts the rows that can "
-             "reach it and sends its top 10; DuckDB keeps one heap over one in-memory table",
-    "strings": "LIKE on a dictionary-encoded column is evaluated on the values cast to text, "
-               "row by row; " + _PER_PARTITION,
-    "asof": "co-partitioned (no shuffle, no sort of rows already in time order), but each "
-            "partition's joined rows are concatenated on the driver into one answer",
+    "top_n": "each batch reads every partition's bids once for its best bid (the catalog "
+             "keeps min/max for the sort and partition columns only), then sorts the "
+             "partitions that can reach the top 10; DuckDB's top-N pushes its running bound "
+             "into the scan of its in-memory table, which skips row groups by their min/max "
+             "(EXPLAIN ANALYZE: 2 of 33 row groups scanned at 4 M rows)",
+    "asof": "co-partitioned (no shuffle, no sort of rows already in time order; each "
+            "batch of partitions checks that order in one pass per side), but each batch's "
+            "joined rows are concatenated on the driver into one answer",
     "effective_spread": "co-partitioned per symbol-day; " + _PER_PARTITION,
 }
 """Why hfq is slower than a peer on a query, where the plan alone does not say it; the other

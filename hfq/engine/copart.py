@@ -26,7 +26,7 @@ from hfq.errors import QueryError
 from hfq.query.plan import Unit
 from hfq.query.read import ReadSpec, read_frame
 
-__all__ = ["CoPartitioned", "PairUnit", "co_partitioned", "paired_units"]
+__all__ = ["BatchUnit", "CoPartitioned", "PairUnit", "co_partitioned", "paired_units"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,34 @@ class PairUnit:
 
 
 @dataclass(frozen=True)
+class BatchUnit:
+    """Partitions (or :class:`PairUnit` s) held by the same nodes, run as one unit of work:
+    their rows concatenated (in partition order) and the node stage run once over them, which
+    gives the same rows as running it on each and concatenating the results when no step
+    depends on which partition it runs on (see :meth:`~hfq.engine.ops.Op.per_partition`)."""
+
+    parts: tuple[Any, ...]
+
+    @property
+    def partition(self) -> str:
+        first = self.parts[0].partition
+        return first if len(self.parts) == 1 else \
+            f"{first} (and {len(self.parts) - 1} more run with it)"
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return tuple(self.parts[0].key)
+
+    @property
+    def fragments(self) -> tuple[Any, ...]:
+        return tuple(f for p in self.parts for f in p.fragments)
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+
+@dataclass(frozen=True)
 class CoPartitioned(Op):
     """A join whose right side is read, filtered and projected on the node, from the same
     partition as the left rows (``index``: which of the unit's right partitions)."""
@@ -70,16 +98,27 @@ class CoPartitioned(Op):
         if ctx is None:   # planning: the output's columns
             return self.op.apply(lf)
         node, unit = ctx
-        if not isinstance(unit, PairUnit):
+        pairs = unit.parts if isinstance(unit, BatchUnit) else (unit,)
+        if not all(isinstance(p, PairUnit) for p in pairs):
             raise QueryError(f"co-partitioned join with {self.table!r}: partition "
                              f"{getattr(unit, 'partition', '?')} came without its pair")
-        right = self.op.right
-        part = unit.rights[self.index]
-        if part is not None:
-            rlf = read_frame(node, self.spec, part).lazy()
+        parts = [p.rights[self.index] for p in pairs if p.rights[self.index] is not None]
+        if not parts:
+            return self.op.apply(lf)   # no right rows in these partitions
+        frames = [read_frame(node, self.spec, part) for part in parts]
+        if any(op.per_partition() for op in self.ops):   # the right side's own steps
+            groups = [(f, part) for f, part in zip(frames, parts)]
+        else:   # a batch: its partitions' right sides in the same order, in one plan
+            groups = [(pl.concat(frames, how="vertical", rechunk=False),
+                       parts[0] if len(parts) == 1 else BatchUnit(tuple(parts)))]
+        rights = []
+        for frame, part in groups:
+            rlf = frame.lazy()
             for op in self.ops:
                 rlf = op.apply(rlf, (node, part))
-            right = rlf.collect()
+            rights.append(rlf.collect())
+        right = rights[0] if len(rights) == 1 else \
+            pl.concat(rights, how="vertical", rechunk=False)
         return replace(self.op, right=right).apply(lf)
 
     def describe(self) -> str:
@@ -131,7 +170,7 @@ def co_partitioned(op: Op, src: Any, intact: bool, index: int,
     if rsrc.manifest.partition_by != scheme:
         return None
     cols = [lvl.column for lvl in scheme.levels()]
-    rs = stage(right, co_partition=False)
+    rs = stage(right, co_partition=False, keep_order=True)
     if rs.driver_ops:
         return None
     where = {c: c for c in cols}   # partition column -> its name in the right's output

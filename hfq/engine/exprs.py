@@ -103,6 +103,7 @@ def _elementwise() -> frozenset[str]:
         s.str.pad_start(3), s.str.pad_end(3), s.str.reverse(), s.str.count_matches("a"),
         s.str.to_integer(strict=False), s.str.strptime(pl.Date, "%Y", strict=False),
         s.str.split(","), s.str.extract("a", 0),
+        s.cat.starts_with("a"), s.cat.ends_with("a"), s.cat.len_bytes(), s.cat.len_chars(),
     ]
     out = set()
     for expr in samples:

@@ -11,6 +11,7 @@ nearest right row of equal ``by`` keys, optionally within a ``tolerance``; DuckD
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,12 +32,14 @@ def _right_lazy(right: Any) -> pl.LazyFrame:
     return empty_lazy(right.schema)   # a query: its schema until it is run
 
 
-def resolve_right(op: Op) -> Op:
-    """The op with its right side run (a frame), ready to ship to the nodes."""
+def resolve_right(op: Op, collect: Callable[[Any], pl.DataFrame] | None = None) -> Op:
+    """The op with its right side run (a frame; by ``collect`` when given), ready to ship
+    to the nodes."""
     right = getattr(op, "right", None)
     if right is None or isinstance(right, pl.DataFrame):
         return op
-    return replace(op, right=right.collect())   # type: ignore[type-var]
+    frame = right.collect() if collect is None else collect(right)
+    return replace(op, right=frame)   # type: ignore[type-var]
 
 
 @dataclass(frozen=True)

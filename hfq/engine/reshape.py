@@ -149,5 +149,8 @@ class Sample(Op):
     def describe(self) -> str:
         return f"sample {self.fraction:.4g} of the rows (seed {self.seed})"
 
+    def per_partition(self) -> bool:
+        return True   # rows are drawn by (partition, position in it)
+
     def local(self, keys: frozenset[str]) -> bool:
         return True

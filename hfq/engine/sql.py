@@ -752,7 +752,12 @@ class _Plain:
             regex = "(?is)" + regex
         else:
             regex = "(?s)" + regex
-        return self.expr(node.this).cast(pl.String).str.contains(regex)
+        value = self.expr(node.this)
+        test = _like_categorical(value, pattern.this) if case and isinstance(
+            self.dtype(value), (pl.Categorical, pl.Enum)) else None
+        if test is None:
+            test = value.cast(pl.String).str.contains(regex)
+        return ~test if node.args.get("negate") else test   # NOT LIKE parses as negate
 
     def _Case(self, node: exp.Case) -> pl.Expr:
         subject = self.expr(node.this) if node.this is not None else None
@@ -1065,6 +1070,26 @@ class _Agg(_Plain):
             both = v.is_not_null() & w.is_not_null()
             return (w * v).filter(both).sum() / w.filter(both).sum()
         raise _unsupported(node, f"aggregate {name}()")
+
+
+def _like_categorical(value: pl.Expr, pattern: str) -> pl.Expr | None:
+    """``value LIKE pattern`` (case-sensitive) on a categorical column, tested on its
+    distinct values (polars' ``cat`` functions) rather than on each row's text: for
+    patterns ``a``, ``a%``, ``%b``, ``a%b`` (``%`` any run, ``a``/``b`` without ``_``).  A row
+    matches when it starts with ``a``, ends with ``b`` and has at least their bytes (so they
+    do not overlap); null stays null.  None for other patterns."""
+    parts = pattern.split("%")
+    if "_" in pattern or any(parts[1:-1]):
+        return None
+    head, tail = parts[0], parts[-1] if len(parts) > 1 else ""
+    size = len(head.encode()) + len(tail.encode())
+    width = value.cat.len_bytes()
+    out = width == size if len(parts) == 1 else width >= size
+    if head:
+        out = value.cat.starts_with(head) & out
+    if tail:
+        out = value.cat.ends_with(tail) & out
+    return out
 
 
 def _kind(dtype: pl.DataType) -> str:
