@@ -72,6 +72,12 @@ as fast as the in-memory engine's (same answers); for fewer rows, or row-wise st
 in-memory engine starts faster."""
 
 
+BATCH_ROWS = 4_000_000
+"""At most this many rows in a batch of partitions (:func:`batched`) -- unless one partition
+holds more: a node holds a batch's rows at once, so a query over a year of days runs as many
+batches, never as one per thread."""
+
+
 def empty_frame(arrow: pa.Schema) -> pl.DataFrame:
     return cast(pl.DataFrame, pl.from_arrow(arrow.empty_table()))
 
@@ -578,7 +584,8 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
 def batched(staged: Staged) -> list[Any]:
     """The units of work: the partitions kept, those held by the same nodes gathered into
     a few :class:`~hfq.engine.copart.BatchUnit` s (about as many per set of holders as a
-    node runs threads, of about equal rows, each a run of partitions in partition order;
+    node runs threads, of about equal rows and at most :data:`BATCH_ROWS` each, each a run of
+    partitions in partition order;
     the batches in the order of their first partition), so that a node runs one polars plan
     per batch rather than one per partition.  Partitions run alone when a step depends on
     which partition it runs on, or when no live node holds them (so the error names them)."""
@@ -600,11 +607,15 @@ def batched(staged: Staged) -> list[Any]:
         total = sum(max(1, units[i].rows) for i in members)
         chunks: list[list[int]] = [[]]
         done = 0
+        held = 0   # rows of the batch being filled
         for i in members:
-            if chunks[-1] and done >= total * len(chunks) / per:
+            rows = max(1, units[i].rows)
+            if chunks[-1] and (done >= total * len(chunks) / per or held + rows > BATCH_ROWS):
                 chunks.append([])
+                held = 0
             chunks[-1].append(i)
-            done += max(1, units[i].rows)
+            done += rows
+            held += rows
         out += [(c[0], BatchUnit(tuple(units[i] for i in c)) if len(c) > 1 else units[c[0]])
                 for c in chunks]
     return [u for _, u in sorted(out, key=lambda x: x[0])]

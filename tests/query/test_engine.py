@@ -513,6 +513,20 @@ def test_partitions_held_alike_run_in_batches_in_partition_order(db, duck):
     assert batched(sampled) == sampled.units
 
 
+def test_batches_stay_under_batch_rows(db, duck, monkeypatch):
+    """A node holds a batch's rows at once: a long table runs as many bounded batches."""
+    import hfq.engine.execute as execute
+    text = "SELECT symbol, date, count(*) AS n, max(bid) AS hi FROM quotes GROUP BY 1, 2"
+    staged = db.sql(text)._staged()
+    cap = 2 * max(u.rows for u in staged.units)
+    monkeypatch.setattr(execute, "BATCH_ROWS", cap)
+    units = execute.batched(staged)
+    assert all(u.rows <= cap for u in units)
+    assert len(units) >= sum(u.rows for u in staged.units) / cap
+    assert [p for u in units for p in getattr(u, "parts", (u,))] == staged.units
+    assert_same(execute.run(staged)[0], duck.sql(text).pl(), what="capped batches")
+
+
 # -- LIKE on a dictionary-encoded column: tested on its distinct values, same answers -----------
 LIKE_VALUES = ["EDGA", "EDGX", "EDG", "ED", "xEDG", "aba", "abba", "ab", "ba", "a%b", "a_b",
                "A_B", "née", "nè", "", "a\\b", "abc\nd", None]
