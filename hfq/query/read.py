@@ -32,7 +32,7 @@ from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
 __all__ = ["Assembler", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec", "ReadTask",
-           "pandas_type", "polars_type", "read_unit",
+           "pandas_type", "read_unit",
            "where_mask"]
 
 
@@ -334,12 +334,6 @@ def pandas_type(typ: pa.DataType) -> pa.DataType:
     if pa.types.is_time(typ):
         return pa.duration(typ.unit)
     return typ
-
-
-def polars_type(typ: pa.DataType) -> pa.DataType:
-    """The Arrow type a column takes on its way to polars so that the conversion copies
-    nothing: times of day in nanoseconds (polars' own ``Time``)."""
-    return pa.time64("ns") if pa.types.is_time(typ) else typ
 
 
 _PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}

@@ -18,7 +18,7 @@ import pytest
 import hfq
 import hfq.scan
 from hfq.errors import CorruptPartitionError
-from hfq.query.read import Assembler, pandas_type, polars_type
+from hfq.query.read import Assembler, pandas_type
 from hfq.scan import _pandas_ready
 
 DAY = dt.date(2007, 8, 1)
@@ -81,12 +81,9 @@ def test_assembled_pandas_is_arrows_own_conversion_of_the_chunks(seed):
     assert frame["symbol"].cat.codes.dtype == np.int16   # 303 categories: pandas' own width
 
 
-@pytest.mark.parametrize("types", [None, polars_type])
-def test_assembled_arrow_has_the_rows_and_values_of_the_parts(types):
+def test_assembled_arrow_has_the_rows_and_values_of_the_parts():
     parts = parts_for_test()
-    got = assemble(parts, types)
-    if types is polars_type:   # times of day already in polars' nanoseconds
-        assert got.schema.field("time").type == pa.time64("ns")
+    got = assemble(parts, None)
     want = pl.from_arrow(pa.concat_tables(parts))
     frame = pl.from_arrow(got)
     assert isinstance(frame, pl.DataFrame) and isinstance(want, pl.DataFrame)
@@ -238,7 +235,7 @@ def test_assembled_types_convert_as_arrow_converts_them():
             "b": pa.array(rng.random(n) < 0.5, pa.bool_()),
         })
     parts = [other_part(n) for n in (5, 0, 17, 9)]
-    for types in (pandas_type, polars_type, None):
+    for types in (pandas_type, None):
         got = assemble(parts, types)
         want = pa.concat_tables(parts)
         if types is pandas_type:
