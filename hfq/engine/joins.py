@@ -132,23 +132,33 @@ class AsofJoin(Op):
 
 def _in_order(df: pl.DataFrame, by: tuple[str, ...], on: str) -> bool:
     """Is ``on`` non-decreasing within each run of equal ``by`` keys, every group in one run
-    (as a partition sorted by (symbol, time) is)?  Then the asof join needs no sort."""
-    if df.height < 2:
+    (as a partition sorted by (symbol, time) is)?  Then the asof join needs no sort.
+    Vectorised in numpy over the physical values: ``on`` may only step back where a run
+    starts, and the runs' keys are all different."""
+    n = df.height
+    if n < 2:
         return True
     t = df[on].to_physical()
     if t.null_count():
         return False
-    step = t.diff().slice(1) >= 0
+    values = t.to_numpy()
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        return False
+    back = np.flatnonzero(values[1:] < values[:-1])   # where ``on`` steps back
     if not by:
-        return bool(step.all())
-    changed = pl.Series(np.zeros(df.height - 1, dtype=bool))
+        return not len(back)
+    changed = np.zeros(n - 1, dtype=bool)
     for b in by:
         key = df[b].to_physical()
-        changed = changed | (key.slice(1) != key.slice(0, df.height - 1)).fill_null(True)
-    if not bool((step | changed).all()):
+        if key.null_count():   # a null key starts a run of its own
+            changed |= (key.slice(1) != key.slice(0, n - 1)).fill_null(True).to_numpy()
+        else:
+            k = key.to_numpy()
+            changed |= k[1:] != k[:-1]
+    if not changed[back].all():
         return False
     # every group in one run: the keys where runs start are all different
-    starts = np.concatenate([[0], np.flatnonzero(changed.to_numpy()) + 1])
+    starts = np.concatenate([[0], np.flatnonzero(changed) + 1])
     return not df.select(list(by))[starts].is_duplicated().any()
 
 
