@@ -154,10 +154,6 @@ class Hash(Scheme):
     def _component(self, value: Any) -> str:
         return f"{self.column}=h{int(value)}"
 
-    def _may_match(self, value: Any, lo: Any, hi: Any, members: Collection[Any] | None
-                   ) -> bool:
-        return members is None or value in {self.bucket(m) for m in members}
-
     def _matcher(self, lo: Any, hi: Any, members: Collection[Any] | None
                  ) -> Callable[[Any], bool] | None:
         if members is None:
@@ -284,17 +280,10 @@ def key_path(scheme: Scheme | Compo, key: Key) -> str:
     return "/".join(level._component(v) for level, v in zip(scheme.levels(), key))
 
 
-def may_match(scheme: Scheme | Compo, key: Key, bounds: dict[str, tuple]) -> bool:
-    """False when no row of the partition ``key`` can satisfy ``bounds``.
-
-    ``bounds`` maps a column to ``(lo, hi, members)``; any of them may be None.
-    """
-    return matcher(scheme, bounds)(key)
-
-
 def matcher(scheme: Scheme | Compo, bounds: dict[str, tuple]) -> Callable[[Key], bool]:
-    """:func:`may_match` of ``bounds`` as a function of the key, the work that depends on
-    the bounds alone (hashing the symbols asked for) done once, not once per partition."""
+    """A test of partition keys: False when no row of the partition can satisfy ``bounds``
+    (a column -> ``(lo, hi, members)``, any of them None).  The work that depends on the
+    bounds alone (hashing the symbols asked for) is done here once, not once per key."""
     tests = []
     for i, level in enumerate(scheme.levels()):
         if level.column in bounds:
