@@ -20,8 +20,10 @@ from hfq.query.plan import Filters, Plan, Unit, make_plan
 from hfq.query.read import (
     INLINE_ROWS,
     Assembler,
+    EncodedFiles,
     ReadSpec,
     ReadTask,
+    decoded,
     pandas_type,
     read_unit,
 )
@@ -114,8 +116,12 @@ class Scan:
             yield from inline
             return
         depth = lookahead or self.settings.threads * 2
-        yield from self.nodes.run_in_order(ReadTask(self.spec), self.plan.units,
-                                           threads=self.settings.threads, window=depth)
+        spec = self.spec
+        # other nodes send whole files as stored, decoded here (hfq.query.read.ReadTask)
+        yield from self.nodes.run_in_order(
+            ReadTask(spec, encoded=True), self.plan.units, threads=self.settings.threads,
+            window=depth, local_task=ReadTask(spec),
+            finish=lambda unit, value, node: decoded(spec, unit, value, node))
 
     def _read_inline(self) -> list[pa.Table] | None:
         """Every unit read here in this thread when the scan is tiny (:data:`INLINE_ROWS`) and
@@ -211,12 +217,15 @@ class Scan:
             assembler.fill(i, table)
 
         def read_here(node: NodeContext, unit: Unit) -> None:
-            i = index[id(unit)]
-            fill(i, read_unit(node.store, spec, unit, node.name), node.name)
+            fill(index[id(unit)], read_unit(node.store, spec, unit, node.name), node.name)
 
-        self.nodes.run_units(ReadTask(spec), units,
-                             lambda i, table: None if table is None else fill(i, table),
-                             here=True, threads=self.settings.threads, local_task=read_here)
+        def finish(unit: Unit, value: pa.Table | EncodedFiles, node: str) -> None:
+            fill(index[id(unit)], decoded(spec, unit, value, node), node)
+
+        # every unit is copied into place by the thread that read (or decoded) it
+        self.nodes.run_units(ReadTask(spec, encoded=True), units, lambda i, none: None,
+                             here=True, threads=self.settings.threads, local_task=read_here,
+                             finish=finish)
         return assembler.finish()
 
     def count(self) -> int:

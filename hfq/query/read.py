@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -28,12 +28,12 @@ from hfq.errors import SchemaMismatchError
 from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
 from hfq.storage.cache import PartitionCache, read_fragment_cached
+from hfq.storage.fragment import load_file, read_fragment
 from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
-__all__ = ["Assembler", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec", "ReadTask",
-           "pandas_type", "read_unit",
-           "where_mask"]
+__all__ = ["Assembler", "EncodedFiles", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec",
+           "ReadTask", "decoded", "pandas_type", "read_unit", "ships_encoded", "where_mask"]
 
 
 class NodeLike(Protocol):
@@ -68,9 +68,11 @@ reads through this process's cache of decoded batches
 (:func:`~hfq.storage.cache.process_cache`)."""
 
 
-def read_unit(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None, *,
-              cache: PartitionCache | None = None) -> pa.Table:
-    """One partition's matching rows, from the files under ``store`` (the root of ``node``);
+def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None = None, *,
+              cache: PartitionCache | None = None,
+              data: Mapping[str, pa.Buffer] | None = None) -> pa.Table:
+    """One partition's matching rows, from the files under ``store`` (the root of ``node``)
+    or, with ``data``, from the files' bytes (``{file: bytes}``, sent by ``node``);
     ``cache``: decoded record batches to serve from, and keep (see
     :func:`~hfq.storage.cache.read_fragment_cached`).
 
@@ -88,7 +90,9 @@ def read_unit(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None,
         extra += list(spec.sort_by)
     read_cols = list(dict.fromkeys(need + extra))
     logical = spec.schema.arrow
-    parts = [read_fragment_cached(cache, store, frag, logical, columns=read_cols,
+    parts = [read_fragment(None, frag, logical, columns=read_cols, batches=batches,
+                           data=data[frag.file], node=node) if data is not None else
+             read_fragment_cached(cache, store, frag, logical, columns=read_cols,
                                   batches=batches, node=node)
              for frag, batches in zip(unit.fragments, unit.batches)
              if batches is None or batches]
@@ -153,12 +157,13 @@ class SymbolRuns(dict[str, tuple[int, int]]):
         return runs
 
 
-def _cached_runs(cache: PartitionCache | None, store: Store, unit: Unit, f: Filters,
+def _cached_runs(cache: PartitionCache | None, store: Store | None, unit: Unit, f: Filters,
                  sort_by: tuple[str, ...], table: pa.Table) -> SymbolRuns | None:
     """The :class:`SymbolRuns` of ``table`` -- one cached record batch of a table sorted by
     symbol first -- from ``cache`` (built and kept the first time); None when it does not
     apply."""
-    if cache is None or not cache.capacity or f.symbols is None or not f.symbol_column or \
+    if cache is None or not cache.capacity or store is None or f.symbols is None or \
+            not f.symbol_column or \
             not sort_by or sort_by[0] != f.symbol_column or len(unit.fragments) != 1:
         return None
     batches = unit.batches[0]
@@ -270,12 +275,49 @@ def _symbol_mask(chunk: pa.Array, values: pa.Array) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ReadTask:
-    """A unit's matching rows as Arrow (what ``scan().to_arrow()`` gathers)."""
+    """A unit's matching rows as Arrow (what ``scan().to_arrow()`` gathers).
+
+    ``encoded``: a unit that reads its files whole (:func:`ships_encoded`) comes back as
+    the files' bytes, :class:`EncodedFiles`, for the caller to verify and decode
+    (:func:`decoded`) -- a third to a fifth of the decoded rows to send, and the decoding
+    done by the threads of the process that wants the rows rather than by the node's."""
 
     spec: ReadSpec
+    encoded: bool = False
 
-    def __call__(self, node: NodeLike, unit: Unit) -> pa.Table:
+    def __call__(self, node: NodeLike, unit: Unit) -> pa.Table | EncodedFiles:
+        if self.encoded and ships_encoded(self.spec, unit):
+            return EncodedFiles({f.file: np.frombuffer(load_file(node.store, f.file, node.name),
+                                                       dtype=np.uint8)
+                                 for f in unit.fragments})
         return read_unit(node.store, self.spec, unit, node.name)
+
+
+@dataclass(frozen=True)
+class EncodedFiles:
+    """A unit's files as stored, in transit from the node holding them (numpy views:
+    Ray moves them without pickling their bytes)."""
+
+    files: dict[str, np.ndarray]
+
+
+def ships_encoded(spec: ReadSpec, unit: Unit) -> bool:
+    """Whether a node sends ``unit``'s files rather than its decoded rows: when every row
+    of every record batch is wanted (no row filter to apply, no batch left out) and at
+    least half of the table's columns, so that the bytes sent are mostly bytes read."""
+    return unit.exact and spec.where is None and all(b is None for b in unit.batches) and \
+        2 * len(spec.columns) >= len(spec.schema.names)
+
+
+def decoded(spec: ReadSpec, unit: Unit, value: pa.Table | EncodedFiles,
+            node: str | None) -> pa.Table:
+    """A :class:`ReadTask` result as rows: :class:`EncodedFiles` verified against the
+    catalog's checksums and decoded here (a damaged copy raises
+    :class:`~hfq.errors.CorruptPartitionError` naming ``node``), rows as they are."""
+    if not isinstance(value, EncodedFiles):
+        return value
+    data = {file: pa.py_buffer(array) for file, array in value.files.items()}
+    return read_unit(None, spec, unit, node, data=data)
 
 
 class PartitionFunction:

@@ -36,6 +36,7 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
             submit: Callable[[Any, list[Any]], Any] | None,
             on_result: Callable[[int, Any], None], *,
             local: Callable[[Any], Any] | None = None, threads: int = 1,
+            finish: Callable[[Any, Any, str], Any] | None = None,
             progress: bool = False, label: str = "",
             on_bad: Callable[[int, str, CorruptPartitionError], None] | None = None) -> None:
     """Call ``submit(server, units)`` (an ObjectRef of one value per unit) or ``local(unit)``
@@ -44,13 +45,17 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
     reports one as a :class:`~hfq.runtime.task.BadCopy` in place of the unit's value).
     A node's queue goes out in chunks (fewer calls when there are many small partitions),
     shrinking to single units as it empties so the tail stays balanced.
+    ``finish(unit, value, node)``: what a server's value still needs here (e.g. decoding the
+    file bytes it sent), run in this process's threads; a
+    :class:`~hfq.errors.CorruptPartitionError` it raises counts against that node's copy.
     ``submit`` is None when there is no Ray runtime (every unit must then run ``local``)."""
     if submit is not None:
         import ray
     bar = _bar(progress, len(units), label)
     state = _State(nodes, units)
-    pool = ThreadPoolExecutor(max_workers=threads) if local is not None else None
-    futures: dict[Future, int] = {}
+    pool = (ThreadPoolExecutor(max_workers=threads)
+            if local is not None or finish is not None else None)
+    futures: dict[Future, tuple[int, str | None]] = {}   # -> (unit, node whose copy it read)
     refs: dict[Any, tuple[list[int], str]] = {}
 
     def node_gone(name: str, chunk: list[int]) -> None:
@@ -69,7 +74,7 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
         if local is not None and nodes.local is not None:
             assert pool is not None   # made whenever local is given
             for i in state.take_local(nodes.local):
-                futures[pool.submit(local, units[i])] = i
+                futures[pool.submit(local, units[i])] = (i, nodes.local)
         while state.pending or refs or futures:
             for name, chunk in state.dispatch(
                     lambda n: sum(1 for _, m in refs.values() if m == n)):
@@ -90,12 +95,12 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
             else:
                 ready = []
             for f in done_futures:
-                i = futures.pop(f)
+                i, held_by = futures.pop(f)
                 try:
                     value = f.result()
                 except CorruptPartitionError as exc:
-                    assert nodes.local is not None   # local units run only with a local node
-                    bad_copy(i, nodes.local, exc)
+                    assert held_by is not None   # local units run only with a local node
+                    bad_copy(i, held_by, exc)
                     continue
                 on_result(i, value)
                 if bar is not None:
@@ -114,6 +119,10 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
                 for i, value in zip(chunk, values, strict=True):
                     if isinstance(value, BadCopy):
                         bad_copy(i, name, value.error)
+                        continue
+                    if finish is not None:
+                        assert pool is not None   # made whenever finish is given
+                        futures[pool.submit(finish, units[i], value, name)] = (i, name)
                         continue
                     on_result(i, value)
                     if bar is not None:

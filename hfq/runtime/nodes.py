@@ -310,9 +310,12 @@ class Nodes:
 
     # -- work on partitions ---------------------------------------------------------------------
     def run_in_order(self, task: Callable[[NodeContext, Any], T], units: Sequence[WorkUnit], *,
-                     threads: int, window: int) -> Iterator[T]:
+                     threads: int, window: int,
+                     local_task: Callable[[NodeContext, Any], Any] | None = None,
+                     finish: Callable[[Any, Any, str], Any] | None = None) -> Iterator[T]:
         """Each unit's ``task`` result, in unit order, ``window`` units ahead at a time; units
-        held here run in this process's threads."""
+        held here run in this process's threads (``local_task``, ``finish``: see
+        :meth:`run_units`)."""
         for start in range(0, len(units), window):
             chunk = units[start:start + window]
             out: list[Any] = [None] * len(chunk)
@@ -320,18 +323,22 @@ class Nodes:
             def keep(i: int, value: Any, out: list[Any] = out) -> None:
                 out[i] = value
 
-            self.run_units(task, chunk, keep, here=True, threads=threads)
+            self.run_units(task, chunk, keep, here=True, threads=threads,
+                           local_task=local_task, finish=finish)
             yield from out
 
     def run_units(self, task: Callable[[NodeContext, Any], Any], units: Sequence[WorkUnit],
                   on_result: Callable[[int, Any], None], *, here: bool = False,
                   threads: int = 1, progress: bool = False, label: str = "",
-                  local_task: Callable[[NodeContext, Any], Any] | None = None) -> None:
+                  local_task: Callable[[NodeContext, Any], Any] | None = None,
+                  finish: Callable[[Any, Any, str], Any] | None = None) -> None:
         """``task(node, unit)`` on every unit, on a node holding it, with failover;
         ``on_result(index, value)`` as results arrive.  ``here``: units this process's node
         holds run in this process (no cache, no copy) instead of on its server;
         ``local_task``: what those run instead of ``task`` (e.g. reading a unit and using its
-        rows in the thread that read them; it need not be picklable)."""
+        rows in the thread that read them; it need not be picklable); ``finish(unit, value,
+        node)``: what a server's result still needs in this process, run in its threads
+        (e.g. decoding the file bytes a server sent; see :func:`~hfq.runtime.executor.execute`)."""
         if not units:
             return
         submit: Callable[[Any, list[Any]], Any] | None = None
@@ -361,7 +368,8 @@ class Nodes:
             bad.setdefault(name, []).extend(hit)
 
         execute(self, units, submit, lambda i, value: on_result(i, unship(value)),
-                local=local, threads=threads, progress=progress, label=label, on_bad=on_bad)
+                local=local, threads=threads, finish=finish, progress=progress, label=label,
+                on_bad=on_bad)
         if bad:
             self.repair_quietly(bad)
 

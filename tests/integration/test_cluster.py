@@ -154,6 +154,74 @@ def test_map_function_errors_name_the_partition(quotes):
     assert any("while running partition date=" in note for note in info.value.__notes__)
 
 
+def test_other_nodes_send_files_whose_damaged_copies_are_read_from_a_replica(db, quotes,
+                                                                             data):
+    """Units held only by other nodes travel as their files' bytes and are verified and
+    decoded here (hfq.query.read.ReadTask(encoded=True)): a copy that fails its checksum
+    here counts against the node that sent it -- the unit is read from the other holder and
+    the copy repaired -- for to_arrow and to_pandas alike; with every copy damaged, the
+    error names a node that sent one."""
+    import zlib
+
+    from hfq.errors import CorruptPartitionError
+    from hfq.query.read import ships_encoded
+    here = db.nodes.local
+    roots = {i.name: i.root for i in db.runtime.infos()}
+    remote = {p: n for p, n in holders_of(quotes).items() if here not in n}
+    assert remote
+    scan = quotes.scan()
+    assert all(ships_encoded(scan.spec, u) for u in scan.plan.units)
+    # a point read, a narrow scan or a filter get decoded rows: whole files would cost more
+    assert not any(ships_encoded(s.spec, u)
+                   for s in (quotes.scan(symbols="IBM"), quotes.scan(columns=["bid"]),
+                             quotes.scan(where=pl.col("bid") > 0))
+                   for u in s.plan.units)
+    fragments = {p: part.fragments for p, part in quotes.snapshot().partitions.items()
+                 if p in remote}
+
+    def flip(node: str, fragment) -> None:
+        with open(os.path.join(roots[node], fragment.file), "r+b") as fh:
+            fh.seek(fragment.batches[-1].span[0] + 40)
+            byte = fh.read(1)
+            fh.seek(-1, os.SEEK_CUR)
+            fh.write(bytes([byte[0] ^ 0x10]))
+
+    def intact(node: str, fragment) -> bool:
+        with open(os.path.join(roots[node], fragment.file), "rb") as fh:
+            return zlib.crc32(fh.read()) == fragment.crc32
+
+    met = set()
+    # each round damages one holder's copy of every such partition: the read picks one holder
+    # per partition, so the copy it picked is damaged in one of the two rounds
+    for k, read in enumerate((lambda: canonical(quotes.to_arrow()).equals(canonical(data)),
+                              lambda: np.array_equal(np.sort(quotes.to_pandas()["bid"]),
+                                                     np.sort(data["bid"].to_numpy())))):
+        for p, nodes in remote.items():
+            for fragment in fragments[p]:
+                flip(nodes[k], fragment)
+        assert read()
+        met |= {p for p, nodes in remote.items()
+                if all(intact(nodes[k], f) for f in fragments[p])}   # repaired by the read
+        db.repair(["quotes"])
+        assert all(intact(n, f) for p, nodes in remote.items() for n in nodes
+                   for f in fragments[p])
+    assert met, "no read met a damaged copy sent by another node"
+    p, nodes = next(iter(remote.items()))
+    fragment = fragments[p][0]
+    with open(os.path.join(roots[nodes[0]], fragment.file), "rb") as fh:
+        good = fh.read()
+    for n in nodes:
+        flip(n, fragment)
+    try:
+        with pytest.raises(CorruptPartitionError) as info:
+            quotes.to_arrow()
+        assert info.value.node in nodes and info.value.file == fragment.file
+    finally:
+        for n in nodes:   # no intact copy is left to repair from
+            with open(os.path.join(roots[n], fragment.file), "wb") as fh:
+                fh.write(good)
+
+
 def test_load_csv_runs_on_the_nodes_in_one_commit(db, tmp_path):
     files = hfq.synth.taq_csv_files(tmp_path, dates=("2007-08-06", "2007-08-07", "2007-08-08"),
                                     rows_per_day=8_000, symbols=30, seed=5)
