@@ -12,7 +12,6 @@ from hfq import faults
 from hfq.catalog.files import list_changed_files, live_writer, sweep_changed
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.vacuum import vacuum_scope
-from hfq.engine import make_query
 from hfq.errors import CorruptPartitionError, SchemaMismatchError
 from hfq.ingest.frames import iter_arrow_batches
 from hfq.quality import QualityReport, quality_report
@@ -453,6 +452,7 @@ class Table:
         >>> q.head(2).collect().rows()        # the busiest symbols of the day
         [('WMT', 1980), ('DIA', 457)]
         """
+        from hfq.engine import make_query  # the engine loads on a table's first query
         m = self.snapshot(version)
         date_col, symbol_col = self.filter_columns(m)
         return make_query(self.db, self.name, m, date_col, symbol_col, dates=dates,

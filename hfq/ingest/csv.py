@@ -21,7 +21,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -207,6 +206,7 @@ def _expand(paths: str | Iterable[str], storage_options: dict[str, Any]) -> list
     patterns: Iterable[Any] = paths
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         patterns = [paths]
+    import fsspec
     out = []
     for pattern in patterns:
         pattern = str(pattern)
@@ -575,6 +575,7 @@ def _write_rejects(path: str | None, table: str, rejects: list[tuple]) -> str:
     if path is None:
         stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
         path = f"hfq_rejects_{table}_{stamp}.csv"
+    import fsspec
     with fsspec.open(path, "w", newline="") as fh:
         out = csv.writer(fh)
         out.writerow(["file", "line", "column", "reason", "row"])

@@ -28,9 +28,7 @@ import time
 import uuid
 from typing import Any
 
-import fsspec
 import pyarrow as pa
-from fsspec.implementations.memory import MemoryFileSystem
 
 from hfq.errors import HfqError, UnsafePathError
 
@@ -331,6 +329,8 @@ class FsspecStore(Store):
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.url = url
         self.storage_options = dict(storage_options or {})
+        import fsspec  # here, not at import: a process on local paths never loads it
+        from fsspec.implementations.memory import MemoryFileSystem
         self.fs, root = fsspec.core.url_to_fs(url, **self.storage_options)
         self.root = root.rstrip("/")
         protocols = _protocols(self.fs)
@@ -481,6 +481,9 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> Store
     """The store for ``url``: a plain path, ``file://`` or ``local://`` gives a
     :class:`LocalStore`, any other fsspec URL a :class:`FsspecStore`."""
     url = os.fspath(url)
+    if "://" not in url and "::" not in url:   # a plain path (fsspec would say "file")
+        return LocalStore(url, storage_options)
+    import fsspec
     if fsspec.utils.get_protocol(url) in ("file", "local"):
         return LocalStore(url, storage_options)
     return FsspecStore(url, storage_options)
