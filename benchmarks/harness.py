@@ -69,6 +69,19 @@ def speedup(peer: Result, ours: Result) -> str:
     return f"{peer.median / ours.median:.2f}x" + (" (tie)" if tie(peer, ours) else "")
 
 
+def target_met(peer: Result, ours: Result, goal: float) -> bool:
+    """``peer time / our time >= goal``, and not a tie: overlapping run ranges win nothing."""
+    return peer.median / ours.median >= goal and not tie(peer, ours)
+
+
+def target_line(label: str, ours: Result, peer: Result, goal: float,
+                peer_name: str | None = None) -> str:
+    """One of the issue's ratio targets as a report line: ``- label: **1.23x** peer (target
+    >= 2x: not met).``, the ratio marked ``(tie)`` when the run ranges overlap."""
+    return (f"- {label}: **{speedup(peer, ours)}** {peer_name or peer.contender} (target >= "
+            f"{goal:g}x: {'met' if target_met(peer, ours, goal) else 'not met'}).")
+
+
 @dataclass
 class Bench:
     out: str
@@ -467,6 +480,31 @@ class ClusterSession:
         if self._stack is not None:
             self._stack.close()
         self._stack, self.nodes, self.db, self.tables = None, (0, 0), None, {}
+
+
+def take_node_cache(node) -> int:
+    """In a node server (its ``call``): empty its cache of decoded partitions; returns the
+    hits it has ever served (a count that clearing keeps)."""
+    cache = node.cache
+    if cache is None:
+        return 0
+    hits = cache.stats()["hits"]
+    cache.clear()
+    return hits
+
+
+def clear_node_caches(db) -> int:
+    """Empty the decoded-partition cache of every node server of ``db`` and this process's,
+    so the next read decodes from the files; returns the hits the node caches have ever
+    served (unchanged between two calls: nothing came from a node cache in between)."""
+    import ray
+
+    from hfq.storage.cache import clear_process_caches
+    clear_process_caches()
+    # each node's server, the driver's own node included (Nodes.call_each would run that one
+    # in this process, which holds no node cache)
+    servers = [db.runtime.server(name) for name in db.runtime.alive()]
+    return sum(ray.get([s.call.remote(take_node_cache, ()) for s in servers]))
 
 
 def benchmark_modules() -> list:

@@ -25,8 +25,8 @@ Scenarios (all of them by default; ``--only`` picks some):
 * ``overhead``     -- hundreds of tiny partitions: scheduling cost per partition, in ms.
 * ``scan_kernel``  -- the full-scan map-reduce end to end vs the bare numba kernel on numpy.
 * ``cluster_read`` -- one day spread over 2 nodes into pandas / arrow, vs ``pickle.load``.
-* ``analytics``    -- spread by minute, minute bars (written back) and OLS on 1 node x 2 CPUs,
-  vs DuckDB SQL, polars and pandas on in-memory data.
+* ``analytics``    -- spread by minute (warm and cold), minute bars (written back) and OLS on
+  1 node x 2 CPUs, vs DuckDB SQL (in memory and on its database file), polars and pandas.
 * ``queries``      -- about thirty queries (filters, top-N, per-minute/hour groups, VWAP, joins,
   asof joins, windows, pivot) through hfq's engine vs DuckDB, polars and Daft (on Ray).
 

@@ -15,7 +15,8 @@ LOCAL = {"ingest", "read day", "read day (cold)", "fresh process", "read one sym
          "read one symbol (cold)", "concurrent: 1 client", "concurrent: 2 clients"}
 CLUSTER = {"packed_scan", "scaling: full scan (spread map_reduce)", "scaling: spread_by_minute",
            "scaling: minute_bars", "scaling: ols", "overhead", "scan_kernel", "cluster_read",
-           "analytics: spread", "analytics: minute bars", "analytics: ols"}
+           "analytics: spread", "analytics: spread (cold)", "analytics: minute bars",
+           "analytics: ols"}
 
 
 def run_quick(out, *args: str) -> subprocess.CompletedProcess:
@@ -46,6 +47,7 @@ def test_benchmark_quick_run(tmp_path):
     assert pickle_day["min_s"] <= pickle_day["median_s"] <= pickle_day["max_s"]
     assert isinstance(pickle_day["tie_with_reference"], bool)
     assert {c["cache"] for c in results["read day (cold)"].values()} == {"cold"}
+    assert {c["cache"] for c in results["analytics: spread (cold)"].values()} == {"cold"}
     peak = day["hfq -> pandas (zstd)"]
     assert peak["peak_rss_bytes"] >= 0 and peak["result_bytes"] > 0   # from its own process
     assert results["ingest"]["CSV (reference)"]["bytes_ratio"] > 1   # zstd beats the CSV
@@ -58,7 +60,8 @@ def test_benchmark_quick_run(tmp_path):
     assert "Smoke test" in report and "published 290" not in report
     assert "target" not in report.split("## ingest")[1]   # no targets judged on tiny data
     assert "| pickle.load (pandas, str objects) |" in report
-    for png in ("read_day.png", "packed_scan.png", "by_clients.png", "by_nodes.png"):
+    for png in ("read_day.png", "packed_scan.png", "by_clients.png", "by_nodes.png",
+                "analytics_spread_cold.png"):
         assert (out / "plots" / png).stat().st_size > 1000
         assert f"(plots/{png})" in report
     assert "![total M rows/s by clients](plots/by_clients.png)" in report
@@ -71,3 +74,44 @@ def test_benchmark_quick_second_shape(tmp_path):
     run_quick(out, "--shapes", "few", "--only", "ingest", "read", "point", "concurrent")
     results = json.loads((out / "results.json").read_text())
     assert set(results) - {"_meta"} == {f"{s} [few symbols]" for s in LOCAL}
+
+
+def harness():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import harness
+    return harness
+
+
+def test_target_line_counts_a_tie_as_no_win():
+    """A ratio target is met only when the median ratio reaches it and the two contenders'
+    run ranges do not overlap (the issue: a ratio whose ranges overlap is a tie, not a win)."""
+    h = harness()
+    ours = h.Result("s", "hfq", [1.0, 1.1, 1.2], 10)
+    close = h.Result("s", "peer", [1.15, 1.3, 1.4], 10)     # 1.18x, ranges overlap
+    apart = h.Result("s", "peer", [2.5, 2.6, 2.7], 10)      # 2.36x, apart
+    assert h.target_line("x", ours, close, 1.0) == \
+        "- x: **1.18x (tie)** peer (target >= 1x: not met)."
+    assert h.target_line("x", ours, apart, 2.0, "DuckDB") == \
+        "- x: **2.36x** DuckDB (target >= 2x: met)."
+    assert h.target_line("x", ours, apart, 2.5).endswith("(target >= 2.5x: not met).")
+
+
+def test_ingest_target_from_the_median_of_the_runs():
+    """The ingest line: the default codec's median rate over its timed runs, judged >= 3 M
+    rows/s."""
+    Result = harness().Result
+    from hfq.config import Settings
+    from scenarios.store import ingest_targets
+    codec = Settings().compression
+    ours = f"hfq load_csv ({'no codec' if codec == 'none' else codec})"
+
+    def res(name, seconds):
+        return Result("ingest", name, seconds, 6_000_000)
+    lines = ingest_targets([res(ours, [1.0, 1.9, 2.1, 2.2, 5.0]),
+                            res("pyarrow read_csv only (no store)", [1.0, 1.0, 1.0])])
+    assert lines[0].startswith(f"- ingest, default codec ({codec}): **2.86 M rows/s** (median "
+                               "of 5 timed runs after a warm-up; runs 1.20-6.00; 6,000,000 rows)")
+    assert lines[0].endswith("(target >= 3 M rows/s: not met).")
+    fast = ingest_targets([res(ours, [1.9, 2.0, 2.1]),
+                           res("pyarrow read_csv only (no store)", [1.0])])
+    assert fast[0].endswith("(target >= 3 M rows/s: met).")

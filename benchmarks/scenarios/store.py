@@ -24,8 +24,9 @@ from harness import (
     evict,
     make_csv,
     measure,
-    speedup,
+    mrows,
     taq_table,
+    target_line,
 )
 
 TEXT = ("symbol", "ex", "mmid")
@@ -164,6 +165,25 @@ def scenario_ingest(bench: Bench) -> None:
             res.notes = f"disk 1/{csv_bytes / res.bytes:.2f} of the CSV"
     bench.results.append(Result(bench.name("ingest"), "CSV (reference)", [float("nan")],
                                 total_rows, csv_bytes, notes="raw CSV size"))
+    bench.summary[bench.name("ingest")] = ingest_targets(results)
+
+
+def ingest_targets(results: list[Result]) -> list[str]:
+    """The issue's ingest target (>= 3 M rows/s with the default codec): the median of the
+    timed runs (each after the warm-up), rows as the store reported them (checked against the
+    CSV's lines, and the stored rows read back and compared in full on the warm-up run)."""
+    from hfq.config import Settings
+    codec = Settings().compression
+    by = {r.contender: r for r in results}
+    ours = by[f"hfq load_csv ({'no codec' if codec == 'none' else codec})"]
+    parse = by["pyarrow read_csv only (no store)"]
+    rate = mrows(ours.rows, ours.median)
+    return [f"- ingest, default codec ({codec}): **{rate:.2f} M rows/s** (median of "
+            f"{len(ours.seconds)} timed runs after a warm-up; runs "
+            f"{mrows(ours.rows, ours.high):.2f}-{mrows(ours.rows, ours.low):.2f}; "
+            f"{ours.rows:,} rows) (target >= 3 M rows/s: {'met' if rate >= 3 else 'not met'}).",
+            f"- pyarrow's parse alone (no store): {mrows(parse.rows, parse.median):.2f} M rows/s; "
+            f"hfq's default-codec ingest takes {ours.median / parse.median:.2f}x its time."]
 
 
 # -- scenario: read ------------------------------------------------------------------------------
@@ -329,10 +349,7 @@ def read_targets(warm: list[Result], cold: list[Result], peaks: dict) -> tuple[l
     pandas_z, arrow_z = w["hfq -> pandas (zstd)"], w["hfq -> pyarrow (zstd)"]
     fastest = min((w[k] for k in w if k.startswith("hfq -> pandas")), key=lambda r: r.median)
 
-    def line(label: str, ours: Result, peer: Result, goal: float) -> str:
-        ratio = peer.median / ours.median
-        return (f"- {label}: **{speedup(peer, ours)}** {peer.contender} (target >= {goal}x: "
-                f"{'met' if ratio >= goal and ratio > 1 else 'not met'}).")
+    line = target_line
     warm_lines = [
         line("day -> pandas (zstd)", pandas_z, w[cat], 1.0),
         line("day -> pandas (zstd)", pandas_z, w[plain], 3.0),
