@@ -20,9 +20,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Settings", "get", "override"]
+__all__ = ["COMPRESSIONS", "Settings", "check_compression", "get", "override"]
 
-_COMPRESSIONS = ("zstd", "lz4", "none")
+COMPRESSIONS = ("zstd", "lz4", "none")
+"""The codecs partition files can be written with (per database, or per table)."""
+
+
+def check_compression(codec: object, what: str = "compression") -> str:
+    """``codec`` if it names one of :data:`COMPRESSIONS`, else a ValueError naming ``what``."""
+    if not isinstance(codec, str) or codec not in COMPRESSIONS:
+        raise ValueError(f"{what} must be one of {', '.join(COMPRESSIONS)}, not {codec!r}")
+    return codec
 
 
 def machine_memory() -> int:
@@ -56,7 +64,8 @@ class Settings:
     root: str = "./hfq_data"
     """Where the embedded default keeps its tables (``HFQ_ROOT``)."""
     compression: str = "zstd"
-    """Codec for partition files: zstd, lz4 or none."""
+    """Codec for partition files: zstd, lz4 or none (a table created with its own
+    ``compression`` keeps that one)."""
     compression_level: int = 3
     """zstd level (1-22); ignored by the other codecs."""
     batch_rows: int = 65_536
@@ -77,9 +86,7 @@ class Settings:
     """Unreferenced files younger than this are left alone by vacuum (a writer may still commit)."""
 
     def __post_init__(self) -> None:
-        if self.compression not in _COMPRESSIONS:
-            raise ValueError(f"compression must be one of {_COMPRESSIONS}, "
-                             f"not {self.compression!r}")
+        check_compression(self.compression)
         for name in ("batch_rows", "memory_budget", "csv_block_bytes", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")

@@ -14,7 +14,7 @@ from hfq import config, faults
 from hfq.catalog import Catalog, remove_table_files
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
-from hfq.config import Settings
+from hfq.config import Settings, check_compression
 from hfq.errors import (
     CsvError,
     DuplicateLoadError,
@@ -327,7 +327,8 @@ class Database:
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
                      sort_by: Sequence[str] = (), date_column: str | None = None,
                      symbol_column: str | None = None, replicas: int | None = None,
-                     compact_after: int | None = None) -> Table:
+                     compact_after: int | None = None, compression: str | None = None
+                     ) -> Table:
         """Create an empty table.
 
         Parameters
@@ -351,6 +352,12 @@ class Database:
             them merged right after the append or load that made them
             (:func:`hfq.write.merge_small_fragments`); ``2`` keeps a table appended in thin
             slices as fast to read as one appended at once.
+        compression
+            The codec of this table's files -- ``"zstd"``, ``"lz4"`` or ``"none"`` -- kept
+            with the table and used by every write to it (append, CSV load, compaction, minute
+            bars; rebalancing copies files as they are); default: the database's
+            ``compression`` setting at each write.
+            lz4 writes and reads faster, zstd stores smaller (e.g. lz4 for derived tables).
 
         Examples
         --------
@@ -377,10 +384,13 @@ class Database:
         if compact_after is not None and (not isinstance(compact_after, int) or
                                           compact_after < 2):
             raise ValueError(f"compact_after must be an int >= 2, not {compact_after!r}")
+        if compression is not None:
+            check_compression(compression, f"table {name!r}: compression")
         options = {k: v for k, v in (("date_column", date_column),
                                      ("symbol_column", symbol_column),
                                      ("replicas", replicas),
-                                     ("compact_after", compact_after)) if v}
+                                     ("compact_after", compact_after),
+                                     ("compression", compression)) if v}
         manifest = self.catalog.create(name, schema, partition_by, sort_by, options)
         return self._handle(Table(self, name, manifest))
 

@@ -31,8 +31,8 @@ from hfq import faults
 from hfq.catalog.catalog import Catalog, FileNamer, Transaction
 from hfq.catalog.files import begin_transaction, end_transaction
 from hfq.catalog.records import Fragment, Manifest, fragment_from
-from hfq.config import Settings
-from hfq.errors import HfqError, WriteError
+from hfq.config import Settings, check_compression
+from hfq.errors import HfqError, ManifestError, WriteError
 from hfq.partition import key_path
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.task import NodeContext
@@ -41,7 +41,7 @@ from hfq.storage.fragment import Encoded, encode_fragment, prepare_fragments, pu
 from hfq.storage.sort import sort_keys, sort_rows
 
 __all__ = ["Added", "FileWriter", "PartitionWriter", "Write", "compact_dictionaries",
-           "merge_small_fragments", "stats_columns"]
+           "merge_small_fragments", "stats_columns", "table_settings"]
 
 log = logging.getLogger("hfq")
 
@@ -81,6 +81,10 @@ class FileWriter:
     """The encodings of :meth:`write_thin`'s files, by size class (a factor of 4 in rows):
     chosen once a class, then kept (:class:`Write` keeps them for the table's writes in this
     process, where measuring them would cost a thin append ~5% of its time)."""
+    alike: bool = False
+    """The files of this write are alike (the bars of partitions of one table): each column
+    takes the encoding chosen for an earlier file whatever its size, measured only when that
+    one does not hold (see :func:`hfq.storage.encoding.encode`)."""
 
     def write(self, nodes: Nodes, partition: str, key: Sequence[Any], rows: pa.Table, *,
               near: Sequence[str] = (), presorted: bool = False) -> Fragment:
@@ -90,7 +94,8 @@ class FileWriter:
         if not presorted:
             rows = sort_rows(rows, self.sort_by)
         encoded = encode_fragment(rows, settings=self.settings,
-                                  stats_columns=self.stats_columns, hints=self.hints)
+                                  stats_columns=self.stats_columns, hints=self.hints,
+                                  alike=self.alike)
         targets = nodes.targets(partition, near, self.replicas, self.table)
         rel = self.namer.new_file(partition)
         try:
@@ -205,6 +210,22 @@ def _thin_hints(catalog: Catalog, base: Manifest) -> dict[int, dict[str, str]]:
     return _THIN_HINTS.setdefault((catalog.store.url, base.table, str(base.schema.arrow)), {})
 
 
+def table_settings(settings: Settings, manifest: Manifest) -> Settings:
+    """``settings`` with the table's own codec (``create_table(..., compression=...)``) in
+    place of the database's: every writer of the table (append, CSV load, compaction, minute
+    bars) writes its files with it.  A manifest naming no known codec is a
+    :class:`~hfq.errors.ManifestError`."""
+    codec = manifest.options.get("compression")
+    if codec is None or codec == settings.compression:
+        return settings
+    try:
+        return settings.replace(compression=check_compression(codec))
+    except ValueError as exc:
+        raise ManifestError(f"table {manifest.table!r} version {manifest.version}: its "
+                            f"manifest's compression option is invalid: {exc}",
+                            table=manifest.table, version=manifest.version) from exc
+
+
 class Write:
     """One change of one table, committed as one version or not at all.
 
@@ -232,6 +253,7 @@ class Write:
         self.nodes = nodes
         self.base = base
         self.sync = sync
+        settings = table_settings(settings, base)
         self.txn = Transaction(catalog, base)
         begin_transaction(self.txn.id)
         self.files = FileWriter(base.table, self.txn.namer, base.sort_by,

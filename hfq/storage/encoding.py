@@ -40,8 +40,8 @@ SMALL_ROWS = 4096
 
 
 def encode(table: pa.Table, codec: str | None, batch_rows: int,
-           hints: dict[str, str] | None = None, *, starts: np.ndarray | None = None
-           ) -> pa.Table:
+           hints: dict[str, str] | None = None, *, starts: np.ndarray | None = None,
+           alike: bool = False) -> pa.Table:
     """Return the physical table to write: encoded columns carry ``hfq.enc`` metadata (and
     ``hfq.type``, their logical type); a column stored as it is carries none.
 
@@ -55,12 +55,13 @@ def encode(table: pa.Table, codec: str | None, batch_rows: int,
     column (under :data:`SMALL_ROWS`) takes its hint instead of measuring every candidate --
     the measuring costs ~0.1 ms a column, most of the cost of a thin partition's file -- and
     is measured only when the hint does not hold for its values.  Filled in as columns are
-    measured.
+    measured.  ``alike``: the files of this write are alike (the bars of partitions of one
+    table): every column follows its hint whatever its length, as a small one does.
     """
     fields, arrays = [], []
     for field, column in zip(table.schema, table.columns):
         array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        small = starts is not None or len(array) < SMALL_ROWS
+        small = alike or starts is not None or len(array) < SMALL_ROWS
         hint = hints.get(field.name) if hints is not None and small else None
         applied = _apply(array, hint, batch_rows, starts) if hint else (array, "")
         if hint is None or applied is None:
@@ -112,19 +113,21 @@ def _choose(array: pa.Array, codec: str | None, batch_rows: int,
     if not recipes or len(array) < 2:
         return array, ""
     sample = _sample(array)
+    memo: dict[str, Any] = {}   # the sample's scaled form, shared by the recipes
+    candidates = [(recipe, encoded[0]) for recipe in recipes
+                  if (encoded := _apply(sample, recipe, batch_rows, memo=memo)) is not None]
+    if not candidates:   # e.g. averages, which are no exact decimals: nothing to measure
+        return array, ""
     plain = _size(sample, codec)
     limit = min(plain * _MIN_GAIN, plain - _MIN_SAVED)
-    ranked = []
-    for recipe in recipes:
-        encoded = _apply(sample, recipe, batch_rows)
-        if encoded is not None:
-            ranked.append((_size(encoded[0], codec), recipe))
-    for size, recipe in sorted(ranked):
+    ranked = sorted((_size(encoded, codec), recipe) for recipe, encoded in candidates)
+    memo = {}
+    for size, recipe in ranked:
         if size >= limit:
             break
-        encoded = _apply(array, recipe, batch_rows, starts)
-        if encoded is not None:
-            return encoded
+        applied = _apply(array, recipe, batch_rows, starts, memo=memo)
+        if applied is not None:
+            return applied
     return array, ""
 
 
@@ -140,10 +143,11 @@ def _kind(typ: pa.DataType) -> str:
     return ""
 
 
-def _apply(array: pa.Array, recipe: str, batch_rows: int, starts: np.ndarray | None = None
-           ) -> tuple[pa.Array, str] | None:
+def _apply(array: pa.Array, recipe: str, batch_rows: int, starts: np.ndarray | None = None,
+           *, memo: dict[str, Any] | None = None) -> tuple[pa.Array, str] | None:
     """``array`` encoded by ``recipe`` with its metadata tag, or None where it does not hold
-    (``starts``: see :func:`encode`)."""
+    (``starts``: see :func:`encode`).  ``memo``: where recipes applied to the same array
+    share their first step (scaling it, which checks every value)."""
     steps = recipe.split(",")
     if pa.types.is_dictionary(array.type):
         indices = _narrow(array.indices)
@@ -151,7 +155,12 @@ def _apply(array: pa.Array, recipe: str, batch_rows: int, starts: np.ndarray | N
             (pa.DictionaryArray.from_arrays(indices, array.dictionary), "narrow")
     tags = []
     if steps[0] == "scale":
-        scaled = _scale(array)
+        if memo is None:
+            scaled = _scale(array)
+        else:
+            if "scale" not in memo:
+                memo["scale"] = _scale(array)
+            scaled = memo["scale"]
         if scaled is None:
             return None
         array, digits = scaled
@@ -192,7 +201,7 @@ def _size(array: pa.Array, codec: str | None) -> int:
     measured by their indices."""
     if pa.types.is_dictionary(array.type):
         array = array.indices
-    values = array.fill_null(0).to_numpy(zero_copy_only=False)
+    values = (array.fill_null(0) if array.null_count else array).to_numpy(zero_copy_only=False)
     if codec is None:
         return values.nbytes
     return shared_codec(codec).compress(pa.py_buffer(np.ascontiguousarray(values))).size

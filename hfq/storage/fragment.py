@@ -90,16 +90,17 @@ class Encoded(NamedTuple):
 
 def encode_fragment(table: pa.Table, *, settings: Settings,
                     stats_columns: Sequence[str] = (),
-                    hints: dict[str, str] | None = None) -> Encoded:
+                    hints: dict[str, str] | None = None, alike: bool = False) -> Encoded:
     """Encode ``table`` (already sorted) as IPC file bytes, with its size, CRC-32 and, per
     record batch, statistics and checksum.
 
     Encoding once and copying the same bytes to every replica keeps the replicas identical:
     one size and one set of checksums in the catalog check them all.  ``hints``: the
-    encodings of earlier files of the same write (see :func:`hfq.storage.encoding.encode`).
+    encodings of earlier files of the same write (see :func:`hfq.storage.encoding.encode`),
+    followed by every column when ``alike`` (the write's files are alike).
     """
     codec = None if settings.compression == "none" else settings.compression
-    physical = encoding.encode(table, codec, settings.batch_rows, hints)
+    physical = encoding.encode(table, codec, settings.batch_rows, hints, alike=alike)
     return _encoded(physical, _batch_stats(table, settings.batch_rows, stats_columns),
                     settings)
 
