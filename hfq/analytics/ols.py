@@ -2,12 +2,14 @@
 
 Each partition evaluates ``y`` and the regressors (polars expressions) where it is stored and
 reduces its rows to the state of :class:`hfq.reduce.OLSMoments` -- row count, means and
-*centred* cross-products, in one numba pass -- which the driver merges exactly (Chan's update,
-means kept as double-doubles).  The fit is solved in centred coordinates, which stay well
-conditioned when a regressor sits far from zero with little variance (x near 1e6): raw normal
-equations would lose half the digits there.  A second pass over the same rows, only when it is
-needed, gives the exact residual sum of squares and the heteroskedasticity-robust (HC0/HC1)
-"meat" ``sum e^2 x x'``.
+*centred* cross-products -- which the driver merges exactly (Chan's update, means kept as
+double-doubles).  Arithmetic, comparisons and ``&``/``|`` over null-free numeric columns are
+compiled with the reduction into one numba pass (:class:`hfq.analytics.kernels.FusedOLS`: no
+column materialised); other expressions are evaluated by polars and reduced by numba.
+The fit is solved in centred coordinates, which stay well conditioned when a regressor sits
+far from zero with little variance (x near 1e6): raw normal equations would lose half the
+digits there.  A second pass over the same rows, only when it is needed, gives the exact
+residual sum of squares and the heteroskedasticity-robust (HC0/HC1) "meat" ``sum e^2 x x'``.
 
 Rows where ``y`` or any regressor is null or NaN are dropped, never zero-filled.  Both passes
 read the same table version.
@@ -141,9 +143,13 @@ def ols(table: Table, y: pl.Expr | str,
     scan = {"columns": columns, "dates": dates, "symbols": symbols, "version": version,
             "progress": progress}
 
+    from hfq.analytics.kernels import FusedOLS
+    fused = FusedOLS(z_exprs, where)   # one numba pass per partition where it can
+
     def moments(df: pl.DataFrame) -> tuple[Any, ...]:
         from hfq.analytics.kernels import columns, ols_moments
-        n, hi, lo, c = ols_moments(*columns(df, z_exprs, where))
+        got = fused.moments(df)
+        n, hi, lo, c = ols_moments(*columns(df, z_exprs, where)) if got is None else got
         return (n, hi, lo, c) if n else OLSMoments().identity()
 
     state = table.map_reduce(moments, OLSMoments().merge, **scan)
@@ -170,8 +176,9 @@ def ols(table: Table, y: pl.Expr | str,
 
         def residuals(df: pl.DataFrame) -> tuple[float, np.ndarray]:
             from hfq.analytics.kernels import columns, ols_residuals
+            got = fused.residuals(df, shift_hi, shift_lo, beta, intercept)
             return ols_residuals(*columns(df, z_exprs, where), shift_hi, shift_lo, beta,
-                                 intercept)
+                                 intercept) if got is None else got
 
         ssr, meat = table.map_reduce(residuals, lambda a, b: (a[0] + b[0], a[1] + b[1]),
                                      **scan)

@@ -66,6 +66,9 @@ def spread_by_minute(table: Table, *, dates: Any = None, symbols: Any = None,
             .cast(empty.schema))
 
 
+_NS_PER_MINUTE = 60 * 1_000_000_000
+
+
 def _ns(t: dt.time) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000_000 + t.microsecond * 1000
 
@@ -74,12 +77,15 @@ def _numba(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any,
            progress: bool | None) -> pl.DataFrame:
     from hfq.analytics.kernels import MINUTES, floats, spread_minutes, time_ns
     lo_ns, hi_ns, ratio = _ns(lo), _ns(hi), float(max_ratio)
+    # only the window's minutes travel back (390 of the day's 1,440 for a session)
+    first = lo_ns // _NS_PER_MINUTE
+    stop = max(first, hi_ns // _NS_PER_MINUTE + 1)
 
     def per_minute(df: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         sums, counts = np.zeros(MINUTES), np.zeros(MINUTES, dtype=np.int64)
         spread_minutes(time_ns(df["time"]), floats(df["bid"]), floats(df["ofr"]),
                        lo_ns, hi_ns, ratio, sums, counts)
-        return sums, counts
+        return sums[first:stop], counts[first:stop]
 
     def merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -87,8 +93,8 @@ def _numba(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any,
 
     sums, counts = table.map_reduce(per_minute, merge, columns=["time", "bid", "ofr"],
                                     dates=dates, symbols=symbols, progress=progress) or (
-        np.zeros(MINUTES), np.zeros(MINUTES, dtype=np.int64))
-    return pl.DataFrame({"minute": np.arange(MINUTES, dtype=np.int32), "sum": sums,
+        np.zeros(stop - first), np.zeros(stop - first, dtype=np.int64))
+    return pl.DataFrame({"minute": np.arange(first, stop, dtype=np.int32), "sum": sums,
                          "n": counts})
 
 
