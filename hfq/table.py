@@ -362,7 +362,7 @@ class Table:
                 state = reducer.merge(state, results.pop(nxt))
                 nxt += 1
 
-        nodes.run_units(MapTask(scan.spec, map_fn), units, arrive,
+        nodes.run_units(MapTask(scan.spec, map_fn), units, arrive, small_results=True,
                         progress=self.db.settings.show_progress(progress),
                         label=f"map {self.name}")
         return reducer.finalize(state)

@@ -37,14 +37,17 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
             on_result: Callable[[int, Any], None], *,
             local: Callable[[Any], Any] | None = None, threads: int = 1,
             finish: Callable[[Any, Any, str], Any] | None = None,
-            progress: bool = False, label: str = "",
+            small_results: bool = False, progress: bool = False, label: str = "",
             on_bad: Callable[[int, str, CorruptPartitionError], None] | None = None) -> None:
     """Call ``submit(server, units)`` (an ObjectRef of one value per unit) or ``local(unit)``
     until every unit has succeeded once; ``on_result(index, value)`` as results arrive, in
     any order; ``on_bad(index, node, error)`` for each damaged copy met on the way (a server
     reports one as a :class:`~hfq.runtime.task.BadCopy` in place of the unit's value).
     A node's queue goes out in chunks (fewer calls when there are many small partitions),
-    shrinking to single units as it empties so the tail stays balanced.
+    shrinking to single units as it empties so the tail stays balanced; with
+    ``small_results`` (a map function's values, not rows) each call takes a larger share of
+    the queue -- a round trip costs more than such a result's bytes -- and about a third of
+    it stays queued for whichever holder is free first.
     ``finish(unit, value, node)``: what a server's value still needs here (e.g. decoding the
     file bytes it sent), run in this process's threads; a
     :class:`~hfq.errors.CorruptPartitionError` it raises counts against that node's copy.
@@ -52,7 +55,7 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
     if submit is not None:
         import ray
     bar = _bar(progress, len(units), label)
-    state = _State(nodes, units)
+    state = _State(nodes, units, small_results)
     pool = (ThreadPoolExecutor(max_workers=threads)
             if local is not None or finish is not None else None)
     futures: dict[Future, tuple[int, str | None]] = {}   # -> (unit, node whose copy it read)
@@ -139,8 +142,10 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
 class _State:
     """Queues of unit indices per node, with load counted in rows."""
 
-    def __init__(self, nodes: Nodes, units: Sequence[WorkUnit]) -> None:
+    def __init__(self, nodes: Nodes, units: Sequence[WorkUnit],
+                 small_results: bool = False) -> None:
         self.nodes = nodes
+        self.small_results = small_results
         self.units = units
         self.alive = set(nodes.alive())
         self.queues: dict[str, deque[int]] = {n: deque() for n in self.alive}
@@ -182,7 +187,9 @@ class _State:
 
     def dispatch(self, inflight: Callable[[str], int]) -> list[tuple[str, list[int]]]:
         """(node, unit indexes) to submit now: up to two calls in flight per CPU of a node,
-        each with up to a quarter of what the node has queued per call slot (at most 32)."""
+        each with up to a quarter of what the node has queued per call slot (at most 32); for
+        small results, a whole slot's share of it (4 slots free: a quarter of the queue, then
+        a quarter of the rest, ...: about a third stays queued)."""
         out: list[tuple[str, list[int]]] = []
         if self.nodes.runtime is None:   # no Ray: everything ran locally
             return out
@@ -190,7 +197,9 @@ class _State:
             slots = 2 * self.nodes.runtime.info(name).cpus
             room = slots - inflight(name)
             while room > 0:
-                size = max(1, min(32, len(self.queues[name]) // (4 * slots)))
+                queued = len(self.queues[name])
+                size = (-(-queued // slots) if self.small_results
+                        else max(1, min(32, queued // (4 * slots))))
                 chunk = self._next_for(name, size)
                 if not chunk:
                     break

@@ -331,14 +331,17 @@ class Nodes:
                   on_result: Callable[[int, Any], None], *, here: bool = False,
                   threads: int = 1, progress: bool = False, label: str = "",
                   local_task: Callable[[NodeContext, Any], Any] | None = None,
-                  finish: Callable[[Any, Any, str], Any] | None = None) -> None:
+                  finish: Callable[[Any, Any, str], Any] | None = None,
+                  small_results: bool = False) -> None:
         """``task(node, unit)`` on every unit, on a node holding it, with failover;
         ``on_result(index, value)`` as results arrive.  ``here``: units this process's node
         holds run in this process (no cache, no copy) instead of on its server;
         ``local_task``: what those run instead of ``task`` (e.g. reading a unit and using its
         rows in the thread that read them; it need not be picklable); ``finish(unit, value,
         node)``: what a server's result still needs in this process, run in its threads
-        (e.g. decoding the file bytes a server sent; see :func:`~hfq.runtime.executor.execute`)."""
+        (e.g. decoding the file bytes a server sent; see :func:`~hfq.runtime.executor.execute`);
+        ``small_results``: each unit's value is small (a map function's), so units go to the
+        servers in fewer, larger calls."""
         if not units:
             return
         submit: Callable[[Any, list[Any]], Any] | None = None
@@ -368,8 +371,8 @@ class Nodes:
             bad.setdefault(name, []).extend(hit)
 
         execute(self, units, submit, lambda i, value: on_result(i, unship(value)),
-                local=local, threads=threads, finish=finish, progress=progress, label=label,
-                on_bad=on_bad)
+                local=local, threads=threads, finish=finish, small_results=small_results,
+                progress=progress, label=label, on_bad=on_bad)
         if bad:
             self.repair_quietly(bad)
 
