@@ -332,8 +332,10 @@ class Catalog:
         Every attempt starts from the newest committed version (not from the transaction's
         base), numbered above it and above every number ever claimed.  A publish that still
         lands below the head (versions forgotten meanwhile) is withdrawn and retried, so a
-        commit is only reported once it is the head.  The pieces it wrote are removed when it
-        fails (they are named after the transaction: no other version shares them).
+        commit is only reported once it is the head or an ancestor of it -- a head made on
+        top of this version already holds its change, which a retry would apply twice.  The
+        pieces it wrote are removed when it fails (they are named after the transaction: no
+        other version shares them).
 
         Raises
         ------
@@ -363,7 +365,8 @@ class Catalog:
                     continue
                 claim = self._claim(name, number)
                 faults.point("catalog.commit.after_publish")
-                if self.versions(name)[-1] != manifest.version:
+                top = self.versions(name)[-1]
+                if top != manifest.version and not self._descends(name, top, manifest.version):
                     self.store.remove(self._record_path(name, manifest.version))
                     continue
                 return self._committed(manifest, claim)
@@ -373,6 +376,19 @@ class Catalog:
             raise
         raise CommitConflictError(f"table {name!r}: gave up after {_MAX_ATTEMPTS} "
                                   "attempts to commit against concurrent writers")
+
+    def _descends(self, name: str, top: int, version: int) -> bool:
+        """Whether version ``top`` was made on top of ``version`` (following the parents
+        down); False when a version on the way is gone or names no parent."""
+        while top > version:
+            try:
+                parent = self.version(name, top).parent
+            except (FileNotFoundError, TableNotFoundError):
+                return False
+            if parent is None:
+                return False
+            top = parent
+        return top == version
 
     def _committed(self, manifest: Manifest, claim: tuple[dict[str, bytes], list[str]]
                    ) -> Manifest:

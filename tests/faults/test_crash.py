@@ -239,6 +239,34 @@ def test_a_writer_held_between_reading_the_claims_and_the_head_loses_nothing(tem
     assert_no_leftovers(t, root)
 
 
+def test_a_writer_held_right_after_its_publish_does_not_commit_twice(template, tmp_path):
+    """A has published version 3 and is held before it checks that 3 is the head, while B
+    commits version 4 on top of A's 3.  A must then count its commit as done: withdrawing 3
+    and applying its change again on top of 4 would store A's rows twice (seen as
+    "duplicated rows" under load in tests/unit/test_catalog.py's two-process test)."""
+    root = fresh(template, tmp_path)
+    db_a, db_b = hfq.connect(root, **SETTINGS), hfq.connect(root, **SETTINGS)
+    gate = tmp_path / "gate"
+    faults.arm("catalog.commit.after_publish", f"pause:{gate}@1")
+    thread, result = append_in_thread(db_a)
+    try:
+        wait_for(lambda: os.path.exists(f"{gate}.reached") or not thread.is_alive())
+        assert os.path.exists(f"{gate}.reached"), f"writer A never got there ({result})"
+        b = db_b[TABLE]
+        assert b.append(synth.taq_table(**{**NEW_LOAD, "dates": tuple(NEW_LOAD["dates"])})) == 4
+    finally:
+        gate.touch()
+        thread.join(60)
+        faults.disarm()
+    assert "error" not in result, result.get("error")
+    assert result["value"] == 3
+    t = hfq.connect(root)[TABLE]
+    assert_versions(t, 4)
+    assert canonical(t.to_arrow()).equals(oracle(*OLD, NEW_APPEND, NEW_LOAD))
+    t.vacuum(grace_s=0)
+    assert_no_leftovers(t, root)
+
+
 def test_a_writer_process_paused_between_reading_the_head_and_publishing(template, tmp_path):
     """The same race across processes, with the commit's own fault point as the gate."""
     require_point("catalog.commit.before_publish")

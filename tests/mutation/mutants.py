@@ -63,6 +63,13 @@ MUTANTS: list[Mutant] = [
            "above it on the older base, and its rows are lost (seen once under load)",
            (f"{CRASH}::test_a_writer_held_between_reading_the_claims_and_the_head_loses_"
             "nothing",)),
+    Mutant("commit-retry-on-top-of-itself", "commit", "hfq/catalog/catalog.py",
+           "if top != manifest.version and not self._descends(name, top, manifest.version):",
+           "if top != manifest.version:",
+           "a published version found below the head always withdrawn and retried, even when "
+           "the head was made on top of it: the change is applied twice (duplicated rows, "
+           "seen under load)",
+           (f"{CRASH}::test_a_writer_held_right_after_its_publish_does_not_commit_twice",)),
     Mutant("commit-head-by-count", "commit", "hfq/catalog/catalog.py",
            "return versions[-1] if versions else None",
            "return len(versions) - 1 if versions else None",

@@ -1,0 +1,243 @@
+"""Where the time goes, for the rows of the benchmark report that miss their targets.
+
+    python benchmarks/profile.py day      [--rows N]   # a day into pandas, stage by stage
+    python benchmarks/profile.py fresh                  # a fresh process: imports, connect, read
+    python benchmarks/profile.py analytics [--rows N]  # map_reduce's fixed cost vs the kernels
+    python benchmarks/profile.py cluster  [--rows N]   # a day from 2 nodes: what each part costs
+
+Each prints a table of stages with their seconds (median of ``--repeats`` runs, warm page
+cache), on the data the benchmarks use (``hfq.synth`` TAQ, many symbols), under
+``--out``/work.  The stages are the library's own functions called one after another in one
+thread, so their sum is the CPU time a read or a job needs; the real call runs them on every
+core at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import (  # noqa: E402
+    CLOSE_NS,
+    DAY,
+    OPEN_NS,
+    Bench,
+    cluster_data,
+    make_csv,
+    session,
+    taq_table,
+)
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> float:
+    fn()
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def show(title: str, rows: list[tuple[str, float]], total: float | None = None) -> None:
+    print(f"\n{title}")
+    base = total if total is not None else sum(s for _, s in rows)
+    for label, seconds in rows:
+        print(f"  {label:58s} {seconds * 1e3:9.1f} ms  {seconds / base:6.1%}")
+
+
+def profile_day(bench: Bench, repeats: int) -> None:
+    """A day -> pandas (zstd), its stages in one thread: file bytes and checksums, Arrow IPC
+    (zstd decompression), hfq's column encodings, the copy into the result's buffers, the
+    pandas conversion -- against ``pickle.load`` of the same frame with categoricals."""
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    import hfq
+    from hfq.query.read import Assembler, pandas_type
+    from hfq.storage import encoding
+    from hfq.storage.fragment import check_read, load_file
+    root = os.path.join(bench.work, "profile_day")
+    if not os.path.exists(root):
+        taq_table(bench, root, "zstd").db.load_csv("quotes", make_csv(bench), progress=False)
+    table = hfq.connect(root)["quotes"]
+    scan = table.scan(dates=DAY)
+    units, store, logical = scan.plan.units, scan.nodes.store, scan.manifest.schema.arrow
+    frags = [(u, f) for u in units for f in u.fragments]
+    buffers = [load_file(store, f.file) for _, f in frags]
+    ipcs = [ipc.open_file(pa.BufferReader(b)).read_all() for b in buffers]
+    decoded = [encoding.decode(t, pa.schema([logical.field(n) for n in t.column_names]))
+               for t in ipcs]
+
+    def assemble() -> Any:
+        out = Assembler(logical, [u.rows for u in units], types=pandas_type)
+        for i, t in enumerate(decoded):
+            out.fill(i, t)
+        return out.finish()
+
+    assembled = assemble()
+    stages = [
+        ("file bytes (memory map) + CRC-32 of every batch",
+         timed(lambda: [check_read(load_file(store, f.file), f, None) for _, f in frags],
+               repeats)),
+        ("Arrow IPC read: zstd decompression", timed(
+            lambda: [ipc.open_file(pa.BufferReader(b)).read_all() for b in buffers], repeats)),
+        ("hfq column encodings undone (deltas, scaled decimals)", timed(
+            lambda: [encoding.decode(t, pa.schema([logical.field(n) for n in t.column_names]))
+                     for t in ipcs], repeats)),
+        ("copy into the result's buffers + dictionary merge", timed(assemble, repeats)),
+        ("pyarrow -> pandas (no copy: split blocks)", timed(
+            lambda: assembled.to_pandas(date_as_object=False, split_blocks=True), repeats))]
+    whole = timed(lambda: table.scan(dates=DAY).to_pandas(), repeats)
+    frame = table.scan(dates=DAY).to_pandas()
+    path = os.path.join(bench.work, "profile_day.pkl")
+    with open(path, "wb") as fh:
+        pickle.dump(frame, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    del frame
+
+    def load() -> Any:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    peer = timed(load, repeats)
+    show(f"day -> pandas, {scan.plan.rows:,} rows, {len(frags)} files, one thread "
+         f"(the stages' CPU time)", stages)
+    print(f"  sum of stages {sum(s for _, s in stages):.3f} s; the real to_pandas on "
+          f"{scan.settings.threads} threads {whole:.3f} s; pickle.load (categoricals) "
+          f"{peer:.3f} s (hfq {peer / whole:.2f}x)")
+
+
+def profile_fresh(repeats: int) -> None:
+    """A new process: ``import pyarrow, polars`` (the target's yardstick), then pandas, hfq,
+    connect, one symbol-day."""
+    code = """
+import time; t0 = time.perf_counter()
+import pyarrow, polars
+t1 = time.perf_counter()
+import pandas
+t2 = time.perf_counter()
+import hfq
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2)
+"""
+    runs = []
+    for _ in range(repeats + 1):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout.split()
+        runs.append([float(x) for x in out])
+    med = [statistics.median(r[i] for r in runs[1:]) for i in range(3)]
+    show("fresh process: imports (the read itself is in the benchmark's row)",
+         [("import pyarrow, polars (the yardstick)", med[0]),
+          ("import pandas (to_pandas needs it)", med[1]), ("import hfq", med[2])])
+    print(f"  the target, 1.3 x the yardstick, leaves {0.3 * med[0]:.3f} s for pandas, hfq, "
+          f"connect and the read; importing pandas alone takes {med[1]:.3f} s")
+
+
+def profile_analytics(bench: Bench, repeats: int) -> None:
+    """OLS and spread on 1 node x 2 CPUs: a job that does nothing per partition (the fixed
+    cost of map_reduce), each analytic end to end, its kernel in this process on the whole
+    day in one thread, and polars on the in-memory frame."""
+    import numpy as np
+    import polars as pl
+
+    from hfq import analytics as ha
+    from hfq.analytics.kernels import MINUTES, FusedOLS, spread_minutes
+    from scenarios.analytics import ols_exprs
+    data = cluster_data(bench)
+    db = session(bench).connect(1, cpus=2)
+    table = session(bench).table("quotes_2cpu", data, replicas=1)
+    y, x, where = ols_exprs()
+    frame = pl.from_arrow(data.table)
+    fused = FusedOLS([x.cast(pl.Float64), y.cast(pl.Float64)], where)
+    cols = frame.select("bid", "ofr", "bidsiz", "ofrsiz")
+    t, b, o = (frame["time"].to_physical().to_numpy(), frame["bid"].to_numpy(),
+               frame["ofr"].to_numpy())
+
+    def spread_kernel() -> None:
+        spread_minutes(t, b, o, OPEN_NS, CLOSE_NS, 1.2, np.zeros(MINUTES),
+                       np.zeros(MINUTES, dtype=np.int64))
+    rows = [("map_reduce doing nothing per partition (fixed cost)", timed(
+                lambda: table.map_reduce(lambda df: df.height, lambda a, c: a + c,
+                                         columns=["bid"], progress=False), repeats)),
+            ("ols end to end (1 node x 2 CPUs)", timed(
+                lambda: ha.ols(table, y=y, x={"q": x}, where=where, progress=False), repeats)),
+            ("  its fused kernel over the whole day in this process, 1 thread",
+             timed(lambda: fused.moments(cols), repeats)),
+            ("  polars on the in-memory frame (mean, cov, var; 2 threads)", timed(
+                lambda: frame.lazy().filter(where).select(y=y, x=x).select(
+                    pl.len(), pl.col("x").mean(), pl.col("y").mean(), pl.cov("x", "y"),
+                    pl.col("x").var()).collect(), repeats)),
+            ("spread_by_minute end to end (1 node x 2 CPUs)", timed(
+                lambda: ha.spread_by_minute(table, progress=False), repeats)),
+            ("  its kernel over the whole day in this process, 1 thread",
+             timed(spread_kernel, repeats))]
+    print(f"\nanalytics, {data.rows:,} rows in {len(table.snapshot().partitions)} partitions "
+          f"({db.settings.compression}), warm node cache")
+    for label, seconds in rows:
+        print(f"  {label:66s} {seconds * 1e3:8.1f} ms")
+
+
+def profile_cluster(bench: Bench, repeats: int) -> None:
+    """A day from 2 nodes x 1 CPU into pandas: the whole read, the units this driver's node
+    holds alone, the other node's alone (files sent, decoded here), and the bytes sent."""
+    from hfq.query.read import ReadTask, decoded
+    data = cluster_data(bench)
+    db = session(bench).connect(2)
+    table = session(bench).table("quotes_r1", data, replicas=1)
+    nodes = db.cluster_nodes()
+    scan = table.scan(dates=DAY)
+    units = scan.plan.units
+    local = [u for u in units if nodes.local in nodes.unit_holders(u)]
+    remote = [u for u in units if nodes.local not in nodes.unit_holders(u)]
+
+    def run(chosen: list[Any]) -> None:
+        nodes.run_units(ReadTask(scan.spec, encoded=True), chosen, lambda i, v: None,
+                        here=True, threads=db.settings.threads,
+                        finish=lambda unit, value, node: decoded(scan.spec, unit, value, node))
+    sent = sum(f.bytes for u in remote for f in u.fragments)
+    rows = [("the whole day -> pandas", timed(lambda: table.scan(dates=DAY).to_pandas(),
+                                              repeats)),
+            (f"  {len(local)} units held here, read here -> arrow", timed(lambda: run(local),
+                                                                          repeats)),
+            (f"  {len(remote)} units of the other node: files sent ({sent / 2**20:,.0f} MiB), "
+             "decoded here -> arrow", timed(lambda: run(remote), repeats))]
+    print(f"\ncluster read, {data.rows:,} rows, 2 nodes x 1 CPU, 1 replica")
+    for label, seconds in rows:
+        print(f"  {label:78s} {seconds * 1e3:8.1f} ms")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["day", "fresh", "analytics", "cluster"])
+    p.add_argument("--rows", type=int, default=20_000_000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--out", default="bench_out/profile")
+    args = p.parse_args()
+    bench = Bench(out=args.out, rows=args.rows, days=1, repeats=args.repeats, quick=False)
+    os.makedirs(bench.work, exist_ok=True)
+    try:
+        if args.what == "day":
+            profile_day(bench, args.repeats)
+        elif args.what == "fresh":
+            profile_fresh(args.repeats)
+        elif args.what == "analytics":
+            profile_analytics(bench, args.repeats)
+        else:
+            profile_cluster(bench, args.repeats)
+    finally:
+        if bench.session is not None:
+            bench.session.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
