@@ -174,8 +174,8 @@ def profile_analytics(bench: Bench, repeats: int) -> None:
              timed(lambda: fused.moments(cols), repeats)),
             ("  polars on the in-memory frame (mean, cov, var; 2 threads)", timed(
                 lambda: frame.lazy().filter(where).select(y=y, x=x).select(
-                    pl.len(), pl.col("x").mean(), pl.col("y").mean(), pl.cov("x", "y"),
-                    pl.col("x").var()).collect(), repeats)),
+                    n=pl.len(), mx=pl.col("x").mean(), my=pl.col("y").mean(),
+                    cxy=pl.cov("x", "y"), vx=pl.col("x").var()).collect(), repeats)),
             ("spread_by_minute end to end (1 node x 2 CPUs)", timed(
                 lambda: ha.spread_by_minute(table, progress=False), repeats)),
             ("  its kernel over the whole day in this process, 1 thread",

@@ -98,6 +98,10 @@ def main(argv=None) -> int:
             SCENARIOS[name](bench)
             bench.log(f"{label} done in {time.perf_counter() - start:.0f} s "
                       f"({time.perf_counter() - began:.0f} s so far)")
+            # the report so far, after every step: a run killed later (out of memory, a
+            # lost terminal) keeps what it measured
+            bench.seconds = time.perf_counter() - began
+            report.write(bench, args.out)
     finally:
         if bench.session is not None:
             bench.session.close()
