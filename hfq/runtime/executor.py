@@ -31,6 +31,9 @@ log = logging.getLogger("hfq")
 
 __all__ = ["execute"]
 
+_DRAIN_S = 120.0
+"""How long a failed job waits for its calls still running on the nodes."""
+
 
 def execute(nodes: Nodes, units: Sequence[WorkUnit],
             submit: Callable[[Any, list[Any]], Any] | None,
@@ -133,6 +136,9 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
     finally:
         for ref in refs:
             ray.cancel(ref)
+        if refs:   # a job that failed: calls already running finish first, so that whoever
+            # cleans up after it (a write's abort) finds every file they wrote
+            ray.wait(list(refs), num_returns=len(refs), timeout=_DRAIN_S)
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
