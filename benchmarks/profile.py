@@ -6,7 +6,7 @@
     python benchmarks/profile.py cluster  [--rows N]   # a day from 2 nodes: what each part costs
 
 Each prints a table of stages with their seconds (median of ``--repeats`` runs, warm page
-cache), on the data the benchmarks use (``hfq.synth`` TAQ, many symbols), under
+cache), on the data the benchmarks use (``hfq.synth`` TAQ; ``--shape`` many or few symbols), under
 ``--out``/work.  The stages are the library's own functions called one after another in one
 thread, so their sum is the CPU time a read or a job needs; the real call runs them on every
 core at once.
@@ -29,6 +29,7 @@ from harness import (  # noqa: E402
     CLOSE_NS,
     DAY,
     OPEN_NS,
+    SHAPES,
     Bench,
     cluster_data,
     make_csv,
@@ -221,8 +222,12 @@ def main() -> int:
     p.add_argument("--rows", type=int, default=20_000_000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default="bench_out/profile")
+    p.add_argument("--shape", choices=list(SHAPES), default="many",
+                   help="the data's shape: " + "; ".join(f"{k} = {v[0]}"
+                                                         for k, v in SHAPES.items()))
     args = p.parse_args()
-    bench = Bench(out=args.out, rows=args.rows, days=1, repeats=args.repeats, quick=False)
+    bench = Bench(out=args.out, rows=args.rows, days=1, repeats=args.repeats, quick=False,
+                  shape=args.shape)
     os.makedirs(bench.work, exist_ok=True)
     try:
         if args.what == "day":

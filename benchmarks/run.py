@@ -37,6 +37,8 @@ a time; they run in the order above so that consecutive ones share a cluster.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import multiprocessing
 import os
 import shutil
 import sys
@@ -57,6 +59,31 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "analytics": analytics.scenario_analytics,
              "queries": queries.scenario_queries,
              "scale": scale.scenario_scale}
+
+
+def run_shape(bench: Bench, chosen: list[str], out: str, done: int, total: int,
+              offset: float) -> tuple[list, dict]:
+    """The scenarios ``chosen`` on ``bench.shape``'s data, in this (child) process, after
+    ``done`` of the run's ``total`` steps and ``offset`` seconds; returns the results so far.
+    The report so far is written after every step: a run killed later (out of memory, a lost
+    terminal) keeps what it measured."""
+    began = time.perf_counter() - offset
+    os.makedirs(bench.work, exist_ok=True)
+    try:
+        for i, name in enumerate(chosen, done + 1):
+            start = time.perf_counter()
+            label = f"[{i}/{total}] {name} ({SHAPES[bench.shape][0]})"
+            bench.log(f"{label} ...")
+            SCENARIOS[name](bench)
+            bench.log(f"{label} done in {time.perf_counter() - start:.0f} s "
+                      f"({time.perf_counter() - began:.0f} s so far)")
+            bench.seconds = time.perf_counter() - began
+            report.write(bench, out)
+    finally:
+        if bench.session is not None:
+            bench.session.close()
+            bench.session = None
+    return bench.results, bench.summary
 
 
 def main(argv=None) -> int:
@@ -81,30 +108,17 @@ def main(argv=None) -> int:
         bench.log("SMOKE TEST (--quick): tiny data, one timed run each -- checks that every "
                   "scenario runs end to end; its figures are not measurements.")
     chosen = [n for n in SCENARIOS if args.only is None or n in args.only]
-    steps = [(shape, name) for shape in args.shapes for name in chosen]
     began = time.perf_counter()
-    try:
-        for i, (shape, name) in enumerate(steps, 1):
-            if shape != bench.shape:          # new data: nothing carries over but the results
-                if bench.session is not None:
-                    bench.session.close()
-                    bench.session = None
-                bench.cache.clear()
-                bench.shape = shape
-            os.makedirs(bench.work, exist_ok=True)
-            start = time.perf_counter()
-            label = f"[{i}/{len(steps)}] {name} ({SHAPES[shape][0]})"
-            bench.log(f"{label} ...")
-            SCENARIOS[name](bench)
-            bench.log(f"{label} done in {time.perf_counter() - start:.0f} s "
-                      f"({time.perf_counter() - began:.0f} s so far)")
-            # the report so far, after every step: a run killed later (out of memory, a
-            # lost terminal) keeps what it measured
-            bench.seconds = time.perf_counter() - began
-            report.write(bench, args.out)
-    finally:
-        if bench.session is not None:
-            bench.session.close()
+    total = len(chosen) * len(args.shapes)
+    # each data shape in a process of its own: what one shape's stores and peers (DuckDB,
+    # ArcticDB, the allocator's arenas) keep in memory cannot add to the next shape's peak
+    spawn = multiprocessing.get_context("spawn")
+    for k, shape in enumerate(args.shapes):
+        bench.shape = shape
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            bench.results, bench.summary = pool.submit(
+                run_shape, bench, chosen, args.out, k * len(chosen), total,
+                time.perf_counter() - began).result()
     bench.shape = args.shapes[0]
     bench.seconds = time.perf_counter() - began
     text = report.write(bench, args.out)

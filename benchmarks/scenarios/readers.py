@@ -164,6 +164,7 @@ def build_stores(bench: Bench, base: str) -> tuple[dict[str, str], list[tuple[st
     from arcticdb.version_store.library import WritePayload
 
     from hfq.demo import trading_days
+    from hfq.scan import _pandas_ready  # what Scan.to_pandas gives, a ticker at a time
     files = make_csv(bench)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
@@ -174,7 +175,8 @@ def build_stores(bench: Bench, base: str) -> tuple[dict[str, str], list[tuple[st
     duck = duckdb.connect(paths["duckdb"])
     lib = Arctic(f"lmdb://{paths['arcticdb']}").get_library("bench", create_if_missing=True)
     os.makedirs(paths["parquet"])
-    pairs, frames = [], []
+    pairs: list[tuple[str, str]] = []
+    arctic_started = False
     for day in trading_days(DAY, bench.days):
         day_arrow = table.scan(dates=day).to_arrow()
         duck.register("day_arrow", day_arrow)
@@ -188,27 +190,43 @@ def build_stores(bench: Bench, base: str) -> tuple[dict[str, str], list[tuple[st
         pq.write_table(duck_arrow(duck.sql(f"SELECT * FROM q WHERE date = DATE '{day}'")),
                        os.path.join(paths["parquet"], f"{day}.parquet"), compression="zstd",
                        row_group_size=65536)
-        # pickle: one file per (day, symbol), the pandas frame a user would have saved
-        plain = table.scan(dates=day).to_pandas().astype(
-            {"symbol": object, "ex": object, "mmid": object})
+        # pickle: one file per (day, symbol), the pandas frame a user would have saved;
+        # ArcticDB: one library symbol per ticker over all days, indexed by timestamp (its
+        # natural layout; a day is then a date_range read), appended to day by day.  Both are
+        # built a ticker at a time from hfq's answer, where each ticker's rows are contiguous
+        # (a partition is sorted by symbol, time): a 20 M-row day as pandas frames with str
+        # objects, copied for each layout, does not fit in memory.
         os.makedirs(os.path.join(paths["pickle"], day))
-        for symbol, group in plain.groupby("symbol", sort=True):
+        codes = day_arrow.column("symbol").to_pandas().cat.codes.to_numpy()
+        starts = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1])
+        assert len(np.unique(codes[starts])) == len(starts), "a ticker's rows are not contiguous"
+        payloads: list = []
+        for start, stop in zip(starts, [*starts[1:], len(codes)]):
+            group = _pandas_ready(day_arrow.slice(start, stop - start)).to_pandas(
+                date_as_object=False).astype(
+                {"symbol": object, "ex": object, "mmid": object})
+            symbol = group["symbol"].iat[0]
             with open(os.path.join(paths["pickle"], day, f"{symbol}.pkl"), "wb") as fh:
-                pickle.dump(group.reset_index(drop=True), fh, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(group, fh, protocol=pickle.HIGHEST_PROTOCOL)
             pairs.append((day, symbol))
-        frames.append(plain)
+            group.index = pd.DatetimeIndex(group["date"].astype("datetime64[ns]")
+                                           + group["time"])
+            payloads.append(WritePayload(str(symbol), group.drop(columns=["date"]).assign(
+                time=group["time"].dt.total_seconds().astype("int32"))))
+            if sum(len(w.data) for w in payloads) >= 1_000_000:
+                arctic_write(lib, payloads, first=not arctic_started)
+                payloads = []
+        arctic_write(lib, payloads, first=not arctic_started)
+        arctic_started = True
         del day_arrow
     duck.close()
-    # ArcticDB: one symbol per ticker over all days, indexed by timestamp (its natural layout;
-    # a day is then a date_range read)
-    every = pd.concat(frames, ignore_index=True)
-    del frames
-    every.index = pd.DatetimeIndex(every["date"].astype("datetime64[ns]") + every["time"])
-    every = every.drop(columns=["date"]).assign(
-        time=every["time"].dt.total_seconds().astype("int32"))
-    lib.write_batch([WritePayload(str(symbol), group)
-                     for symbol, group in every.groupby("symbol", sort=False)])
-    return paths, pairs
+    return paths, sorted(pairs)
+
+
+def arctic_write(lib: Any, payloads: list, first: bool) -> None:
+    """Write (on the first day) or append (later days) these tickers' frames."""
+    if payloads:
+        (lib.write_batch if first else lib.append_batch)(payloads)
 
 
 def stores(bench: Bench) -> tuple[dict[str, str], list[tuple[str, str]]]:
