@@ -4,6 +4,7 @@
     python benchmarks/profile.py fresh                  # a fresh process: imports, connect, read
     python benchmarks/profile.py analytics [--rows N]  # map_reduce's fixed cost vs the kernels
     python benchmarks/profile.py cluster  [--rows N]   # a day from 2 nodes: what each part costs
+    python benchmarks/profile.py spread   [--rows N]   # spread_by_minute cold: disk, decode, kernel
 
 Each prints a table of stages with their seconds (median of ``--repeats`` runs, warm page
 cache), on the data the benchmarks use (``hfq.synth`` TAQ; ``--shape`` many or few symbols), under
@@ -31,7 +32,9 @@ from harness import (  # noqa: E402
     OPEN_NS,
     SHAPES,
     Bench,
+    clear_node_caches,
     cluster_data,
+    evict,
     make_csv,
     session,
     taq_table,
@@ -216,9 +219,71 @@ def profile_cluster(bench: Bench, repeats: int) -> None:
         print(f"  {label:78s} {seconds * 1e3:8.1f} ms")
 
 
+def profile_spread(bench: Bench, repeats: int) -> None:
+    """spread_by_minute cold (the report's cold row: every partition file evicted from the
+    page cache, the node caches emptied) and warm on 1 node x 2 CPUs, against its stages in
+    this process, one thread, partition by partition: the 3 columns read from evicted files
+    (disk, zstd, hfq's decodings, checksums), the same from the page cache, the polars frame
+    the map function gets, the kernel."""
+    import numpy as np
+    import polars as pl
+
+    from hfq import analytics as ha
+    from hfq.analytics.kernels import MINUTES, floats, spread_minutes, time_ns
+    from hfq.storage.fragment import read_fragment
+    data = cluster_data(bench)
+    db = session(bench).connect(1, cpus=2)
+    table = session(bench).table("quotes_2cpu", data, replicas=1)
+    roots = [i.root for i in db.runtime.infos()]
+    scan = table.scan(dates=DAY, columns=["time", "bid", "ofr"])
+    store, logical = scan.nodes.store, scan.manifest.schema.arrow
+    records = [f for u in scan.plan.units for f in u.fragments]
+
+    def read_all() -> list[Any]:
+        return [read_fragment(store, r, logical, columns=["time", "bid", "ofr"])
+                for r in records]
+
+    def cold(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            clear_node_caches(db)
+            evict(*roots)
+            start = time.perf_counter()
+            fn()
+            return time.perf_counter() - start
+        return run
+
+    def cold_timed(fn: Callable[[], Any]) -> float:
+        return statistics.median(cold(fn)() for _ in range(repeats))
+
+    tables = read_all()
+    frames = [pl.from_arrow(t).rechunk() for t in tables]
+
+    def kernel() -> None:
+        for df in frames:
+            spread_minutes(time_ns(df["time"]), floats(df["bid"]), floats(df["ofr"]),
+                           OPEN_NS, CLOSE_NS, 1.2, np.zeros(MINUTES),
+                           np.zeros(MINUTES, dtype=np.int64))
+    on_disk = sum(f.bytes for f in records)
+    rows = [("spread_by_minute end to end, cold (1 node x 2 CPUs)",
+             cold_timed(lambda: ha.spread_by_minute(table, progress=False))),
+            ("spread_by_minute end to end, warm node cache",
+             timed(lambda: ha.spread_by_minute(table, progress=False), repeats)),
+            ("  3 columns read from evicted files, 1 thread (disk, zstd, decodings, CRC)",
+             cold_timed(read_all)),
+            ("  the same from the page cache, 1 thread (zstd, decodings, CRC)",
+             timed(read_all, repeats)),
+            ("  the polars frames the map function gets (contiguous), 1 thread",
+             timed(lambda: [pl.from_arrow(t).rechunk() for t in tables], repeats)),
+            ("  the kernel over every partition, 1 thread", timed(kernel, repeats))]
+    print(f"\nspread_by_minute, {data.rows:,} rows in {len(records)} files "
+          f"({on_disk / 2**20:,.0f} MiB on disk, all columns; {db.settings.compression})")
+    for label, seconds in rows:
+        print(f"  {label:78s} {seconds * 1e3:8.1f} ms")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["day", "fresh", "analytics", "cluster"])
+    p.add_argument("what", choices=["day", "fresh", "analytics", "cluster", "spread"])
     p.add_argument("--rows", type=int, default=20_000_000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default="bench_out/profile")
@@ -236,6 +301,8 @@ def main() -> int:
             profile_fresh(args.repeats)
         elif args.what == "analytics":
             profile_analytics(bench, args.repeats)
+        elif args.what == "spread":
+            profile_spread(bench, args.repeats)
         else:
             profile_cluster(bench, args.repeats)
     finally:

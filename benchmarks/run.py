@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import itertools
 import multiprocessing
 import os
 import shutil
@@ -61,13 +62,20 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "scale": scale.scenario_scale}
 
 
-def run_shape(bench: Bench, chosen: list[str], out: str, done: int, total: int,
+# scenarios that share data (bench.cache, a running cluster) run in one process, in this order
+FAMILY = {"point": "slices", "concurrent": "slices",
+          "scaling": "cluster", "overhead": "cluster", "scan_kernel": "cluster",
+          "cluster_read": "cluster", "analytics": "cluster"}
+
+
+def run_steps(bench: Bench, chosen: list[str], out: str, done: int, total: int,
               offset: float) -> tuple[list, dict]:
     """The scenarios ``chosen`` on ``bench.shape``'s data, in this (child) process, after
     ``done`` of the run's ``total`` steps and ``offset`` seconds; returns the results so far.
     The report so far is written after every step: a run killed later (out of memory, a lost
     terminal) keeps what it measured."""
     began = time.perf_counter() - offset
+    bench.cache.clear()
     os.makedirs(bench.work, exist_ok=True)
     try:
         for i, name in enumerate(chosen, done + 1):
@@ -109,23 +117,33 @@ def main(argv=None) -> int:
                   "scenario runs end to end; its figures are not measurements.")
     chosen = [n for n in SCENARIOS if args.only is None or n in args.only]
     began = time.perf_counter()
-    total = len(chosen) * len(args.shapes)
-    # each data shape in a process of its own: what one shape's stores and peers (DuckDB,
-    # ArcticDB, the allocator's arenas) keep in memory cannot add to the next shape's peak
+    steps = [(shape, name) for shape in args.shapes for name in chosen]
+    # each group of scenarios that share data runs in a process of its own: what a group's
+    # stores and peers (DuckDB, ArcticDB, the allocator's arenas) keep in memory cannot add
+    # to the next group's peak (a 20 M-row day's point stores were OOM-killed after read)
     spawn = multiprocessing.get_context("spawn")
-    for k, shape in enumerate(args.shapes):
+    done, failed = 0, []
+    for (shape, _), group in itertools.groupby(steps, lambda s: (s[0], FAMILY.get(s[1], s[1]))):
+        names = [name for _, name in group]
         bench.shape = shape
-        with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
-            bench.results, bench.summary = pool.submit(
-                run_shape, bench, chosen, args.out, k * len(chosen), total,
-                time.perf_counter() - began).result()
+        try:
+            with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                bench.results, bench.summary = pool.submit(
+                    run_steps, bench, names, args.out, done, len(steps),
+                    time.perf_counter() - began).result()
+        except concurrent.futures.process.BrokenProcessPool:   # killed: go on with the rest
+            failed.append(f"{', '.join(names)} ({SHAPES[shape][0]})")
+            bench.log(f"  the process running {failed[-1]} died (out of memory?); going on")
+        done += len(names)
     bench.shape = args.shapes[0]
     bench.seconds = time.perf_counter() - began
     text = report.write(bench, args.out)
     print(text)
+    if failed:
+        print(f"not measured: the processes running {'; '.join(failed)} died")
     if not args.keep_data:
         shutil.rmtree(os.path.join(args.out, "work"), ignore_errors=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
