@@ -204,8 +204,11 @@ def profile_cluster(bench: Bench, repeats: int) -> None:
     remote = [u for u in units if nodes.local not in nodes.unit_holders(u)]
 
     def run(chosen: list[Any]) -> None:
+        # units held here are read and decoded in this process; the others' files are sent
+        # as stored and decoded here (finish), as a whole-day scan does
         nodes.run_units(ReadTask(scan.spec, encoded=True), chosen, lambda i, v: None,
                         here=True, threads=db.settings.threads,
+                        local_task=ReadTask(scan.spec),
                         finish=lambda unit, value, node: decoded(scan.spec, unit, value, node))
     sent = sum(f.bytes for u in remote for f in u.fragments)
     rows = [("the whole day -> pandas", timed(lambda: table.scan(dates=DAY).to_pandas(),

@@ -25,7 +25,6 @@ from harness import (
     Answer,
     Bench,
     Digest,
-    count_rows,
     digest,
     duck_arrow,
     evict,
@@ -91,8 +90,20 @@ def arctic_plain(df: Any) -> Any:
         date=df.index.normalize().values, time=pd.to_timedelta(df["time"].to_numpy(), unit="s"))
 
 
-def slices_digest(kind: str, frames: list) -> Digest:
-    return digest([arctic_plain(f) for f in frames] if kind == "arcticdb" else frames)
+def read_slices(read: Callable[[str, str], Any], kind: str, slices: list[tuple[str, str]],
+                full: bool) -> tuple[int, Digest | None]:
+    """Read every (day, symbol) slice with ``read``: the rows counted from the answers and,
+    when ``full``, the digest of every value read.  No answer is kept past its digest: with a
+    few symbols a slice is a whole ticker-day (1 M rows in a 20 M-row day), and 200 of them as
+    pandas frames of str objects outgrow the machine's memory."""
+    rows, parts = 0, []
+    for day, symbol in slices:
+        frame = read(day, symbol)
+        rows += len(frame)
+        if full:
+            parts.append(digest(arctic_plain(frame) if kind == "arcticdb" else frame))
+        del frame
+    return rows, (merge_digests(parts) if full else None)
 
 
 def client_main(conn, kind: str, path: str) -> None:
@@ -103,9 +114,7 @@ def client_main(conn, kind: str, path: str) -> None:
         conn.send(("ready", None))
         while (job := conn.recv()) is not None:
             slices, full = job
-            frames = [read(day, symbol) for day, symbol in slices]
-            rows = count_rows(frames)
-            conn.send(("done", (rows, slices_digest(kind, frames) if full else None)))
+            conn.send(("done", read_slices(read, kind, slices, full)))
     except BaseException:  # noqa: BLE001 - a client process reports any failure to the parent
         conn.send(("error", traceback.format_exc()))
 
@@ -249,8 +258,11 @@ LAYOUTS = {
 
 def slice_jobs(bench: Bench, pairs: list[tuple[str, str]], clients: int
                ) -> list[list[tuple[str, str]]]:
-    """Client i's random (day, symbol) slices, the same for every store."""
-    per_client = 20 if bench.quick else 200
+    """Client i's random (day, symbol) slices, the same for every store: 200 (20 for a
+    smoke test), fewer when slices are large -- with a few symbols a slice is a whole
+    ticker-day, and each client reads at most about 20 M rows a run."""
+    per_slice = bench.rows * bench.days / len(pairs)
+    per_client = 20 if bench.quick else min(200, max(10, int(20e6 // per_slice)))
     return [[pairs[k] for k in np.random.default_rng(1000 + i).integers(0, len(pairs),
                                                                        per_client)]
             for i in range(clients)]
@@ -270,8 +282,7 @@ def scenario_point(bench: Bench) -> None:
 
     def contender(kind: str) -> Answer:
         def run(full: bool) -> tuple[int, Any]:
-            frames = [readers[kind](day, symbol) for day, symbol in job]
-            return count_rows(frames), (slices_digest(kind, frames) if full else None)
+            return read_slices(readers[kind], kind, job, full)
         return Answer(run)
 
     def cold() -> None:
