@@ -26,6 +26,7 @@ from hfq.query.read import (
     decoded,
     pandas_type,
     read_unit,
+    read_unit_pieces,
 )
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.task import NodeContext
@@ -207,17 +208,27 @@ class Scan:
         index = {id(u): i for i, u in enumerate(units)}
         spec = self.spec
 
+        def refuse(unit: Unit, rows: str, node: str | None) -> CorruptPartitionError:
+            return CorruptPartitionError(
+                f"partition {unit.partition!r} of table {self.manifest.table!r} gave {rows} "
+                f"rows, the catalog recorded {unit.rows:,}", file=unit.fragments[0].file,
+                node=node)
+
         def fill(i: int, table: pa.Table, node: str | None = None) -> None:
-            unit = units[i]
-            if table.num_rows != unit.rows:
-                raise CorruptPartitionError(
-                    f"partition {unit.partition!r} of table {self.manifest.table!r} gave "
-                    f"{table.num_rows:,} rows, the catalog recorded {unit.rows:,}",
-                    file=unit.fragments[0].file, node=node)
+            if table.num_rows != units[i].rows:
+                raise refuse(units[i], f"{table.num_rows:,}", node)
             assembler.fill(i, table)
 
         def read_here(node: NodeContext, unit: Unit) -> None:
-            fill(index[id(unit)], read_unit(node.store, spec, unit, node.name), node.name)
+            # a large partition in pieces, each copied into place before the next is read
+            i, rows = index[id(unit)], 0
+            for offset, piece in read_unit_pieces(node.store, spec, unit, node.name):
+                rows += piece.num_rows
+                if rows > unit.rows:   # refused before a row lands outside its part
+                    raise refuse(unit, f"more than {unit.rows:,}", node.name)
+                assembler.fill(i, piece, offset)
+            if rows != unit.rows:
+                raise refuse(unit, f"{rows:,}", node.name)
 
         def finish(unit: Unit, value: pa.Table | EncodedFiles, node: str) -> None:
             fill(index[id(unit)], decoded(spec, unit, value, node), node)

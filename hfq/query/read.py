@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -28,12 +28,13 @@ from hfq.errors import SchemaMismatchError
 from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
 from hfq.storage.cache import PartitionCache, read_fragment_cached
-from hfq.storage.fragment import load_file, read_fragment
+from hfq.storage.fragment import load_file, read_fragment, read_fragment_pieces
 from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
 __all__ = ["Assembler", "EncodedFiles", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec",
-           "ReadTask", "decoded", "pandas_type", "read_unit", "ships_encoded", "where_mask"]
+           "ReadTask", "decoded", "pandas_type", "read_unit", "read_unit_pieces", "ships_encoded",
+           "where_mask"]
 
 
 class NodeLike(Protocol):
@@ -66,6 +67,39 @@ INLINE_ROWS = 1 << 17
 runs in the calling thread (starting a thread pool costs more than reading a symbol-day) and
 reads through this process's cache of decoded batches
 (:func:`~hfq.storage.cache.process_cache`)."""
+
+PIECE_ROWS = 1 << 18
+"""A whole partition read into one result (``Scan.to_pandas`` / ``to_polars``) is read and
+copied into place this many rows' worth of record batches at a time: a partition of millions of
+rows (a busy ticker's bucket) is then never in memory decoded whole beside the result."""
+
+
+def read_unit_pieces(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None
+                     ) -> Iterator[tuple[int, pa.Table]]:
+    """(offset, rows) of ``unit``'s matching rows, in pieces of about :data:`PIECE_ROWS` rows
+    when the unit is one file whose kept batches all match (no row filter, no ``where``), else
+    in one piece (:func:`read_unit`).  Each piece is verified as :func:`read_unit` verifies."""
+    record = unit.fragments[0] if len(unit.fragments) == 1 else None
+    if record is None or not unit.exact or spec.where is not None or not record.batches:
+        yield 0, read_unit(store, spec, unit, node)
+        return
+    wanted = range(len(record.batches)) if unit.batches[0] is None else unit.batches[0]
+    pieces: list[list[int]] = []
+    rows = 0
+    for b in wanted:
+        if not pieces or rows + record.batches[b].rows > PIECE_ROWS:
+            pieces.append([])
+            rows = 0
+        pieces[-1].append(b)
+        rows += record.batches[b].rows
+    if not pieces:   # every batch pruned
+        yield 0, spec.schema.select(spec.columns).arrow.empty_table()
+        return
+    offset = 0
+    for piece in read_fragment_pieces(store, record, spec.schema.arrow, pieces,
+                                      columns=list(spec.columns), node=node):
+        yield offset, piece
+        offset += piece.num_rows
 
 
 def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None = None, *,
@@ -433,15 +467,21 @@ class Assembler:
                 _fixed_dtype(field.type)
             self._values.append(None if dtype is None else _pool_array(self.rows, dtype))
 
-    def fill(self, i: int, table: pa.Table) -> None:
-        """Copy part ``i`` (``rows[i]`` rows, this schema's columns in order) into place;
-        parts may be filled from several threads at once."""
+    def fill(self, i: int, table: pa.Table, offset: int | None = None) -> None:
+        """Copy part ``i`` (``rows[i]`` rows, this schema's columns in order) into place, or
+        with ``offset`` a piece of it starting at that row; parts (and pieces) may be filled
+        from several threads at once."""
         lo, hi = self.starts[i], self.starts[i + 1]
-        if table.num_rows != hi - lo:
+        if offset is None and table.num_rows != hi - lo:
             raise ValueError(f"part {i} has {table.num_rows} rows, {hi - lo} were planned")
+        if offset is not None:
+            if offset < 0 or lo + offset + table.num_rows > hi:
+                raise ValueError(f"part {i} has {table.num_rows} rows at row {offset}, past "
+                                 f"the {hi - lo} planned")
+            lo += offset
         for c, column in enumerate(table.columns):
             if self._values[c] is None:
-                self._other[c].append((i, column))
+                self._other[c].append((lo, column))
                 continue
             start = lo
             for chunk in column.chunks:

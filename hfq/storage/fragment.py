@@ -20,7 +20,7 @@ the original error chained.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover - isal is a dependency; zlib is the same
     from zlib import crc32
 
 __all__ = ["BatchRecord", "Encoded", "FileRecord", "check_bytes", "check_read", "load_file",
-           "encode_fragment", "prepare_fragments", "put_file", "read_fragment", "verify_file",
+           "encode_fragment", "prepare_fragments", "put_file", "read_fragment",
+           "read_fragment_pieces", "verify_file",
            "where"]
 
 BatchStatsRaw = tuple[int, dict[str, "list[Any] | None"], tuple[int, int, int] | None]
@@ -375,9 +376,30 @@ def read_fragment(store: Store | None, record: FileRecord, logical: pa.Schema, *
     :class:`~hfq.errors.CorruptPartitionError` on a missing, short, damaged or undecodable
     file.
     """
-    names = logical.names if columns is None else list(columns)
-    file = record.file
     wanted = None if batches is None else list(batches)
+    reader = _open_checked(store, record, logical, columns, wanted, data, node)
+    return _decoded(reader, record, logical, columns, wanted, node)
+
+
+def read_fragment_pieces(store: Store, record: FileRecord, logical: pa.Schema,
+                         pieces: Sequence[Sequence[int]], *,
+                         columns: Sequence[str] | None = None,
+                         node: str | None = None) -> Iterator[pa.Table]:
+    """:func:`read_fragment` of each list of record batches in ``pieces``, one after another:
+    the file is opened and its batches verified once, and each piece is decoded only when the
+    caller asks for it (a large partition need not be in memory decoded whole)."""
+    reader = _open_checked(store, record, logical, columns, [b for p in pieces for b in p],
+                           None, node)
+    for piece in pieces:
+        yield _decoded(reader, record, logical, columns, list(piece), node)
+
+
+def _open_checked(store: Store | None, record: FileRecord, logical: pa.Schema,
+                  columns: Sequence[str] | None, wanted: list[int] | None,
+                  data: pa.Buffer | None, node: str | None) -> ipc.RecordBatchFileReader:
+    """The file's IPC reader of ``columns``, once the bytes ``wanted`` (batches; None: all)
+    needs are verified."""
+    file = record.file
     if data is not None:
         buffer = data
     elif store is None:
@@ -385,15 +407,28 @@ def read_fragment(store: Store | None, record: FileRecord, logical: pa.Schema, *
     else:
         buffer = load_file(store, file, node)
     check_read(buffer, record, wanted, node=node)
+    names = logical.names if columns is None else list(columns)
     try:
         # files are written in schema order, so logical positions are physical positions
         index = sorted(logical.get_field_index(n) for n in names)
         options = ipc.IpcReadOptions(included_fields=index, use_threads=False)
         reader = ipc.open_file(pa.BufferReader(buffer), options=options)
-        if record.batches and reader.num_record_batches != len(record.batches) and \
-                record.batches[0].span is not None:
-            raise _corrupt(f"has {reader.num_record_batches} record batches, the catalog "
-                           f"recorded {len(record.batches)}", file, node)
+    except DECODE_ERRORS as exc:
+        raise _corrupt(f"cannot be decoded ({type(exc).__name__}: {exc})", file,
+                       node) from exc
+    if record.batches and reader.num_record_batches != len(record.batches) and \
+            record.batches[0].span is not None:
+        raise _corrupt(f"has {reader.num_record_batches} record batches, the catalog "
+                       f"recorded {len(record.batches)}", record.file, node)
+    return reader
+
+
+def _decoded(reader: ipc.RecordBatchFileReader, record: FileRecord, logical: pa.Schema,
+             columns: Sequence[str] | None, wanted: list[int] | None,
+             node: str | None) -> pa.Table:
+    """Batches ``wanted`` (None: all) of an open, verified file, decoded, as ``columns``."""
+    names = logical.names if columns is None else list(columns)
+    try:
         if wanted is None:
             table = reader.read_all()
         else:
@@ -405,7 +440,7 @@ def read_fragment(store: Store | None, record: FileRecord, logical: pa.Schema, *
     except CorruptPartitionError:
         raise
     except DECODE_ERRORS as exc:
-        raise _corrupt(f"cannot be decoded ({type(exc).__name__}: {exc})", file,
+        raise _corrupt(f"cannot be decoded ({type(exc).__name__}: {exc})", record.file,
                        node) from exc
     return decoded if decoded.column_names == names else decoded.select(names)
 

@@ -99,6 +99,34 @@ def test_a_part_with_other_rows_than_planned_is_refused():
         asm.fill(0, parts[2])
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_parts_filled_in_pieces_from_several_threads_give_the_same_result(seed):
+    parts = parts_for_test()
+    asm = Assembler(parts[0].schema, [p.num_rows for p in parts], types=pandas_type)
+    rng = random.Random(seed)
+    pieces = []
+    for i, p in enumerate(parts):   # each part cut at random rows, strings and nulls included
+        cuts = sorted({0, p.num_rows, *(rng.randrange(p.num_rows + 1) for _ in range(3))})
+        pieces += [(i, p.slice(a, b - a), a) for a, b in zip(cuts, cuts[1:])]
+    rng.shuffle(pieces)
+    threads = [threading.Thread(target=asm.fill, args=piece) for piece in pieces]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    want = _pandas_ready(pa.concat_tables(parts)).to_pandas(date_as_object=False)
+    got = asm.finish().to_pandas(date_as_object=False)
+    pd.testing.assert_frame_equal(got, want, check_categorical=True)
+
+
+def test_a_piece_past_its_part_is_refused():
+    parts = parts_for_test()
+    asm = Assembler(parts[0].schema, [p.num_rows for p in parts])
+    with pytest.raises(ValueError, match="past"):
+        asm.fill(0, parts[0].slice(0, 20), 31)   # part 0 has 50 rows: 31 + 20 > 50
+    asm.fill(0, parts[0].slice(0, 20), 30)
+
+
 # -- through scans: a table of several partitions, the assembler forced on tiny data ----------
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
@@ -148,7 +176,38 @@ def test_scans_into_polars_and_pandas_hold_the_source_rows(table, assembled, sca
     pd.testing.assert_frame_equal(frame, old, check_categorical=True)
 
 
-def test_a_damaged_file_is_refused_on_the_large_scan_path(table, assembled, tmp_path):
+def test_large_partitions_are_read_and_copied_a_few_batches_at_a_time(table, assembled,
+                                                                      monkeypatch):
+    """A partition read into one result comes in pieces of PIECE_ROWS rows' worth of record
+    batches (300-row batches here), each copied into place, never the whole partition."""
+    import hfq.query.read as read
+    t, source = table
+    monkeypatch.setattr(read, "PIECE_ROWS", 600)   # two batches a piece
+    sizes: list[int] = []
+    fill = Assembler.fill
+
+    def spy(self, i, part, offset=None):
+        sizes.append(part.num_rows)
+        return fill(self, i, part, offset)
+    monkeypatch.setattr(Assembler, "fill", spy)
+    frame = t.scan().to_pandas()
+    biggest = max(u.rows for u in t.scan().plan.units)
+    assert biggest > 600 and max(sizes) <= 600 and sum(sizes) == source.num_rows
+    want = _pandas_ready(t.scan().to_arrow()).to_pandas(date_as_object=False)
+    pd.testing.assert_frame_equal(frame, want, check_categorical=True)
+    got = t.scan(dates="2007-08-02", columns=["symbol", "time", "bid"]).to_polars()
+    want_pl = pl.from_arrow(source).filter(pl.col("date") == dt.date(2007, 8, 2)).select(
+        "symbol", "time", "bid")
+    def norm(f: pl.DataFrame) -> pl.DataFrame:
+        return f.with_columns(pl.col("symbol").cast(pl.String)).sort(f.columns)
+    assert isinstance(want_pl, pl.DataFrame) and norm(got).equals(norm(want_pl))
+
+
+@pytest.mark.parametrize("piece_rows", [1 << 18, 300])
+def test_a_damaged_file_is_refused_on_the_large_scan_path(table, assembled, tmp_path,
+                                                          monkeypatch, piece_rows):
+    import hfq.query.read as read
+    monkeypatch.setattr(read, "PIECE_ROWS", piece_rows)   # whole, and a batch at a time
     t, _ = table
     db = hfq.connect(str(tmp_path / "copy"), batch_rows=300)
     copy = db.create_table("quotes", hfq.schemas.TAQ, sort_by=("symbol", "time"),
