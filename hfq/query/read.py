@@ -433,9 +433,9 @@ class Assembler:
     and converting a chunked table costs a second full copy (and, for dictionary columns, a
     unification per chunk) while both the chunks and the result are in memory.  Here the
     result's buffers are allocated once (``rows``: each part's row count, known from the plan
-    when no row filter runs) and each part is copied into its slice and dropped -- in the
-    thread that read it -- so memory holds the result and the parts in flight, not two copies
-    of everything.
+    when no row filter runs) and each part -- or each piece of a large one
+    (:data:`PIECE_ROWS`) -- is copied into its slice and dropped, in the thread that read it,
+    so memory holds the result and the pieces in flight, not two copies of everything.
 
     Dictionary columns keep each part's indices, as narrow as its dictionary allows (int8
     for a few values, int16 for thousands of symbols: pandas keeps categorical codes that

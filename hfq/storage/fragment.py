@@ -386,8 +386,9 @@ def read_fragment_pieces(store: Store, record: FileRecord, logical: pa.Schema,
                          columns: Sequence[str] | None = None,
                          node: str | None = None) -> Iterator[pa.Table]:
     """:func:`read_fragment` of each list of record batches in ``pieces``, one after another:
-    the file is opened and its batches verified once, and each piece is decoded only when the
-    caller asks for it (a large partition need not be in memory decoded whole)."""
+    the file is opened once and every piece's bytes are verified before the first piece is
+    decoded (a damaged file fails before anything is yielded); each piece is decoded only when
+    the caller asks for it, so a large partition need not be in memory decoded whole."""
     reader = _open_checked(store, record, logical, columns, [b for p in pieces for b in p],
                            None, node)
     for piece in pieces:

@@ -224,6 +224,33 @@ def test_a_damaged_file_is_refused_on_the_large_scan_path(table, assembled, tmp_
         copy.scan().to_polars()
 
 
+def test_a_file_read_in_pieces_is_verified_whole_before_the_first_piece(table, tmp_path):
+    """A damaged last batch fails the read before the first piece is decoded: no piece of a
+    partition reaches the result unless every piece's bytes are intact (a retry on another
+    replica then fills the part afresh, never over half of a damaged one)."""
+    from hfq.storage.fragment import read_fragment_pieces
+    t, _ = table
+    db = hfq.connect(str(tmp_path / "copy"), batch_rows=300)
+    copy = db.create_table("quotes", hfq.schemas.TAQ, sort_by=("symbol", "time"),
+                           partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 4)))
+    copy.append(t.to_arrow())
+    fragment = max(copy.snapshot().fragments(), key=lambda f: len(f.batches))
+    assert len(fragment.batches) >= 2
+    pieces = [[b] for b in range(len(fragment.batches))]
+    logical = copy.snapshot().schema.arrow
+    store = db.nodes.store
+    whole = list(read_fragment_pieces(store, fragment, logical, pieces))
+    assert sum(p.num_rows for p in whole) == fragment.rows
+    offset, length = fragment.batches[-1].span
+    path = tmp_path / "copy" / fragment.file
+    data = bytearray(path.read_bytes())
+    data[offset + length // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    reading = read_fragment_pieces(store, fragment, logical, pieces)
+    with pytest.raises(CorruptPartitionError):
+        next(reading)
+
+
 # -- row filters of a unit (hfq.query.read._filter_rows): numpy masks, runs as slices ----------
 def filter_input(seed: int, *, dictionary: bool, timestamps: bool, sort: bool) -> pa.Table:
     rng = np.random.default_rng(seed)
