@@ -274,10 +274,6 @@ def merge_digests(parts: list[Digest]) -> Digest:
     return Digest((sum(p[0] for p in parts), parts[0][1] if parts else (), total))
 
 
-def count_rows(frames: list) -> int:
-    return sum(len(f) for f in frames)
-
-
 def evict(*paths: str) -> None:
     """Drop every file under ``paths`` from the page cache (written back first):
     ``posix_fadvise(DONTNEED)`` needs no root for files this user can open."""

@@ -415,8 +415,7 @@ def _open_checked(store: Store | None, record: FileRecord, logical: pa.Schema,
         options = ipc.IpcReadOptions(included_fields=index, use_threads=False)
         reader = ipc.open_file(pa.BufferReader(buffer), options=options)
     except DECODE_ERRORS as exc:
-        raise _corrupt(f"cannot be decoded ({type(exc).__name__}: {exc})", file,
-                       node) from exc
+        raise _undecodable(exc, file, node) from exc
     if record.batches and reader.num_record_batches != len(record.batches) and \
             record.batches[0].span is not None:
         raise _corrupt(f"has {reader.num_record_batches} record batches, the catalog "
@@ -441,9 +440,12 @@ def _decoded(reader: ipc.RecordBatchFileReader, record: FileRecord, logical: pa.
     except CorruptPartitionError:
         raise
     except DECODE_ERRORS as exc:
-        raise _corrupt(f"cannot be decoded ({type(exc).__name__}: {exc})", record.file,
-                       node) from exc
+        raise _undecodable(exc, record.file, node) from exc
     return decoded if decoded.column_names == names else decoded.select(names)
+
+
+def _undecodable(exc: BaseException, file: str, node: str | None) -> CorruptPartitionError:
+    return _corrupt(f"cannot be decoded ({type(exc).__name__}: {exc})", file, node)
 
 
 def load_file(store: Store, file: str, node: str | None = None) -> pa.Buffer:
