@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Database", "connect"]
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 
 class Database:

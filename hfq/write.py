@@ -43,7 +43,7 @@ from hfq.storage.sort import sort_keys, sort_rows
 __all__ = ["Added", "FileWriter", "PartitionWriter", "Write", "compact_dictionaries",
            "merge_small_fragments", "stats_columns", "table_settings"]
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 Added = dict[str, tuple[tuple[Any, ...], list[Fragment]]]
 """Fragments written, by partition path: (partition key, fragments)."""

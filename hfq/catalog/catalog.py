@@ -74,7 +74,7 @@ from hfq.storage.store import HOST, Store, temp_name
 
 __all__ = ["Catalog", "FileNamer", "Transaction"]
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 VERSIONS = "_versions"
 PIECES = "_manifests"

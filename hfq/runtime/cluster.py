@@ -32,7 +32,7 @@ from hfq.runtime.task import dead_actor_errors
 
 __all__ = ["NAMESPACE", "Runtime", "Starter"]
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 Starter = Callable[..., Any]
 """``starter(ray_node_id, actor_name, cpus, detached, embedded_root, cache_bytes)`` -> handle."""

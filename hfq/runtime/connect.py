@@ -31,7 +31,7 @@ from hfq.runtime.server import start_server
 
 __all__ = ["attach", "embedded", "ray_dir"]
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 #: Unix socket paths are limited to 107 bytes (103 on macOS); Ray puts its sockets at
 #: ``<temp>/session_<date>_<time>_<usec>_<pid>/sockets/plasma_store`` (up to ~64 bytes more).

@@ -27,7 +27,7 @@ from hfq.runtime.task import BadCopy, WorkUnit, dead_actor_errors
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 __all__ = ["execute"]
 

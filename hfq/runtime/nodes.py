@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Nodes"]
 
-log = logging.getLogger("hfq")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

@@ -7,10 +7,15 @@ updated) by ``new``, says why the bug is plausible, and names the tests that mus
 
 Areas (issue 14 item 6): the commit, pruning, reads, checksums, merges, partition hashing and
 failover.  ``python tests/mutation/run.py`` applies them (see there).
+
+Later areas keep their mutants in ``mutants_<area>.py`` beside this file (a list named
+``MUTANTS`` each), so that work on one area never edits another's list; they are appended here.
 """
 
 from __future__ import annotations
 
+import importlib
+import pathlib
 from dataclasses import dataclass
 
 
@@ -250,3 +255,14 @@ MUTANTS: list[Mutant] = [
            "if n in self.alive and n not in bad]", "if n not in bad]",
            "a dead node chosen again for the units it lost", FAILOVER),
 ]
+
+
+def _more() -> list[Mutant]:
+    """The mutants of the areas kept in ``mutants_*.py``, in file-name order."""
+    found: list[Mutant] = []
+    for path in sorted(pathlib.Path(__file__).resolve().parent.glob("mutants_*.py")):
+        found.extend(importlib.import_module(path.stem).MUTANTS)
+    return found
+
+
+MUTANTS += _more()

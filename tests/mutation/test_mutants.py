@@ -21,13 +21,14 @@ sys.path.insert(0, str(HERE))
 from mutants import MUTANTS  # noqa: E402
 from run import REPO, stale  # noqa: E402
 
+#: the areas issue 14 named; later issues add their own (``mutants_<area>.py``)
 AREAS = {"commit", "pruning", "read", "checksum", "merge", "failover", "hashing"}
 
 
 def test_the_list_has_enough_mutants_in_every_area():
     assert len(MUTANTS) >= 25
     assert len({m.id for m in MUTANTS}) == len(MUTANTS)
-    assert {m.area for m in MUTANTS} == AREAS
+    assert {m.area for m in MUTANTS} >= AREAS
     for m in MUTANTS:
         assert m.old != m.new and m.why and m.tests, m.id
 
