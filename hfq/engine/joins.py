@@ -49,7 +49,7 @@ class Join(Op):
     right_on: tuple[pl.Expr, ...]
     how: str = "inner"
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = _right_lazy(self.right)
         if self.how == "cross":
             return lf.join(right, how="cross", maintain_order="left")
@@ -92,7 +92,7 @@ class AsofJoin(Op):
     allow_exact_matches: bool = True
     keep_unmatched: bool = True
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = _right_lazy(self.right).with_columns(pl.lit(True).alias(_MATCH))
         if isinstance(self.right, pl.DataFrame):   # run: sort only what is out of order
             left = lf.collect()
@@ -184,7 +184,7 @@ class WindowJoin(Op):
     aggs: tuple[tuple[str, str, str], ...]
     prevailing: bool = True
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         if not isinstance(self.right, pl.DataFrame):   # planning: the output's schema
             return self.no_rows(lf)
         return window_join_frames(lf.collect(), self).lazy()
