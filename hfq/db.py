@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 import polars as pl
 
 from hfq import config, faults
+from hfq.catalog import timeline
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
 from hfq.config import Settings
@@ -270,8 +271,9 @@ class Database:
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
                      sort_by: Sequence[str] = (), date_column: str | None = None,
                      symbol_column: str | None = None, replicas: int | None = None,
-                     compact_after: int | None = None, compression: str | None = None
-                     ) -> Table:
+                     compact_after: int | None = None, compression: str | None = None,
+                     unique: Sequence[str] | str | None = None, keep: str | None = None,
+                     known_at: str | None = None) -> Table:
         """Create an empty table.
 
         Parameters
@@ -301,6 +303,16 @@ class Database:
             bars; rebalancing copies files as they are); default: the database's
             ``compression`` setting at each write.
             lz4 writes and reads faster, zstd stores smaller (e.g. lz4 for derived tables).
+        unique, keep
+            A dedup key -- columns no two rows share, holding every partition column -- and
+            what a write of a row whose key is stored already does: keep the stored row
+            (``keep="first"``, the default), the new one (``"last"``) or refuse
+            (``"error"``).  Every write that adds rows keeps it: append, CSV load, upsert,
+            a live publish (:mod:`hfq.change.dedup`).
+        known_at
+            A TIMESTAMP or DATETIME column saying when each row became known: reads
+            ``scan(known_at=...)`` and the joins' ``known_at=True`` use it
+            (:mod:`hfq.change.knowledge`).
 
         Examples
         --------
@@ -316,7 +328,7 @@ class Database:
         manifest = self.session.create_table(
             name, schema, partition_by=partition_by, sort_by=sort_by, date_column=date_column,
             symbol_column=symbol_column, replicas=replicas, compact_after=compact_after,
-            compression=compression)
+            compression=compression, unique=unique, keep=keep, known_at=known_at)
         return self._handle(Table(self, name, manifest))
 
     def __getitem__(self, name: str) -> Table:
@@ -385,6 +397,49 @@ class Database:
         # a statement seen before, over the same table versions, skips parsing and planning
         cache = self.__dict__.setdefault("_sql_cache", SqlCache())
         return compile_sql(text, table, cache=cache, version=version)
+
+    def snapshot(self, name: str, *, message: str | None = None) -> dict[str, int]:
+        """Pin the newest version of every table together as database snapshot ``name``:
+        ``t.scan(as_of=name)`` reads each table as it was then, and vacuum keeps those
+        versions.  Each table's newest version is read in turn (no commit spans tables).
+        Returns the versions pinned, by table.
+
+        Examples
+        --------
+        >>> mydb = hfq.connect(tmp)
+        >>> t = mydb.create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> mydb.snapshot("eod-2007-08-02")
+        {'q': 1}
+        >>> _ = t.delete(symbols="IBM")
+        >>> t.scan(as_of="eod-2007-08-02").count(), list(mydb.snapshots())
+        (41, ['eod-2007-08-02'])
+        """
+        body = timeline.snapshot(self.session.catalog, name, user=self.session.user,
+                                 message=message)
+        return {table: int(pin[1]) for table, pin in body["tables"].items()}
+
+    def snapshots(self) -> dict[str, dict[str, int]]:
+        """Every database snapshot: name -> the versions it pins, by table.
+
+        Examples
+        --------
+        >>> hfq.connect(tmp).snapshots()
+        {}
+        """
+        return {label: {table: int(pin[1]) for table, pin in body["tables"].items()}
+                for label, body in sorted(timeline.snapshots(self.session.catalog).items())}
+
+    def drop_snapshot(self, name: str) -> None:
+        """Remove database snapshot ``name`` (its versions may then be vacuumed).
+
+        Examples
+        --------
+        >>> mydb = hfq.connect(tmp)
+        >>> _ = mydb.snapshot("s1"); mydb.drop_snapshot("s1"); mydb.snapshots()
+        {}
+        """
+        timeline.drop_snapshot(self.session.catalog, name)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node.

@@ -13,6 +13,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptPartitionError",
     "CsvError",
+    "DuplicateKeyError",
     "DuplicateLoadError",
     "HfqError",
     "InvalidNameError",
@@ -100,6 +101,12 @@ class DuplicateLoadError(HfqError, ValueError):
     """``load_csv`` of a file whose content this table has loaded already (the message names
     the file, the earlier one and the version that loaded it); pass ``duplicates="append"``
     to load it again or ``"skip"`` to leave it out."""
+
+
+class DuplicateKeyError(HfqError, ValueError):
+    """A write that would store two rows of one dedup key (``create_table(...,
+    unique=...)``) on a table whose policy is ``keep="error"``, or an update that would give
+    two rows one key; the message names the partition and a key.  Nothing was committed."""
 
 
 class CorruptPartitionError(HfqError, OSError):

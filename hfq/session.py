@@ -39,6 +39,7 @@ import polars as pl
 
 from hfq import config
 from hfq.catalog import Catalog, remove_table_files
+from hfq.catalog.keys import key_options
 from hfq.catalog.records import Manifest
 from hfq.catalog.replica import write_catalog_files
 from hfq.config import Settings, check_compression
@@ -274,8 +275,9 @@ class Session:
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
                      sort_by: Sequence[str] = (), date_column: str | None = None,
                      symbol_column: str | None = None, replicas: int | None = None,
-                     compact_after: int | None = None, compression: str | None = None
-                     ) -> Manifest:
+                     compact_after: int | None = None, compression: str | None = None,
+                     unique: Sequence[str] | str | None = None, keep: str | None = None,
+                     known_at: str | None = None) -> Manifest:
         """Create an empty table (see :meth:`hfq.Database.create_table`); its version 0."""
         if not isinstance(schema, Schema):
             raise TypeError(f"schema must be an hfq Schema (e.g. hfq.schemas.TAQ), "
@@ -298,7 +300,9 @@ class Session:
                                      ("replicas", replicas),
                                      ("compact_after", compact_after),
                                      ("compression", compression)) if v}
-        return self.catalog.create(name, schema, partition_by, sort_by, options)
+        options.update(key_options(schema, partition_by, unique=unique, keep=keep,
+                                   known_at=known_at))
+        return self.catalog.create(name, schema, partition_by, sort_by, options, user=self.user)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and its files on every live node."""

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
 
 from hfq import faults
+from hfq.catalog import timeline
 from hfq.catalog.files import list_changed_files, live_writer, sweep_changed
+from hfq.catalog.history import history_frame
+from hfq.catalog.keys import known_at_column
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.vacuum import vacuum_scope
+from hfq.change import mutate
+from hfq.change.knowledge import known_filters
+from hfq.change.rewrite import ChangeReport
 from hfq.errors import ArgumentError, CorruptPartitionError
 from hfq.ingest.frames import iter_arrow_batches
 from hfq.quality import QualityReport
@@ -19,7 +26,7 @@ from hfq.quality import report as quality_report
 from hfq.query.read import PartitionFunction
 from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
-from hfq.session import Session
+from hfq.session import Session, check_columns
 from hfq.write import Write, merge_small_fragments
 
 if TYPE_CHECKING:
@@ -184,7 +191,7 @@ class Table:
             "partition", "key", "rows", "bytes", "files", "nodes", "version", "checksum")
 
     # -- writing ------------------------------------------------------------------------------
-    def append(self, data: Any, *, sync: bool = False) -> int:
+    def append(self, data: Any, *, sync: bool = False, message: str | None = None) -> int:
         """Append a pandas / polars / pyarrow Table or RecordBatchReader; returns the version.
 
         All rows become visible at once in one new version, or none do (an error, or the
@@ -193,6 +200,8 @@ class Table:
         every difference.  ``sync=True`` fsyncs the files before the commit.  A float NaN
         (pandas' "missing" in float columns included) is stored as NaN, not null; nulls come
         from ``None``/``pd.NA`` in object or nullable columns (:mod:`hfq.ingest.frames`).
+        A table with a dedup key (``create_table(..., unique=...)``) keeps it (see
+        :meth:`upsert`); ``message`` goes into the commit's :meth:`history` entry.
 
         Examples
         --------
@@ -209,7 +218,8 @@ class Table:
             for batch in iter_arrow_batches(data):
                 rows.write(base.schema.conform(batch, where=f"append to {self.name!r}"))
             write.stage_all(rows.flush())
-            self._manifest = write.commit("append")
+            self._manifest = write.commit("append", args={"rows": rows.rows},
+                                          message=message)
         self._manifest = merge_small_fragments(write) or self._manifest   # compact_after
         return self._manifest.version
 
@@ -238,6 +248,169 @@ class Table:
             faults.point("compact.before_commit")
             self._manifest = write.commit("compact")
         return self._manifest.version
+
+    # -- changing data (hfq.change) -------------------------------------------------------------
+    def delete(self, *, where: pl.Expr | None = None, dates: Any = None,
+               symbols: Iterable[str] | str | None = None,
+               message: str | None = None) -> ChangeReport:
+        """Delete the rows matching ``where`` (a polars expression) and ``dates`` /
+        ``symbols``, in one commit touching only the partitions they reach; returns a
+        :class:`~hfq.change.rewrite.ChangeReport`.  Nothing matched: nothing is committed,
+        and the report says so.  An empty or reversed range raises
+        :class:`~hfq.errors.ArgumentError`.  Applies to the newest version.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow())
+        >>> print(t.delete(dates="2007-08-01", symbols="IBM"))
+        delete on 'q': 32 rows removed in 1 partitions -> version 2
+        >>> print(t.delete(where=pl.col("bid") > 1e9))
+        delete on 'q': no row matched; nothing changed (the table stays at version 2)
+        >>> t.scan(version=1, symbols="IBM").count(), t.scan(symbols="IBM").count()
+        (41, 9)
+        """
+        return mutate.delete(self, where=where, dates=dates, symbols=symbols, message=message)
+
+    def update(self, *, set: Mapping[str, Any], where: pl.Expr | None = None,
+               dates: Any = None, symbols: Iterable[str] | str | None = None,
+               message: str | None = None) -> ChangeReport:
+        """Set columns of the rows matching ``where`` and ``dates``/``symbols``, in one
+        commit: ``set`` maps a column to a polars expression of the row's (old) values, or
+        to a value.  Values are cast to the column's type when nothing is lost (else
+        :class:`~hfq.errors.SchemaMismatchError`); partition columns cannot be set.
+
+        Examples
+        --------
+        >>> import datetime as dt
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> print(t.update(set={"bid": pl.col("bid") * 2}, where=pl.col("time") < dt.time(10)))
+        update on 'q': 6 rows changed in 2 partitions -> version 2
+        >>> t.to_polars(where=pl.col("time") < dt.time(10))["bid"].to_list()
+        [125.5, 124.86, 124.52, 123.68, 123.46, 123.82]
+        """
+        return mutate.update(self, set=set, where=where, dates=dates, symbols=symbols,
+                             message=message)
+
+    def upsert(self, data: Any, *, on: Sequence[str] | str | None = None, keep: str = "last",
+               message: str | None = None) -> ChangeReport:
+        """Add the rows of ``data`` (pandas / polars / pyarrow); a row whose ``on`` key is
+        stored already replaces it (``keep="last"``), yields to it (``"first"``) or fails
+        the write (``"error"``), in one commit.  ``on`` defaults to the table's dedup key
+        (``create_table(..., unique=...)``) and must hold the partition columns.
+
+        Examples
+        --------
+        >>> import datetime as dt
+        >>> from hfq import schema as s
+        >>> t = hfq.connect(tmp).create_table(
+        ...     "px", s.Schema({"sym": s.SYMBOL, "day": s.DATE, "px": s.DOUBLE}),
+        ...     partition_by=hfq.Value("day"), unique=("sym", "day"))
+        >>> day = dt.date(2024, 1, 2)
+        >>> _ = t.append(pl.DataFrame({"sym": ["A", "B"], "day": [day] * 2, "px": [1.0, 2.0]}))
+        >>> print(t.upsert(pl.DataFrame({"sym": ["B", "C"], "day": [day] * 2, "px": [2.5, 3.0]})))
+        upsert on 'px': 2 rows added, 1 removed in 1 partitions -> version 2
+        >>> t.to_polars().sort("sym")["px"].to_list()
+        [1.0, 2.5, 3.0]
+        """
+        return mutate.upsert(self, iter_arrow_batches(data), on=on, keep=keep, message=message)
+
+    def overwrite(self, data: Any, *, dates: Any = None,
+                  symbols: Iterable[str] | str | None = None,
+                  message: str | None = None) -> ChangeReport:
+        """Replace exactly the slice ``dates``/``symbols`` by the rows of ``data``, in one
+        commit: the slice's stored rows go, ``data``'s come (each must lie in the slice),
+        the rest of the table stays as it is.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols=["IBM", "MSFT"]))
+        >>> fixed = quotes.to_polars(dates="2007-08-01", symbols="IBM").head(3)
+        >>> print(t.overwrite(fixed, dates="2007-08-01", symbols="IBM"))
+        overwrite on 'q': 3 rows added, 32 removed in 1 partitions -> version 2
+        >>> t.scan(symbols="IBM").count(), t.scan(symbols="MSFT").count()
+        (12, 196)
+        """
+        return mutate.overwrite(self, iter_arrow_batches(data), dates=dates, symbols=symbols,
+                                message=message)
+
+    # -- history, tags ---------------------------------------------------------------------------
+    def history(self, *, partitions: bool = False) -> pl.DataFrame:
+        """What each commit did, newest first (polars): ``version``, ``committed_at`` (UTC),
+        ``user``, ``operation``, ``arguments`` (JSON), ``rows_added``, ``rows_removed``,
+        ``partitions`` (touched), ``message``, ``job``, ``source_files`` and
+        ``source_sha256`` (what a CSV load loaded).  ``partitions=True``: one row per
+        partition a commit touched, with its rows added and removed.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp, user="ana").create_table("q", hfq.schemas.TAQ,
+        ...                                               partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"), message="first load")
+        >>> _ = t.delete(symbols="IBM", dates="2007-08-02")
+        >>> for row in t.history().select("version", "user", "operation", "rows_added",
+        ...                                "rows_removed", "message").rows():
+        ...     print(row)
+        (2, 'ana', 'delete', 0, 9, None)
+        (1, 'ana', 'append', 41, 0, 'first load')
+        (0, 'ana', 'create', 0, 0, None)
+        >>> t.history(partitions=True).select("version", "partition", "rows_removed").rows()
+        [(2, 'date=v2007-08-02', 9), (1, 'date=v2007-08-01', 0), (1, 'date=v2007-08-02', 0)]
+        """
+        return history_frame(self.session.catalog, self.name, partitions=partitions)
+
+    def tag(self, name: str, *, version: int | None = None,
+            message: str | None = None) -> int:
+        """Tag this handle's version (or ``version``) as ``name``: ``scan(as_of=name)``
+        reads it, and vacuum keeps it.  A tag never moves (:meth:`drop_tag` first); names
+        start with a letter (so they are never read as times).  Returns the version.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> t.tag("paper-v1")
+        1
+        >>> _ = t.delete(symbols="IBM")
+        >>> t.scan(as_of="paper-v1").count(), t.scan().count(), t.tags()["tag"].to_list()
+        (41, 0, ['paper-v1'])
+        """
+        v = self.version if version is None else version
+        timeline.tag(self.session.catalog, self.name, name, v, user=self.session.user,
+                     message=message)
+        return v
+
+    def tags(self) -> pl.DataFrame:
+        """The table's tags: ``tag``, ``version``, ``tagged_at`` (UTC), ``user``,
+        ``message`` (see :meth:`tag`).
+
+        Examples
+        --------
+        >>> quotes.tags().columns
+        ['tag', 'version', 'tagged_at', 'user', 'message']
+        """
+        found = timeline.tags(self.session.catalog, self.name)
+        return pl.DataFrame(
+            [{"tag": k, "version": v["version"],
+              "tagged_at": dt.datetime.fromtimestamp(v["at"], dt.timezone.utc),
+              "user": v.get("user"), "message": v.get("message")}
+             for k, v in sorted(found.items())],
+            schema={"tag": pl.String, "version": pl.Int64,
+                    "tagged_at": pl.Datetime("us", "UTC"), "user": pl.String,
+                    "message": pl.String})
+
+    def drop_tag(self, name: str) -> None:
+        """Remove tag ``name`` (its version may then be forgotten by :meth:`vacuum`).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.tag("empty"); t.drop_tag("empty"); t.tags().height
+        0
+        """
+        timeline.drop_tag(self.session.catalog, self.name, name)
 
     def _read_all(self, manifest: Manifest) -> pa.Table:
         """Every row of ``manifest`` (one partition's, to compact it)."""
@@ -271,10 +444,13 @@ class Table:
                                         "ones):\n" + "\n".join(problems))
         return checked
 
-    def vacuum(self, *, keep_versions: int | None = None,
+    def vacuum(self, *, keep_versions: int | None = None, keep_for: dt.timedelta | None = None,
                grace_s: float | None = None) -> dict[str, int]:
         """Delete files of writers that died, copies no version places on their node any more
-        (after a rebalance) and, optionally, all but the newest ``keep_versions`` versions.
+        (after a rebalance) and, optionally, old versions: all but the newest
+        ``keep_versions``, and those superseded longer than ``keep_for`` ago (every version
+        a read ``as_of`` a time within ``keep_for`` may need stays).  Versions a tag or a
+        database snapshot names are always kept (:meth:`tag`, ``db.snapshot``).
 
         Each live node lists its files first; only then are the kept versions read, so a file
         committed meanwhile is never touched.  Files of this process's own failed writes go
@@ -287,13 +463,15 @@ class Table:
         >>> t.compact(), t.vacuum()          # versions 0-2 still use the files compact replaced
         (3, {'files_removed': 0, 'versions_forgotten': 0})
         >>> t.vacuum(keep_versions=1, grace_s=0), t.versions()
-        ({'files_removed': 8, 'versions_forgotten': 3}, [3])
+        ({'files_removed': 10, 'versions_forgotten': 3}, [3])
         """
         grace = self.session.settings.orphan_grace_s if grace_s is None else grace_s
         catalog, nodes = self.session.catalog, self.session.nodes
         forgotten = 0
-        if keep_versions is not None:
-            forgotten = catalog.forget_versions(self.name, keep_versions, grace)
+        if keep_versions is not None or keep_for is not None:
+            forgotten = catalog.forget_versions(
+                self.name, keep_versions, grace, pinned=timeline.pinned(catalog, self.name),
+                keep_for_s=0.0 if keep_for is None else keep_for.total_seconds())
         # only what changed since the last vacuum (hfq.catalog.vacuum): nodes list first
         scope = vacuum_scope(catalog, self.name)
         listings = nodes.call_each(StoreCall(list_changed_files),
@@ -369,7 +547,7 @@ class Table:
     # -- reading ------------------------------------------------------------------------------
     def scan(self, *, columns: Sequence[str] | None = None, where: pl.Expr | None = None,
              dates: Any = None, symbols: Iterable[str] | str | None = None,
-             version: int | None = None) -> Query:
+             version: int | None = None, as_of: Any = None, known_at: Any = None) -> Query:
         """A lazy read: a :class:`~hfq.Query` of ``columns`` of the rows passing ``where``,
         ``dates`` and ``symbols``; ``to_arrow()``, ``to_polars()``, ``to_pandas()``,
         ``count()``, ``to_csv()`` or ``explain()`` run it, and it chains like any query.
@@ -388,6 +566,15 @@ class Table:
             Symbols on the table's symbol column; prunes partitions and record batches.
         version
             Read this committed version instead of the handle's.
+        as_of
+            Read the version a time, a version number or a tag names (time travel): a
+            ``datetime`` or ISO text is UTC (a naive one *is* UTC) and names the newest
+            version committed at or before it -- an error before the table's first;
+            other text is a tag (:meth:`tag`) or a database snapshot (``db.snapshot``).
+        known_at
+            The rows as they were known at this instant, by the table's ``known_at``
+            column (:mod:`hfq.change.knowledge`): a backtest's view, corrections made
+            later left out.
 
         Examples
         --------
@@ -402,16 +589,32 @@ class Table:
         hfq.errors.ArgumentError: columns=: table 'quotes' has no column 'nope'; the columns are ...
         """
         from hfq.engine.query import plain_query  # the engine loads on a table's first read
-        return plain_query(self.session, self.name, self.snapshot(version), columns=columns,
-                           where=where, dates=dates, symbols=symbols)
+        m = self._at(version, as_of)
+        if known_at is None:
+            return plain_query(self.session, self.name, m, columns=columns, where=where,
+                               dates=dates, symbols=symbols)
+        q = plain_query(self.session, self.name, m, where=where, dates=dates, symbols=symbols)
+        column = known_at_column(m.options)
+        for f in known_filters(m.options, m.schema[column].name if column else "", known_at):
+            q = q.filter(f)
+        return q if columns is None else q.select(check_columns(m, columns))
+
+    def _at(self, version: int | None, as_of: Any) -> Manifest:
+        """The version ``version=`` or ``as_of=`` names (the handle's: neither)."""
+        if as_of is None:
+            return self.snapshot(version)
+        if version is not None:
+            raise ArgumentError("version= and as_of= name the version twice: give one",
+                                argument="as_of")
+        return self.snapshot(timeline.as_of(self.session.catalog, self.name, as_of))
 
     # -- queries (hfq.engine) -----------------------------------------------------------------
     def query(self, *, dates: Any = None, symbols: Iterable[str] | str | None = None,
-              version: int | None = None) -> Query:
+              version: int | None = None, as_of: Any = None) -> Query:
         """A lazy query over this table (polars-flavoured: ``filter``, ``with_columns``,
         ``group_by(...).agg(...)``, ``sort``, ``head``, joins...); ``dates``/``symbols``
-        as for :meth:`scan`.  Nothing runs until ``collect()``; ``explain()`` shows what
-        runs on the nodes and what on the driver.
+        and ``as_of`` as for :meth:`scan`.  Nothing runs until ``collect()``;
+        ``explain()`` shows what runs on the nodes and what on the driver.
 
         Examples
         --------
@@ -421,7 +624,7 @@ class Table:
         [('WMT', 1980), ('DIA', 457)]
         """
         from hfq.engine.query import make_query  # the engine loads on a table's first query
-        return make_query(self.session, self.name, self.snapshot(version), dates=dates,
+        return make_query(self.session, self.name, self._at(version, as_of), dates=dates,
                           symbols=symbols)
 
     def to_arrow(self, **scan_args: Any) -> pa.Table:

@@ -28,9 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfq import faults
+from hfq.catalog import history
 from hfq.catalog.catalog import Catalog, FileNamer, Transaction
 from hfq.catalog.files import begin_transaction, end_transaction
 from hfq.catalog.records import Fragment, Manifest, fragment_from
+from hfq.change.dedup import NO_DEDUP, dedup_key, settle
 from hfq.config import Settings, check_compression
 from hfq.errors import HfqError, ManifestError, WriteError
 from hfq.partition import key_path
@@ -263,6 +265,9 @@ class Write:
                                 base.options.get("replicas"), sync,
                                 thin_hints=_thin_hints(catalog, base))
         self.committed: Manifest | None = None
+        self.settled = False
+        """True once the change's rows were checked against the table's dedup key (or the
+        change needs none): :meth:`commit` then publishes as it is."""
 
     def __enter__(self) -> Write:
         return self
@@ -295,8 +300,26 @@ class Write:
         self.txn.move(file, nodes)
 
     # -- the end ------------------------------------------------------------------------------
-    def commit(self, op: str) -> Manifest:
-        """Publish the change as the next version (see :meth:`hfq.catalog.Catalog.commit`)."""
+    def commit(self, op: str, *, args: Any = None, message: str | None = None) -> Manifest:
+        """Publish the change as the next version (see :meth:`hfq.catalog.Catalog.commit`).
+
+        Its history entry (:mod:`hfq.catalog.history`) records the session's user, ``op``,
+        ``args`` (made JSON-safe), ``message`` (default: :func:`hfq.catalog.history.annotate`'s)
+        and the job id.
+
+        A table with a dedup key (``create_table(..., unique=...)``) gets it kept first, on
+        every partition the change staged rows for (:func:`hfq.change.dedup.settle`): an
+        append, a CSV load, a live write-down."""
+        if not self.settled and op not in NO_DEDUP and dedup_key(self.base.options) and \
+                self.txn.added:
+            self.settled = True
+            return settle(self, op, args=args, message=message)
+        note = history.current()
+        txn = self.txn
+        txn.user = self.session.user
+        txn.args = history.jsonable(args) if args else {}
+        txn.message = message if message is not None else note.message
+        txn.job = history.job_id()
         faults.point("write.before_commit")
         try:
             self.committed = self.catalog.commit(self.txn, op, sync=self.sync)

@@ -53,7 +53,9 @@ from hfq.catalog.records import (
     PartitionEntry,
     Partitions,
     PieceRef,
+    build_history,
     build_ledger,
+    history_from_bytes,
     ledger_from_bytes,
     manifest_from_bytes,
     manifest_to_bytes,
@@ -72,7 +74,7 @@ from hfq.partition import Compo, Scheme
 from hfq.schema import Schema, check_name
 from hfq.storage.store import HOST, Store, temp_name
 
-__all__ = ["Catalog", "FileNamer", "Transaction"]
+__all__ = ["Catalog", "FileNamer", "StaleReadError", "Transaction"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,12 @@ FilesListener = Callable[[dict[str, bytes], list[str]], None]
 """``(files written: path -> bytes, files removed)`` -- paths relative to the root."""
 Fetch = Callable[[list[str]], Mapping[str, Sequence[bytes]]]
 """Copies of catalog files kept elsewhere (the nodes): path -> candidate contents."""
+
+
+class StaleReadError(CommitConflictError):
+    """A change computed from rows that another writer changed meanwhile (a delete, update,
+    upsert or keyed append read partitions that are not the same at the head): nothing was
+    published; the writer computes its change again on the new head."""
 
 
 def version_name(version: int) -> str:
@@ -130,9 +138,13 @@ class Catalog:
                       (self._head(name) is not None or self._claimed(name)[0] is not None))
 
     def create(self, name: str, schema: Schema, partition_by: Scheme | Compo,
-               sort_by: Iterable[str], options: Mapping[str, Any] | None = None) -> Manifest:
+               sort_by: Iterable[str], options: Mapping[str, Any] | None = None, *,
+               user: str | None = None) -> Manifest:
         check_name(name, "table")
-        manifest = new_manifest(name, schema, partition_by, sort_by, options or {})
+        manifest = replace(new_manifest(name, schema, partition_by, sort_by, options or {}),
+                           info={"user": user, "args": {}, "message": None, "job": None,
+                                 "rows_added": 0, "rows_removed": 0, "partitions": 0,
+                                 "files": 0})
         self.store.makedirs(f"{name}/{VERSIONS}")
         if self._claimed(name)[0] is not None or not self._publish(manifest):
             raise TableExistsError(f"table {name!r} already exists in {self.store.url}; "
@@ -253,6 +265,24 @@ class Catalog:
                                 f"table {manifest.table!r})", path=where,
                                 table=manifest.table) from None
         return ledger_from_bytes(data, where, manifest.loads, manifest.table, manifest.table_id)
+
+    def history_detail(self, manifest: Manifest) -> dict[str, Any] | None:
+        """What the commit of ``manifest`` did per partition (rows added, removed) and the
+        source files it loaded (:func:`~hfq.catalog.records.history_from_bytes`); None for
+        a version whose commit recorded none (version 0, a schema change, or written before
+        commits recorded it)."""
+        if manifest.history is None:
+            return None
+        path = f"{manifest.table}/{PIECES}/{manifest.history}"
+        where = self.store.path(path)
+        try:
+            data = self.store.read_bytes(path)
+        except FileNotFoundError:
+            raise ManifestError(f"catalog file {where} is missing (the history of version "
+                                f"{manifest.version} of table {manifest.table!r})", path=where,
+                                table=manifest.table, version=manifest.version) from None
+        return history_from_bytes(data, where, manifest.history, manifest.table,
+                                  manifest.table_id)
 
     def versions(self, name: str) -> list[int]:
         return sorted(int(n[:-5]) for n in self.store.listdir(f"{name}/{VERSIONS}")
@@ -416,21 +446,28 @@ class Catalog:
         return self.commit(Transaction(self, head), "migrate")
 
     # -- maintenance --------------------------------------------------------------------------
-    def forget_versions(self, name: str, keep_versions: int, grace_s: float) -> int:
-        """Forget all but the newest ``keep_versions`` versions; returns how many went.
-
-        A version is forgotten only once a newer one has been committed for ``grace_s``
-        seconds, so a reader that planned against it recently can still read it.
+    def forget_versions(self, name: str, keep_versions: int | None, grace_s: float, *,
+                        keep_for_s: float = 0.0, pinned: Iterable[int] = ()) -> int:
+        """Forget versions (their records; vacuum then removes the files only they used);
+        returns how many went.  Kept: the newest ``keep_versions`` (None: the newest one),
+        every version in ``pinned`` (tagged, or in a database snapshot), and every version
+        that was the newest at some instant of the last ``keep_for_s`` seconds -- or of the
+        last ``grace_s``, so that a reader that planned against it recently can still read
+        it.  A version superseded longer ago than both goes.
         """
-        if keep_versions < 1:
+        if keep_versions is not None and keep_versions < 1:
             raise ValueError("keep_versions must be at least 1")
         versions = self.versions(name)
         if not versions:
             raise TableNotFoundError(f"no table {name!r} in {self.store.url}")
-        now = time.time()
+        keep = set(pinned)
+        now, window = time.time(), max(grace_s, keep_for_s)
         gone = []
-        for old, newer in zip(versions[:-keep_versions], versions[1:]):
-            if now - self.version(name, newer).committed_at >= grace_s:
+        candidates = versions[:-(keep_versions or 1)]
+        for old, newer in zip(candidates, versions[1:]):
+            if old in keep:
+                continue
+            if now - self.version(name, newer).committed_at >= window:
                 self.store.remove(self._record_path(name, old))
                 gone.append(self._record_path(name, old))
         if gone:
@@ -485,6 +522,8 @@ class Catalog:
                     referenced |= {r.name for r in m.partitions.refs.values()}
                 if m.loads:
                     referenced.add(m.loads)
+                if m.history:
+                    referenced.add(m.history)
         now, gone = time.time(), []
         for rel, mtime in listed:
             base = rel.rsplit("/", 1)[-1]
@@ -541,6 +580,7 @@ class Catalog:
                     for ref in parts.refs.values():
                         self.piece(name, ref, fresh=True)
                 self.loads(m)
+                self.history_detail(m)
                 intact[v] = m
             except ManifestError as exc:
                 out.append((v, exc.path or self._record_path(name, v), str(exc)))
@@ -726,6 +766,19 @@ class Transaction:
         self.removed: dict[str, set[str]] = {}
         self.moved: dict[str, tuple[str, ...]] = {}
         self.loaded: list[tuple[str, int, str]] = []
+        # -- the history entry (records.Manifest.info) and how the change validates itself --
+        self.user: str | None = None
+        self.args: Mapping[str, Any] = {}
+        self.message: str | None = None
+        self.job: str | None = None
+        self.counts: dict[str, tuple[int, int]] | None = None
+        """Rows (added, removed) per partition, when the writer knows them better than its
+        files say (a delete rewrites a file of 100 rows as one of 90: 10 removed)."""
+        self.check_reads: Callable[[Manifest], bool] | None = None
+        """For a change computed from rows it read: whether what it read is the same at
+        ``head`` (False: :class:`StaleReadError`, nothing published)."""
+        self.reshape: Callable[[Manifest], tuple[Schema, Mapping[str, Any]]] | None = None
+        """For a schema change: the head's new schema and options."""
 
     def add(self, partition: str, key: Sequence[Any], fragment: Fragment) -> None:
         self.added.setdefault(partition, (tuple(key), []))[1].append(fragment)
@@ -747,7 +800,13 @@ class Transaction:
             raise CommitConflictError(
                 f"table {head.table!r} was dropped and created again while this {op} was "
                 "running; nothing was committed")
+        if self.check_reads is not None and head.version != self.base.version and \
+                not self.check_reads(head):
+            raise StaleReadError(
+                f"table {head.table!r}: rows this {op} read were changed by version "
+                f"{head.version}; nothing was committed")
         changes: dict[str, PartitionEntry | None] = {}
+        counts: dict[str, list[int]] = {}
 
         def current(path: str) -> PartitionEntry | None:
             return changes[path] if path in changes else head.partitions.get(path)
@@ -762,6 +821,8 @@ class Transaction:
                 raise CommitConflictError(
                     f"table {head.table!r}, partition {path}: another writer changed it "
                     f"during this {op}; nothing was committed, run it again")
+            counts.setdefault(path, [0, 0])[1] += sum(f.rows for f in entry.fragments
+                                                      if f.file in files)
             # what replaces fragments stands where the first of them stood: rows that sort
             # equal keep their stored (arrival) order, whatever was appended after them
             first = next(i for i, f in enumerate(entry.fragments) if f.file in files)
@@ -771,6 +832,7 @@ class Transaction:
                  *(f for f in entry.fragments[first:] if f.file not in files)])
             stand_in.add(path)
         for path, (key, fragments) in self.added.items():
+            counts.setdefault(path, [0, 0])[0] += sum(f.rows for f in fragments)
             if path in stand_in:
                 continue
             entry = current(path)
@@ -789,6 +851,20 @@ class Transaction:
             records = [*self.catalog.loads(head),
                        *(LoadRecord(p, s, h, number) for p, s, h in self.loaded)]
             ledger = build_ledger(head.table, head.table_id, records, self.id)
+        per_partition = {p: (int(c[0]), int(c[1])) for p, c in counts.items()}
+        if self.counts is not None:
+            per_partition = dict(self.counts)
+        history = None
+        if per_partition or self.loaded:
+            history = build_history(head.table, head.table_id, number, per_partition,
+                                    self.loaded, self.id)
+        info = {"user": self.user, "args": dict(self.args), "message": self.message,
+                "job": self.job,
+                "rows_added": sum(a for a, _ in per_partition.values()),
+                "rows_removed": sum(r for _, r in per_partition.values()),
+                "partitions": len(per_partition), "files": len(self.loaded)}
+        schema, options = (None, None) if self.reshape is None else self.reshape(head)
         return head.evolve(changes, op, version=number, origin=self.id, loads=ledger,
-                           load=PieceReader(self.catalog, head.table))
+                           load=PieceReader(self.catalog, head.table), info=info,
+                           history=history, schema=schema, options=options)
 

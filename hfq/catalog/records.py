@@ -44,14 +44,20 @@ from hfq.errors import HfqError, ManifestError
 from hfq.partition import Compo, Scheme, scheme_from_json
 from hfq.schema import Schema
 
-__all__ = ["FORMAT", "BatchStats", "ColumnStats", "Fragment", "LoadRecord", "Manifest",
-           "PartitionEntry", "Partitions", "PieceRef", "build_ledger", "build_piece",
-           "fragment_from", "group_of", "ledger_from_bytes", "manifest_from_bytes",
+__all__ = ["EVOLVED", "FORMAT", "BatchStats", "ColumnStats", "Fragment", "LoadRecord",
+           "Manifest", "PartitionEntry", "Partitions", "PieceRef", "build_history",
+           "build_ledger", "build_piece", "fragment_from", "group_of", "history_from_bytes",
+           "ledger_from_bytes", "manifest_from_bytes",
            "manifest_to_bytes", "new_manifest", "partition_entry", "piece_from_bytes",
            "seal", "unseal"]
 
 FORMAT = 2
 """The format written (see the module's docstring); format 1 is still read."""
+
+EVOLVED = 3
+"""The format of the records of a table whose columns changed (``add_column``...): format 2
+plus the fragments' column layouts (:mod:`hfq.catalog.evolution`).  Its own number, so that
+an hfq that does not know layouts refuses the table rather than misread its older files."""
 
 Scalar = str | int | float | bool | None
 """A statistic as JSON keeps it: dates and times as ISO text."""
@@ -123,6 +129,9 @@ class Fragment:
     batches: tuple[BatchStats, ...] = ()
     nodes: tuple[str, ...] = ()
     """The nodes holding a copy (empty: written before nodes were recorded)."""
+    layout: int = 0
+    """The table's column layout the file was written in (0: the schema at the table's
+    creation; see :mod:`hfq.catalog.evolution`)."""
 
     def placed_on(self, nodes: Iterable[str]) -> Fragment:
         return replace(self, nodes=tuple(nodes))
@@ -139,6 +148,8 @@ class Fragment:
                                "batches": [b.to_json() for b in self.batches]}
         if self.nodes:
             out["nodes"] = list(self.nodes)
+        if self.layout:
+            out["layout"] = self.layout
         return out
 
     @staticmethod
@@ -146,19 +157,20 @@ class Fragment:
         return Fragment(file=data["file"], rows=int(data["rows"]), bytes=int(data["bytes"]),
                         crc32=int(data["crc32"]),
                         batches=tuple(BatchStats.from_json(b) for b in data.get("batches", ())),
-                        nodes=tuple(data.get("nodes") or ()))
+                        nodes=tuple(data.get("nodes") or ()), layout=int(data.get("layout", 0)))
 
 
 def fragment_from(file: str, *, rows: int, size: int, crc32: int,
                   batches: Sequence[tuple[Any, ...]],
-                  nodes: Iterable[str] = ()) -> Fragment:
+                  nodes: Iterable[str] = (), layout: int = 0) -> Fragment:
     """A fragment from what the storage layer reports of an encoded file: ``batches`` as
     ``(rows, {column: (min, max, nulls) or None})``, optionally followed by the batch's
-    ``(offset, length, crc32)`` check (see :attr:`BatchStats.crc32`)."""
+    ``(offset, length, crc32)`` check (see :attr:`BatchStats.crc32`); ``layout``: the
+    table's column layout it was written in."""
     return Fragment(file=file, rows=rows, bytes=size, crc32=crc32,
                     batches=tuple(_batch_stats(b[0], b[1], b[2] if len(b) > 2 else None)
                                   for b in batches),
-                    nodes=tuple(nodes))
+                    nodes=tuple(nodes), layout=layout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,6 +440,46 @@ def ledger_from_bytes(data: bytes, where: str, name: str, table: str,
         raise _damaged(where, table, None, f"{type(exc).__name__}: {exc}") from exc
 
 
+# -- format 2: what one commit did ----------------------------------------------------------------
+def build_history(table: str, table_id: str, version: int,
+                  partitions: Mapping[str, tuple[int, int]],
+                  sources: Iterable[tuple[str, int, str]], origin: str) -> tuple[str, bytes]:
+    """The history piece of version ``version`` (written by transaction ``origin``): rows
+    added and removed per partition, and the source files the commit loaded (path, size,
+    SHA-256).  Its file name and bytes.
+
+    >>> name, data = build_history("t", "id", 3, {"h0": (2, 0)}, [("a.csv", 9, "ab")], "x")
+    >>> history_from_bytes(data, "here", name, "t", "id")["partitions"]
+    {'h0': (2, 0)}
+    """
+    data = _dumps({"format": FORMAT, "kind": "history", "table": table, "table_id": table_id,
+                   "version": version,
+                   "partitions": {p: list(c) for p, c in sorted(partitions.items())},
+                   "sources": [list(s) for s in sources]})
+    return f"{origin}-_history.{hashlib.sha256(data).hexdigest()[:32]}.json", data
+
+
+def history_from_bytes(data: bytes, where: str, name: str, table: str,
+                       table_id: str) -> dict[str, Any]:
+    """The detail of a history piece (``partitions``: path -> (added, removed); ``sources``:
+    (path, size, SHA-256) tuples; ``version``), checked against the SHA-256 in its
+    ``name``."""
+    digest = hashlib.sha256(data).hexdigest()[:32]
+    if not name.endswith(f".{digest}.json"):
+        raise _damaged(where, table, None, f"its SHA-256 starts {digest[:16]}..., its name "
+                       "says otherwise (truncated or edited)")
+    try:
+        body = json.loads(data)
+        if body["table_id"] != table_id or body["kind"] != "history":
+            raise ValueError("it is not a history piece of this table")
+        return {"version": int(body["version"]),
+                "partitions": {str(p): (int(a), int(r))
+                               for p, (a, r) in body["partitions"].items()},
+                "sources": [(str(p), int(n), str(h)) for p, n, h in body["sources"]]}
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise _damaged(where, table, None, f"{type(exc).__name__}: {exc}") from exc
+
+
 # -- versions ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Manifest:
@@ -449,6 +501,13 @@ class Manifest:
     """The version this one was made from (None: version 0, or format 1)."""
     loads: str | None = None
     """File name of the ledger piece of the files ``load_csv`` loaded (None: none yet)."""
+    info: Mapping[str, Any] = field(default_factory=dict)
+    """What the commit that made this version was (its history entry): ``user``, ``args``,
+    ``message``, ``job``, ``rows_added``, ``rows_removed``, ``partitions`` (empty: written
+    before commits recorded it)."""
+    history: str | None = None
+    """File name of the history piece of this version's commit (rows per partition, source
+    files), or None."""
     pending: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     """Pieces this version made, by file name, until the catalog has stored them."""
 
@@ -471,7 +530,11 @@ class Manifest:
 
     def evolve(self, changes: Mapping[str, PartitionEntry | None], op: str, *, version: int,
                load: PieceLoader, origin: str,
-               loads: tuple[str, bytes] | None = None) -> Manifest:
+               loads: tuple[str, bytes] | None = None,
+               info: Mapping[str, Any] | None = None,
+               history: tuple[str, bytes] | None = None,
+               schema: Schema | None = None,
+               options: Mapping[str, Any] | None = None) -> Manifest:
         """The next version: this one with ``changes`` (a partition's new entry; None or no
         fragments: the partition goes), numbered ``version``.
 
@@ -479,7 +542,13 @@ class Manifest:
         until the catalog stores them); the others are shared with this version.  From a
         format-1 version every group is new: the commit writes the table in format 2.
         ``origin``: the transaction (new pieces are named after it); ``loads``: the new
-        ledger piece (file name, bytes), if the change loaded files.
+        ledger piece (file name, bytes), if the change loaded files; ``info`` and
+        ``history``: the commit's history entry and its detail piece (name, bytes);
+        ``schema`` and ``options``: the table's new ones (a schema change).
+
+        The new version's ``committed_at`` is never earlier than this one's: the versions'
+        times only grow with their numbers, which :func:`hfq.catalog.timeline.as_of`'s
+        binary search relies on (a clock set back, or another host's, cannot reorder them).
         """
         parts = self.partitions
         groups: dict[str, dict[str, PartitionEntry]] = {}
@@ -513,9 +582,16 @@ class Manifest:
         if loads is not None:
             ledger = loads[0]
             pending[ledger] = loads[1]
+        detail = None
+        if history is not None:
+            detail = history[0]
+            pending[detail] = history[1]
         return replace(self, version=version, parent=self.version, op=op,
-                       committed_at=time.time(), partitions=Partitions(refs.values(), load, held),
-                       loads=ledger, pending=pending)
+                       committed_at=max(time.time(), self.committed_at),
+                       partitions=Partitions(refs.values(), load, held),
+                       loads=ledger, pending=pending, info=dict(info or {}), history=detail,
+                       schema=self.schema if schema is None else schema,
+                       options=self.options if options is None else dict(options))
 
     def to_json(self) -> dict[str, Any]:
         """The version's record (format 2); its pieces are stored apart."""
@@ -523,11 +599,13 @@ class Manifest:
         if not isinstance(parts, Partitions):
             raise TypeError("only versions made by Manifest.evolve or new_manifest are written")
         return {
-            "format": FORMAT, "table": self.table, "version": self.version,
+            "format": EVOLVED if "evolution" in self.options else FORMAT,
+            "table": self.table, "version": self.version,
             "parent": self.parent, "schema": self.schema.to_json(),
             "partition_by": self.partition_by.to_json(), "sort_by": list(self.sort_by),
             "op": self.op, "committed_at": self.committed_at, "options": dict(self.options),
             "table_id": self.table_id, "loads": self.loads,
+            "info": dict(self.info), "history": self.history,
             "summary": {"partitions": len(parts),
                         **{k: parts.total(k) for k in ("rows", "bytes", "files", "batches")}},
             "pieces": [r.to_json() for r in parts.refs.values()],
@@ -541,7 +619,7 @@ class Manifest:
         partitions: Mapping[str, PartitionEntry]
         if fmt == 1:
             partitions = {p: PartitionEntry.from_json(v) for p, v in data["partitions"].items()}
-        elif fmt == FORMAT:
+        elif fmt in (FORMAT, EVOLVED):
             partitions = Partitions([PieceRef.from_json(r) for r in data["pieces"]], load)
             summary = dict(data["summary"])
             totals = {"partitions": len(partitions),
@@ -550,14 +628,15 @@ class Manifest:
                 raise ValueError(f"its summary {summary} disagrees with its pieces {totals}")
         else:
             raise HfqError(f"manifest format {fmt!r} is not supported (this hfq reads formats "
-                           f"1 and {FORMAT}; a newer hfq wrote it?)")
+                           f"1, {FORMAT} and {EVOLVED}; a newer hfq wrote it?)")
         return Manifest(table=data["table"], version=int(data["version"]),
                         schema=Schema.from_json(data["schema"]),
                         partition_by=scheme_from_json(data["partition_by"]),
                         sort_by=tuple(data["sort_by"]), partitions=partitions,
                         op=data["op"], committed_at=float(data["committed_at"]),
                         options=data.get("options", {}), table_id=data["table_id"],
-                        parent=data.get("parent"), loads=data.get("loads"))
+                        parent=data.get("parent"), loads=data.get("loads"),
+                        info=data.get("info") or {}, history=data.get("history"))
 
 
 def new_manifest(table: str, schema: Schema, partition_by: Scheme | Compo,

@@ -188,7 +188,7 @@ def vacuum_scope(catalog: Catalog, table: str) -> VacuumScope:
         if name not in seen:
             dirty |= set(catalog.piece(table, ref))
     for name in on_disk - set(pieces) - ledgers:
-        if "-_loads." in name:
+        if "-_loads." in name or "-_history." in name:
             continue
         paths = _piece_paths(catalog, table, name)
         if paths is None:
@@ -207,6 +207,8 @@ def _add_version(catalog: Catalog, table: str, version: int, pieces: dict[str, P
         return True
     if m.loads:
         ledgers.add(m.loads)
+    if m.history:   # (kept with the ledgers: neither names partitions)
+        ledgers.add(m.history)
     if not isinstance(m.partitions, Partitions):
         return False
     pieces.update((r.name, r) for r in m.partitions.refs.values())

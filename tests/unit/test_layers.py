@@ -24,7 +24,7 @@ LAYERS = [
     ("query", ["hfq.query"]),
     ("runtime", ["hfq.runtime"]),
     ("session", ["hfq.session"]),
-    ("write", ["hfq.write"]),
+    ("write", ["hfq.write", "hfq.change"]),
     ("ingest", ["hfq.ingest"]),
     ("analytics", ["hfq.analytics"]),
     ("synth", ["hfq.synth"]),
