@@ -38,6 +38,8 @@ POINTS: dict[str, str] = {
     "write.fragment.after_put": "a fragment file is on its nodes, not yet staged",
     "write.before_commit": "every fragment of a write is staged, the commit not yet started",
     "write.abort.before_remove": "a failed write is about to remove what it wrote",
+    "change.partition.after_write": "a change (delete, update, overwrite, upsert, a dedup "
+                                    "key) wrote a partition's new file, not yet staged",
     "ingest.csv.after_block": "a block of a CSV file is parsed and routed",
     "compact.before_commit": "compacted fragments are written, the replace not yet committed",
     "rebalance.copy.before_commit": "replica copies are made, the move not yet committed",
