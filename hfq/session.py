@@ -39,6 +39,7 @@ import polars as pl
 
 from hfq import config
 from hfq.catalog import Catalog, remove_table_files
+from hfq.catalog.evolution import Layouts
 from hfq.catalog.keys import key_options
 from hfq.catalog.records import Manifest
 from hfq.catalog.replica import write_catalog_files
@@ -324,7 +325,8 @@ class Session:
         if filters is None:
             filters = read_filters(manifest, dates=dates, symbols=symbols)
         plan = make_plan(manifest, cols, filters, where)
-        spec = ReadSpec(manifest.schema, manifest.sort_by, cols, where, where_cols, filters)
+        spec = ReadSpec(manifest.schema, manifest.sort_by, cols, where, where_cols, filters,
+                        Layouts.of(manifest.options))
         return ReadPlan(manifest, spec, plan)
 
     def map_reduce(self, manifest: Manifest,

@@ -16,6 +16,7 @@ from hfq.catalog.history import history_frame
 from hfq.catalog.keys import known_at_column
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.vacuum import vacuum_scope
+from hfq.change import columns as column_changes
 from hfq.change import mutate
 from hfq.change.knowledge import known_filters
 from hfq.change.rewrite import ChangeReport
@@ -335,6 +336,65 @@ class Table:
         """
         return mutate.overwrite(self, iter_arrow_batches(data), dates=dates, symbols=symbols,
                                 message=message)
+
+    # -- columns (hfq.change.columns) -----------------------------------------------------------
+    def add_column(self, name: str, type: str, *, default: Any = None,
+                   message: str | None = None) -> int:
+        """Add column ``name`` of hfq type ``type`` (``"LONG"``, ``"DOUBLE"``, ``"SYMBOL"``...)
+        in one commit, rewriting no file: stored rows read it as ``default`` (NULL unless
+        given); older versions keep their own columns.  Returns the new version.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> t.add_column("venue", "SYMBOL", default="XNYS")
+        2
+        >>> t.to_polars()["venue"].unique().to_list(), t.scan(version=1).columns[-1]
+        (['XNYS'], 'mmid')
+        """
+        return column_changes.add_column(self, name, type, default=default, message=message).version
+
+    def drop_column(self, name: str, *, message: str | None = None) -> int:
+        """Drop column ``name`` in one commit (older versions keep it; the files are not
+        rewritten).  Partition, sort, dedup-key and ``known_at`` columns stay.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> t.drop_column("mmid"), "mmid" in t.schema, "mmid" in t.snapshot(1).schema
+        (2, False, True)
+        """
+        return column_changes.drop_column(self, name, message=message).version
+
+    def rename_column(self, name: str, new: str, *, message: str | None = None) -> int:
+        """Rename column ``name`` to ``new`` in one commit, rewriting no file (not a
+        partition column).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> t.rename_column("ofr", "ask")
+        2
+        >>> t.to_polars()["ask"][0], t.scan(version=1).to_polars()["ofr"][0]
+        (62.76, 62.76)
+        """
+        return column_changes.rename_column(self, name, new, message=message).version
+
+    def widen_column(self, name: str, type: str, *, message: str | None = None) -> int:
+        """Widen column ``name`` to ``type`` -- INT or SHORT to LONG, SHORT to INT, FLOAT to
+        DOUBLE: every stored value kept exactly -- in one commit, rewriting no file.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> t.widen_column("bidsiz", "LONG"), t.schema["bidsiz"], t.to_polars()["bidsiz"].dtype
+        (2, LONG, Int64)
+        """
+        return column_changes.widen_column(self, name, type, message=message).version
 
     # -- history, tags ---------------------------------------------------------------------------
     def history(self, *, partitions: bool = False) -> pl.DataFrame:

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from hfq import faults
 from hfq.catalog import history
 from hfq.catalog.catalog import Catalog, FileNamer, Transaction
+from hfq.catalog.evolution import Layouts
 from hfq.catalog.files import begin_transaction, end_transaction
 from hfq.catalog.records import Fragment, Manifest, fragment_from
 from hfq.change.dedup import NO_DEDUP, dedup_key, settle
@@ -88,6 +89,8 @@ class FileWriter:
     """The files of this write are alike (the bars of partitions of one table): each column
     takes the encoding chosen for an earlier file whatever its size, measured only when that
     one does not hold (see :func:`hfq.storage.encoding.encode`)."""
+    layout: int = 0
+    """The table's column layout the files are written in (:mod:`hfq.catalog.evolution`)."""
 
     def write(self, nodes: Nodes, partition: str, key: Sequence[Any], rows: pa.Table, *,
               near: Sequence[str] = (), presorted: bool = False) -> Fragment:
@@ -111,7 +114,7 @@ class FileWriter:
                              errno=exc.errno) from exc
         faults.point("write.fragment.after_put")
         return fragment_from(rel, rows=encoded.rows, size=encoded.size, crc32=encoded.crc32,
-                             batches=encoded.batches, nodes=targets)
+                             batches=encoded.batches, nodes=targets, layout=self.layout)
 
     def write_thin(self, nodes: Nodes, partitions: Sequence[tuple[str, Sequence[str]]],
                    rows: pa.Table, bounds: Sequence[int] | np.ndarray, *,
@@ -156,7 +159,7 @@ class FileWriter:
         for rel, nodes_of, one in zip(names, targets, encoded):
             faults.point("write.fragment.after_put")
             out.append(fragment_from(rel, rows=one.rows, size=one.size, crc32=one.crc32,
-                                     batches=one.batches, nodes=nodes_of))
+                                     batches=one.batches, nodes=nodes_of, layout=self.layout))
         return out
 
 
@@ -260,10 +263,12 @@ class Write:
         catalog = self.catalog
         self.txn = Transaction(catalog, base)
         begin_transaction(self.txn.id)
+        layouts = Layouts.of(base.options)
         self.files = FileWriter(base.table, self.txn.namer, base.sort_by,
                                 tuple(stats_columns(base)), settings,
                                 base.options.get("replicas"), sync,
-                                thin_hints=_thin_hints(catalog, base))
+                                thin_hints=_thin_hints(catalog, base),
+                                layout=layouts.current if layouts is not None else 0)
         self.committed: Manifest | None = None
         self.settled = False
         """True once the change's rows were checked against the table's dedup key (or the
@@ -558,6 +563,8 @@ def merge_small_fragments(write: Write) -> Manifest | None:
         if entry is None:
             continue
         small = _small_tail(entry.fragments, limit)
+        if any(f.layout != write.files.layout for f in small):   # older columns: compact()
+            continue
         if len(small) >= threshold:
             due[path] = (tuple(entry.key), small)
     if not due:

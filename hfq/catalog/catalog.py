@@ -689,6 +689,11 @@ class Catalog:
         return path
 
 
+def _layout(m: Manifest) -> int:
+    """The column layout a version writes its files in (:mod:`hfq.catalog.evolution`)."""
+    return int((m.options.get("evolution") or {}).get("layout", 0))
+
+
 def _write_file(store: Store, rel: str, data: bytes) -> None:
     store.makedirs(rel.rsplit("/", 1)[0])
     tmp = temp_name(rel)
@@ -777,8 +782,9 @@ class Transaction:
         self.check_reads: Callable[[Manifest], bool] | None = None
         """For a change computed from rows it read: whether what it read is the same at
         ``head`` (False: :class:`StaleReadError`, nothing published)."""
-        self.reshape: Callable[[Manifest], tuple[Schema, Mapping[str, Any]]] | None = None
-        """For a schema change: the head's new schema and options."""
+        self.reshape: Callable[[Manifest], tuple[Schema, Mapping[str, Any], Sequence[str]]] \
+            | None = None
+        """For a schema change: the head's new schema, options and sort columns."""
 
     def add(self, partition: str, key: Sequence[Any], fragment: Fragment) -> None:
         self.added.setdefault(partition, (tuple(key), []))[1].append(fragment)
@@ -800,6 +806,10 @@ class Transaction:
             raise CommitConflictError(
                 f"table {head.table!r} was dropped and created again while this {op} was "
                 "running; nothing was committed")
+        if (self.added or self.removed) and _layout(head) != _layout(self.base):
+            raise CommitConflictError(
+                f"table {head.table!r}: its columns changed (version {head.version}) during "
+                f"this {op}; nothing was committed, run it again")
         if self.check_reads is not None and head.version != self.base.version and \
                 not self.check_reads(head):
             raise StaleReadError(
@@ -863,8 +873,9 @@ class Transaction:
                 "rows_added": sum(a for a, _ in per_partition.values()),
                 "rows_removed": sum(r for _, r in per_partition.values()),
                 "partitions": len(per_partition), "files": len(self.loaded)}
-        schema, options = (None, None) if self.reshape is None else self.reshape(head)
+        schema, options, sort_by = (None, None, None) if self.reshape is None else \
+            self.reshape(head)
         return head.evolve(changes, op, version=number, origin=self.id, loads=ledger,
                            load=PieceReader(self.catalog, head.table), info=info,
-                           history=history, schema=schema, options=options)
+                           history=history, schema=schema, options=options, sort_by=sort_by)
 

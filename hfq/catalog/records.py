@@ -534,7 +534,8 @@ class Manifest:
                info: Mapping[str, Any] | None = None,
                history: tuple[str, bytes] | None = None,
                schema: Schema | None = None,
-               options: Mapping[str, Any] | None = None) -> Manifest:
+               options: Mapping[str, Any] | None = None,
+               sort_by: Sequence[str] | None = None) -> Manifest:
         """The next version: this one with ``changes`` (a partition's new entry; None or no
         fragments: the partition goes), numbered ``version``.
 
@@ -544,7 +545,7 @@ class Manifest:
         ``origin``: the transaction (new pieces are named after it); ``loads``: the new
         ledger piece (file name, bytes), if the change loaded files; ``info`` and
         ``history``: the commit's history entry and its detail piece (name, bytes);
-        ``schema`` and ``options``: the table's new ones (a schema change).
+        ``schema``, ``options`` and ``sort_by``: the table's new ones (a schema change).
 
         The new version's ``committed_at`` is never earlier than this one's: the versions'
         times only grow with their numbers, which :func:`hfq.catalog.timeline.as_of`'s
@@ -591,7 +592,8 @@ class Manifest:
                        partitions=Partitions(refs.values(), load, held),
                        loads=ledger, pending=pending, info=dict(info or {}), history=detail,
                        schema=self.schema if schema is None else schema,
-                       options=self.options if options is None else dict(options))
+                       options=self.options if options is None else dict(options),
+                       sort_by=self.sort_by if sort_by is None else tuple(sort_by))
 
     def to_json(self) -> dict[str, Any]:
         """The version's record (format 2); its pieces are stored apart."""

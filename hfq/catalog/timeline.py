@@ -45,7 +45,8 @@ from hfq.catalog.catalog import Catalog
 from hfq.errors import ArgumentError, HfqError, TableNotFoundError
 from hfq.storage.store import temp_name
 
-__all__ = ["SNAPSHOTS", "TAGS", "as_of", "drop_snapshot", "drop_tag", "instant", "pinned",
+__all__ = ["SNAPSHOTS", "TAGS", "as_of", "committed", "drop_snapshot", "drop_tag", "instant",
+           "pinned",
            "snapshot", "snapshots", "tag", "tags"]
 
 TAGS = "_tags"
@@ -119,23 +120,36 @@ def _at(catalog: Catalog, name: str, moment: dt.datetime, asked: Any) -> int:
     versions = catalog.versions(name)
     if not versions:
         catalog.snapshot(name)   # raises TableNotFoundError naming the tables
-    target = moment.timestamp()
+    target = _micros(moment)
     lo, hi = 0, len(versions)
     while lo < hi:   # first index whose time is after the instant
         mid = (lo + hi) // 2
-        if catalog.version(name, versions[mid]).committed_at <= target:
+        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) <= target:
             lo = mid + 1
         else:
             hi = mid
     if lo == 0:
         first = catalog.version(name, versions[0])
-        when = dt.datetime.fromtimestamp(first.committed_at, dt.timezone.utc)
+        when = committed(first.committed_at)
         why = "the table was created then" if first.version == 0 else \
             "older versions were forgotten by vacuum (keep_for= keeps them)"
         raise ArgumentError(f"as_of={asked!r} ({moment.isoformat()}) is before table "
                             f"{name!r}'s first version on record: version {first.version} "
                             f"committed at {when.isoformat()} ({why})", argument="as_of")
     return versions[lo - 1]
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def committed(seconds: float) -> dt.datetime:
+    """A version's ``committed_at`` as the aware UTC datetime it is shown as (to the
+    microsecond): an ``as_of`` equal to it names that version."""
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+
+def _micros(moment: dt.datetime) -> int:
+    return (moment - _EPOCH) // dt.timedelta(microseconds=1)
 
 
 def _span(versions: list[int]) -> str:

@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from hfq import faults
 from hfq.catalog.catalog import StaleReadError
+from hfq.catalog.evolution import Layouts
 from hfq.catalog.records import Fragment, Manifest
 from hfq.errors import CommitConflictError
 from hfq.query.plan import Filters, Unit
@@ -108,7 +109,7 @@ def _unit(target: Target, fragments: tuple[Fragment, ...]) -> Unit:
 def full_spec(manifest: Manifest) -> ReadSpec:
     """Every column of every row (what a change reads of a partition)."""
     return ReadSpec(manifest.schema, manifest.sort_by, manifest.schema.names, None, [],
-                    Filters())
+                    Filters(), Layouts.of(manifest.options))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import polars as pl
 import pyarrow as pa
 
 from hfq import faults
+from hfq.catalog.evolution import Layouts
 from hfq.engine.aggs import decompose
 from hfq.engine.copart import BatchUnit, co_partitioned, paired_units
 from hfq.engine.exprs import (
@@ -428,7 +429,7 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     lo, hi, symbols = hints(node_ops, src)
     filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
     plan = make_plan(m, columns, filters, None)
-    spec = ReadSpec(m.schema, m.sort_by, columns, None, [], filters)
+    spec = ReadSpec(m.schema, m.sort_by, columns, None, [], filters, Layouts.of(m.options))
     units = src.bind_units(plan.units)
     return Staged(src, plan, spec, node_ops, driver_ops, units, notes)
 

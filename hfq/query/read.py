@@ -24,6 +24,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hfq.catalog.evolution import Layouts
+from hfq.catalog.records import Fragment
 from hfq.errors import QueryError, SchemaMismatchError
 from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
@@ -60,6 +62,13 @@ class ReadSpec:
     where: pl.Expr | None
     where_columns: list[str]
     filters: Filters
+    layouts: Layouts | None = None
+    """The table's file layouts when its columns changed (files of an older layout are read
+    under today's names and types: :mod:`hfq.catalog.evolution`)."""
+
+    def old_layout(self, fragment: Fragment) -> bool:
+        """Whether ``fragment`` was written in a layout other than today's."""
+        return self.layouts is not None and fragment.layout != self.layouts.current
 
 
 INLINE_ROWS = 1 << 17
@@ -80,7 +89,8 @@ def read_unit_pieces(store: Store, spec: ReadSpec, unit: Unit, node: str | None 
     when the unit is one file whose kept batches all match (no row filter, no ``where``), else
     in one piece (:func:`read_unit`).  Each piece is verified as :func:`read_unit` verifies."""
     record = unit.fragments[0] if len(unit.fragments) == 1 else None
-    if record is None or not unit.exact or spec.where is not None or not record.batches:
+    if record is None or not unit.exact or spec.where is not None or not record.batches or \
+            spec.old_layout(record):
         yield 0, read_unit(store, spec, unit, node)
         return
     wanted = range(len(record.batches)) if unit.batches[0] is None else unit.batches[0]
@@ -128,6 +138,8 @@ def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None 
                            data=data[frag.file], node=node) if data is not None else
              read_fragment_cached(cache, store, frag, logical, columns=read_cols,
                                   batches=batches, node=node)
+             if not spec.old_layout(frag) else
+             _read_old_layout(store, spec, frag, read_cols, batches, node, cache, data)
              for frag, batches in zip(unit.fragments, unit.batches)
              if batches is None or batches]
     if not parts:
@@ -148,6 +160,25 @@ def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None 
         table = table.filter(mask.to_arrow()) if isinstance(mask, pl.Series) else (
             table if mask else table.slice(0, 0))
     return table.select(spec.columns) if table.column_names != spec.columns else table
+
+
+def _read_old_layout(store: Store | None, spec: ReadSpec, frag: Fragment, columns: list[str],
+                     batches: tuple[int, ...] | None, node: str | None,
+                     cache: PartitionCache | None, data: Mapping[str, pa.Buffer] | None
+                     ) -> pa.Table:
+    """``columns`` of a file written before the table's columns changed: read under the
+    file's own names and types, then renamed, widened and defaulted to today's."""
+    layouts = spec.layouts
+    assert layouts is not None
+    physical = layouts.file_schema(frag.layout)
+    held = layouts.read_columns(frag.layout, columns)
+    if not held:   # none of them is in the file: only its row count matters
+        held = [physical.names[0]]
+    table = read_fragment(None, frag, physical, columns=held, batches=batches,
+                          data=data[frag.file], node=node) if data is not None else \
+        read_fragment_cached(cache, store, frag, physical, columns=held, batches=batches,
+                             node=node)
+    return layouts.adapt(table, frag.layout, columns, spec.schema)
 
 
 def _first_line(exc: BaseException) -> str:

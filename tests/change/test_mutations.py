@@ -33,7 +33,7 @@ def files_by_partition(t):
             .partitions.items()}
 
 
-# -- delete ----------------------------------------------------------------------------------------
+# -- delete --
 def test_delete_by_predicate_dates_and_symbols_equals_the_model(db):
     t = loaded(db)
     model = t.to_polars()
@@ -86,7 +86,7 @@ def test_a_delete_rewrites_only_the_partition_it_touches(db):
         sorted(changed)
 
 
-# -- update ----------------------------------------------------------------------------------------
+# -- update --
 def test_update_sets_columns_of_the_matching_rows_only(db):
     t = loaded(db)
     model = t.to_polars()
@@ -113,7 +113,7 @@ def test_update_refuses_what_it_cannot_do_exactly(db):
     assert t.versions() == [0, 1]
 
 
-# -- overwrite ---------------------------------------------------------------------------------------
+# -- overwrite --
 def test_overwrite_replaces_exactly_the_slice(db):
     t = loaded(db)
     model = t.to_polars()
@@ -131,7 +131,7 @@ def test_overwrite_refuses_rows_outside_the_slice(db):
     assert t.versions() == [0, 1]
 
 
-# -- dedup keys and upsert -----------------------------------------------------------------------------
+# -- dedup keys and upsert --
 @pytest.mark.parametrize("keep", ["first", "last"])
 def test_keyed_appends_never_store_a_key_twice(db, keep):
     t = make(db, unique=KEY, keep=keep)
@@ -196,7 +196,7 @@ def test_upsert_refuses_a_key_without_the_partition_columns(db):
         t.upsert(rows(5, 2), on=("symbol", "time"))
 
 
-# -- two writers ---------------------------------------------------------------------------------------
+# -- two writers --
 def _held(tmp_path, point, call):
     """``call()`` in a thread held at fault ``point`` (its first hit) until released: the
     test acts in between.  Returns (release, join)."""
