@@ -65,8 +65,11 @@ def known_filters(options: Mapping[str, Any], column_type: str, value: Any
                             "(create_table(..., known_at='column'))", argument="known_at")
     moment = knowledge_instant(value)
     literal: Any = moment if column_type == "DATETIME" else moment.replace(tzinfo=None)
-    out = [pl.col(column) <= pl.lit(literal)]
+    known = pl.col(column) <= pl.lit(literal)
     key = unique_key(options)
-    if key:
-        out.append(pl.col(column) == pl.col(column).max().over(list(key)))
-    return out
+    if not key:
+        return [known]
+    # one expression: the latest known of each key among the rows known by then (two filters
+    # could be merged into one by a planner, taking the max over rows not yet known)
+    latest = pl.when(known).then(pl.col(column)).otherwise(None).max().over(list(key))
+    return [known & (pl.col(column) == latest)]

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from hfq.engine.exprs import empty_lazy
+from hfq.engine.known import VISIBLE, visible_rows
 from hfq.engine.ops import Op, _reads, _show
 
 __all__ = ["AsofJoin", "Join", "WindowJoin", "resolve_right", "window_join_frames"]
@@ -91,8 +92,14 @@ class AsofJoin(Op):
     tolerance: Any = None
     allow_exact_matches: bool = True
     keep_unmatched: bool = True
+    known: str | None = None
+    """The right side's knowledge-time column: only rows known by the left row's time
+    count (:mod:`hfq.engine.known`); ``latency`` is added to it, in ``on``'s unit."""
+    latency: int = 0
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
+        if self.known is not None:
+            return self._apply_known(lf)
         right = _right_lazy(self.right).with_columns(pl.lit(True).alias(_MATCH))
         if isinstance(self.right, pl.DataFrame):   # run: sort only what is out of order
             left = lf.collect()
@@ -114,11 +121,27 @@ class AsofJoin(Op):
             out = out.filter(pl.col(_MATCH).is_not_null())
         return out.drop(_MATCH)
 
+    def _apply_known(self, lf: pl.LazyFrame) -> pl.LazyFrame:
+        """The backward asof join over the right rows known by each left row's time."""
+        assert self.known is not None
+        right = visible_rows(_right_lazy(self.right), self.right_on, self.known,
+                             self.latency, self.by_right).with_columns(pl.lit(True).alias(_MATCH))
+        out = lf.sort(self.left_on, maintain_order=True).join_asof(
+            right, left_on=self.left_on, right_on=VISIBLE, by_left=list(self.by_left) or None,
+            by_right=list(self.by_right) or None, strategy="backward",
+            allow_exact_matches=self.allow_exact_matches, suffix="_right", coalesce=False,
+            check_sortedness=False)
+        if not self.keep_unmatched:
+            out = out.filter(pl.col(_MATCH).is_not_null())
+        return out.drop(_MATCH, VISIBLE)
+
     def describe(self) -> str:
         by = f" by {', '.join(self.by_left)}" if self.by_left else ""
         tol = f" within {self.tolerance}" if self.tolerance is not None else ""
         kind = "asof left join" if self.keep_unmatched else "asof join"
-        return f"{kind} ({self.strategy}) on {self.left_on} ~ {self.right_on}{by}{tol}"
+        known = "" if self.known is None else \
+            f", rows known by then ({self.known} + {self.latency})"
+        return f"{kind} ({self.strategy}) on {self.left_on} ~ {self.right_on}{by}{tol}{known}"
 
     def reads(self) -> set[str] | None:
         return {self.left_on, *self.by_left}
@@ -183,6 +206,9 @@ class WindowJoin(Op):
     hi: int
     aggs: tuple[tuple[str, str, str], ...]
     prevailing: bool = True
+    known: str | None = None
+    """As :attr:`AsofJoin.known`: only right rows known by the left row's time count."""
+    latency: int = 0
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         if not isinstance(self.right, pl.DataFrame):   # planning: the output's schema
@@ -246,6 +272,9 @@ def window_join_frames(left: pl.DataFrame, op: WindowJoin) -> pl.DataFrame:
     hi_key = g * span + (lt + op.hi - base)
     start = np.searchsorted(rkey, lo_key, "left")
     end = np.searchsorted(rkey, hi_key, "right")
+    if op.known is not None:
+        return left.with_columns(_known_window(left, r, op, rt, rkey, start, end, lo_key, g,
+                                               span, has, lt))
     if op.prevailing:   # the row in effect at the window's start, when it is earlier
         prev = start - 1
         same_group = (prev >= 0) & (rkey[np.maximum(prev, 0)] // span == g)
@@ -280,6 +309,23 @@ def window_join_frames(left: pl.DataFrame, op: WindowJoin) -> pl.DataFrame:
         series = pl.Series(name, res, pl.Float64).set(pl.Series(n == 0), None)
         out.append(series.cast(values.dtype) if kind in ("min", "max") else series)
     return left.with_columns(out)
+
+
+def _known_window(left: pl.DataFrame, r: pl.DataFrame, op: WindowJoin, rt: np.ndarray,
+                  rkey: np.ndarray, start: np.ndarray, end: np.ndarray, lo_key: np.ndarray,
+                  g: np.ndarray, span: int, has: np.ndarray, lt: np.ndarray) -> list[pl.Series]:
+    """The window join's aggregates over the right rows known by each left row's time."""
+    from hfq.engine.known import known_aggregates, known_pairs  # numba loads on first use
+    assert op.known is not None
+    known = r[op.known].cast(r[op.right_on].dtype)
+    never = np.iinfo(np.int64).max
+    vis = np.where(known.is_null().to_numpy(), never,
+                   np.maximum(rt, _ticks(known.fill_null(strategy="zero")) + op.latency))
+    group_lo = np.searchsorted(rkey, g * span, "left")
+    end = np.where(has, np.maximum(end, start), start)
+    pairs = known_pairs(start, end, np.where(has, group_lo, start), lt, vis, rkey, lo_key,
+                        op.prevailing)
+    return known_aggregates(pairs[0], pairs[1], left.height, r, op.aggs)
 
 
 def _range_extreme(x: np.ndarray, start: np.ndarray, end: np.ndarray, is_max: bool

@@ -394,11 +394,17 @@ class Query:
                   by_left: str | Sequence[str] | None = None,
                   by_right: str | Sequence[str] | None = None, strategy: str = "backward",
                   tolerance: Any = None, allow_exact_matches: bool = True,
-                  keep_unmatched: bool = True) -> Query:
+                  keep_unmatched: bool = True, known_at: bool | str = False,
+                  latency: dt.timedelta | None = None) -> Query:
         """For each row, the row of ``other`` with equal ``by`` keys whose ``on`` value is
         the last at or before it (``strategy="backward"``, kdb+ ``aj``), the first at or
         after it (``"forward"``) or the nearest (``"nearest"``); ``tolerance`` bounds the
         distance; ``keep_unmatched=False`` drops rows without a match (SQL ``ASOF JOIN``).
+
+        ``known_at=True`` (the right table's ``known_at`` column, or a column name): a left
+        row at time ``t`` only sees right rows with ``known_at + latency <= t`` -- a quote
+        published after the trade, or a correction made later, never leaks backwards
+        (:mod:`hfq.engine.known`; backward only, no ``tolerance``).
 
         Examples
         --------
@@ -416,13 +422,19 @@ class Query:
         br = _names(by_right if by_right is not None else by)
         if len(bl) != len(br):
             raise QueryError("join_asof(): by_left and by_right differ in length")
+        known, lag = _known_column(other, ro, known_at, latency, "join_asof")
+        if known is not None and (strategy != "backward" or tolerance is not None):
+            raise QueryError("join_asof(known_at=...): only strategy='backward' without "
+                             "tolerance (a forward or nearest match is a row from the future)")
         return self._then(AsofJoin(other, lo, ro, bl, br, strategy, tolerance,
-                                   allow_exact_matches, keep_unmatched))
+                                   allow_exact_matches, keep_unmatched, known, lag))
 
     def window_join(self, other: Query | pl.DataFrame, on: str | None = None, *,
                     window: tuple[Any, Any], aggs: dict[str, tuple[str, str]],
                     left_on: str | None = None, right_on: str | None = None,
-                    by: str | Sequence[str] | None = None, kind: str = "wj") -> Query:
+                    by: str | Sequence[str] | None = None, kind: str = "wj",
+                    known_at: bool | str = False, latency: dt.timedelta | None = None
+                    ) -> Query:
         """kdb+'s window join: for each row at time ``t``, aggregates of the rows of
         ``other`` with equal ``by`` keys and time in ``[t + window[0], t + window[1]]``
         (timedeltas or ints in the column's unit).  ``aggs``: ``{"name": ("sum", "size")}``
@@ -453,8 +465,10 @@ class Query:
                                  f"right; columns: {', '.join(other.schema.names())}")
         ticks = [_ticks(w, other.schema[ro_col]) for w in window]
         keys = _names(by)
+        known, lag = _known_column(other, ro_col, known_at, latency, "window_join")
         op = WindowJoin(other, lo_col, ro_col, keys, keys, ticks[0], ticks[1],
-                        tuple((n, h, s) for n, (h, s) in aggs.items()), kind == "wj")
+                        tuple((n, h, s) for n, (h, s) in aggs.items()), kind == "wj",
+                        known, lag)
         return self._then(op)
 
     # -- reshaping --------------------------------------------------------------------------------
@@ -829,6 +843,38 @@ def _ticks(value: Any, dtype: pl.DataType) -> int:
     if isinstance(dtype, pl.Time):
         return ns
     raise QueryError(f"a timedelta window needs a time column, not {dtype}")
+
+
+def _known_column(other: Query | pl.DataFrame, on: str, known_at: bool | str,
+                  latency: dt.timedelta | None, what: str) -> tuple[str | None, int]:
+    """The right side's knowledge-time column a ``known_at=`` join uses (None: none asked)
+    and the latency in the ticks of ``on``; a :class:`QueryError` says what is missing."""
+    if known_at is False or known_at is None:
+        if latency is not None:
+            raise QueryError(f"{what}(latency=...) needs known_at=")
+        return None, 0
+    if known_at is True:
+        source = getattr(other, "source", None)
+        column = (source.manifest.options.get("known_at") if source is not None else None)
+        if column is None:
+            raise QueryError(f"{what}(known_at=True): the right side is not a table that "
+                             "declares a known_at column; pass known_at='column'")
+    elif isinstance(known_at, str):
+        column = known_at
+    else:
+        raise QueryError(f"{what}(known_at={known_at!r}): True or a column name")
+    schema = other.schema
+    for name in (column, on):
+        if name not in schema:
+            raise QueryError(f"{what}(known_at=...): no column {name!r} on the right; "
+                             f"columns: {', '.join(schema.names())}")
+        if not isinstance(schema[name], pl.Datetime):
+            raise QueryError(f"{what}(known_at=...): {name!r} is {schema[name]}; knowledge "
+                             "time is compared with timestamps (TIMESTAMP or DATETIME columns)")
+    lag = 0 if latency is None else _ticks(latency, schema[on])
+    if lag < 0:
+        raise QueryError(f"{what}(latency={latency!r}): a latency is not negative")
+    return str(column), lag
 
 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
