@@ -1,34 +1,21 @@
-"""SQL joins (``[INNER|LEFT|FULL|SEMI|ANTI|CROSS] JOIN``, ``ASOF [LEFT] JOIN``) and ``PIVOT``
-compiled to the engine's join and pivot operations."""
+"""SQL joins (``[INNER|LEFT|FULL|SEMI|ANTI|CROSS] JOIN``, ``ASOF [LEFT] JOIN``) compiled to
+the engine's join operations."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sqlglot import exp
 
-from hfq.engine.reshape import Pivot
+from hfq.engine.sql.errors import at, error, unsupported
+from hfq.engine.sql.scope import Env, Scope
+from hfq.engine.sql.syntax import conjuncts
 
-if TYPE_CHECKING:
-    from hfq.engine.sql import _Compiler, _Scope
-
-__all__ = ["compile_join", "compile_pivot"]
+__all__ = ["compile_join"]
 
 _FLIP: dict[type[exp.Expression], type[exp.Expression]] = {
     exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT}
 
 
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    return [node]
-
-
-def _side(node: exp.Expression, left: _Scope, right: _Scope) -> str | None:
+def _side(node: exp.Expression, left: Scope, right: Scope) -> str | None:
     """"left"/"right" when every column of ``node`` belongs to that side, else None."""
     sides = set()
     for col in node.find_all(exp.Column):
@@ -45,14 +32,14 @@ def _side(node: exp.Expression, left: _Scope, right: _Scope) -> str | None:
     return sides.pop() if len(sides) == 1 else None
 
 
-def compile_join(c: _Compiler, scope: _Scope, join: exp.Join) -> _Scope:
-    from hfq.engine.sql import _at, _error, _Scope, _unsupported
+def compile_join(c: Env, scope: Scope, join: exp.Join) -> Scope:
+    """``scope`` joined with the item of ``join``: the combined scope."""
     right = c.source(join.this)
     method = (join.args.get("method") or "").upper()
     side = (join.args.get("side") or "").upper()
     kind = (join.args.get("kind") or "").upper()
     if join.args.get("using"):
-        raise _unsupported(join, "JOIN ... USING (write ON a.x = b.x)")
+        raise unsupported(join, "JOIN ... USING (write ON a.x = b.x)")
     # the right side's clashing names get a qualifier prefix, so both stay addressable
     taken = set(scope.query.columns)
     rename = {col: (col if col not in taken else f"{next(iter(right.qualifiers), 'r')}.{col}")
@@ -62,25 +49,25 @@ def compile_join(c: _Compiler, scope: _Scope, join: exp.Join) -> _Scope:
     right.qualifiers = {q: {k: rename[v] for k, v in cols.items()}
                         for q, cols in right.qualifiers.items()}
     on = join.args.get("on")
-    combined = _Scope(scope.query, {**scope.qualifiers, **right.qualifiers})
+    combined = Scope(scope.query, {**scope.qualifiers, **right.qualifiers})
     if method == "ASOF":
         return _asof(c, scope, right, combined, join, on, side)
     if method:
-        raise _unsupported(join, f"{method} JOIN")
+        raise unsupported(join, f"{method} JOIN")
     how = {"": "inner", "INNER": "inner", "LEFT": "left", "FULL": "full", "OUTER": "full",
            "SEMI": "semi", "ANTI": "anti", "CROSS": "cross"}.get(side or kind)
     if side in ("LEFT", "FULL") and kind in ("SEMI", "ANTI"):
         how = kind.lower()
     if side == "RIGHT" or how is None:
-        raise _unsupported(join, f"{side or kind} JOIN")
+        raise unsupported(join, f"{side or kind} JOIN")
     if on is None:
         if how not in ("cross", "inner"):
-            raise _error(join, f"{how.upper()} JOIN needs an ON condition")
-        with _at(join):
+            raise error(join, f"{how.upper()} JOIN needs an ON condition")
+        with at(join):
             combined.query = scope.query.join(right.query, how="cross")
         return combined
     lefts, rights, rest = [], [], []
-    for cond in _conjuncts(on):
+    for cond in conjuncts(on):
         if isinstance(cond, exp.EQ):
             a, b = _side(cond.this, scope, right), _side(cond.expression, scope, right)
             if (a, b) in (("left", "right"), ("right", "left")):
@@ -91,37 +78,36 @@ def compile_join(c: _Compiler, scope: _Scope, join: exp.Join) -> _Scope:
                 continue
         rest.append(cond)
     if rest and how != "inner":
-        raise _error(rest[0], f"{how.upper()} JOIN conditions must be equalities between the "
+        raise error(rest[0], f"{how.upper()} JOIN conditions must be equalities between the "
                               "two sides")
-    with _at(join):
+    with at(join):
         if lefts:
             q = scope.query.join(right.query, how=how, left_on=lefts, right_on=rights)
         else:
             q = scope.query.join(right.query, how="cross")
     if how in ("semi", "anti"):
-        combined = _Scope(q, dict(scope.qualifiers))
+        combined = Scope(q, dict(scope.qualifiers))
     combined.query = q
     for cond in rest:
         predicate = c.expr(cond, combined)
-        with _at(cond):
+        with at(cond):
             combined.query = combined.query.filter(predicate)
     return combined
 
 
-def _asof(c: _Compiler, left: _Scope, right: _Scope, combined: _Scope, join: exp.Join,
-          on: exp.Expression | None, side: str) -> _Scope:
-    from hfq.engine.sql import _at, _error
+def _asof(c: Env, left: Scope, right: Scope, combined: Scope, join: exp.Join,
+          on: exp.Expression | None, side: str) -> Scope:
     if side not in ("", "LEFT"):
-        raise _error(join, f"ASOF {side} JOIN is not supported (ASOF JOIN or ASOF LEFT JOIN)")
+        raise error(join, f"ASOF {side} JOIN is not supported (ASOF JOIN or ASOF LEFT JOIN)")
     by_l, by_r = [], []
     inequality = None
-    for cond in _conjuncts(on):
+    for cond in conjuncts(on):
         a = _side(cond.this, left, right) if isinstance(cond, exp.Binary) else None
         b = _side(cond.expression, left, right) if isinstance(cond, exp.Binary) else None
         if (a, b) not in (("left", "right"), ("right", "left")) or \
                 not isinstance(cond.this, exp.Column) or \
                 not isinstance(cond.expression, exp.Column):
-            raise _error(cond, "ASOF JOIN conditions compare a column of each side "
+            raise error(cond, "ASOF JOIN conditions compare a column of each side "
                                "(equalities and one inequality)")
         lcol, rcol = (cond.this, cond.expression) if a == "left" else \
             (cond.expression, cond.this)
@@ -131,61 +117,17 @@ def _asof(c: _Compiler, left: _Scope, right: _Scope, combined: _Scope, join: exp
             by_r.append(right.resolve(rcol))
         elif op in _FLIP:
             if inequality is not None:
-                raise _error(cond, "ASOF JOIN takes exactly one inequality")
+                raise error(cond, "ASOF JOIN takes exactly one inequality")
             inequality = (left.resolve(lcol), right.resolve(rcol), op)
         else:
-            raise _error(cond, f"ASOF JOIN condition {cond.sql('duckdb')!r} is not supported")
+            raise error(cond, f"ASOF JOIN condition {cond.sql('duckdb')!r} is not supported")
     if inequality is None:
-        raise _error(join, "ASOF JOIN needs one inequality such as t.time >= q.time")
+        raise error(join, "ASOF JOIN needs one inequality such as t.time >= q.time")
     lo, ro, op = inequality
     strategy = "backward" if op in (exp.GTE, exp.GT) else "forward"
-    with _at(join):
+    with at(join):
         combined.query = left.query.join_asof(
             right.query, left_on=lo, right_on=ro, by_left=by_l, by_right=by_r,
             strategy=strategy, allow_exact_matches=op in (exp.GTE, exp.LTE),
             keep_unmatched=side == "LEFT")
     return combined
-
-
-def compile_pivot(c: _Compiler, node: exp.Table | exp.Subquery) -> _Scope:
-    """``FROM t PIVOT (agg(v) FOR col IN (a, b, ...) [GROUP BY g, ...])``."""
-    from hfq.engine.sql import _Agg, _at, _error, _Scope, _unsupported
-    pivots = node.args["pivots"]
-    plain = node.copy()
-    plain.set("pivots", None)
-    base = c.source(plain)
-    if len(pivots) != 1:
-        raise _unsupported(pivots[1], "several PIVOTs")
-    p = pivots[0]
-    if p.args.get("unpivot"):
-        raise _unsupported(p, "UNPIVOT in SQL (use Query.unpivot)")
-    aggs = p.expressions
-    fields = p.args.get("fields") or []
-    if len(aggs) != 1 or len(fields) != 1 or not isinstance(fields[0], exp.In):
-        raise _unsupported(p, "PIVOT with several aggregates or FOR columns")
-    col = fields[0].this
-    if not isinstance(col, exp.Column):
-        raise _error(col, "PIVOT ... FOR takes a column")
-    on = base.resolve(col)
-    values = []
-    for v in fields[0].expressions:
-        if not isinstance(v, exp.Literal):
-            raise _error(v, "PIVOT ... IN takes literals")
-        values.append(v.this if v.is_string else (float(v.this) if "." in v.this
-                                                  else int(v.this)))
-    group = p.args.get("group")
-    agg_expr = _Agg(base, c).call(aggs[0])
-    with _at(p):
-        if group is not None:
-            index = [base.resolve(g) for g in group.expressions]
-        else:
-            used = {on, *(base.resolve(x) for x in aggs[0].find_all(exp.Column))}
-            index = [x for x in base.query.columns if x not in used]
-        q = base.query.group_by(*index, on).agg(agg_expr.alias("__v"))
-        q = q._then(Pivot(on, tuple(index), "__v", tuple(values), "first"))
-        names = [str(v) for v in values]
-        q = q.rename({old: new for old, new in zip(q.columns[len(index):], names)
-                      if old != new})
-    alias = node.alias_or_name
-    return _Scope(q, {alias: {x: x for x in q.columns}})
-

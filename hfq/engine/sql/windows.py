@@ -12,24 +12,26 @@ ascending ORDER BY column.  Windows whose PARTITION BY includes the table's part
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 from sqlglot import exp
 
-if TYPE_CHECKING:
-    from hfq.engine.sql import _Plain
+from hfq.engine.sql.errors import error, unsupported
+from hfq.engine.sql.literals import count_of, interval_ns
+from hfq.engine.sql.scope import Compiles
+from hfq.engine.sql.syntax import args_of, is_agg, name_of
 
 __all__ = ["window_expr"]
 
 _BIG = 2**62
 
 
-def window_expr(c: _Plain, node: exp.Window) -> pl.Expr:
-    from hfq.engine.sql import _args, _error, _is_agg, _name, _unsupported
+def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
+    """A window function call as a polars window expression, or refused by name."""
     fn = node.this
     if isinstance(fn, (exp.IgnoreNulls, exp.RespectNulls)):
-        raise _unsupported(fn, "IGNORE/RESPECT NULLS")
+        raise unsupported(fn, "IGNORE/RESPECT NULLS")
     part = [c.expr(p) for p in node.args.get("partition_by") or []]
     order = node.args.get("order")
     ordered = list(order.expressions) if order is not None else []
@@ -41,7 +43,7 @@ def window_expr(c: _Plain, node: exp.Window) -> pl.Expr:
         over_kw["order_by"] = keys
         over_kw["descending"] = desc[0] if len(set(desc)) == 1 else None
         if over_kw["descending"] is None:
-            raise _unsupported(node, "window ORDER BY with mixed directions")
+            raise unsupported(node, "window ORDER BY with mixed directions")
         over_kw["nulls_last"] = True
 
     def over(e: pl.Expr, *, ordered_rows: bool = True) -> pl.Expr:
@@ -50,7 +52,7 @@ def window_expr(c: _Plain, node: exp.Window) -> pl.Expr:
             return e.over(part, **kw)
         return e.over(pl.lit(0), **kw)
 
-    name = _name(fn)
+    name = name_of(fn)
     if isinstance(fn, exp.RowNumber):
         return over(pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
     if isinstance(fn, (exp.Rank, exp.DenseRank)) or name in ("rank", "dense_rank"):
@@ -61,9 +63,9 @@ def window_expr(c: _Plain, node: exp.Window) -> pl.Expr:
             else "min"
         return over(key.rank(method, descending=desc[0]).cast(pl.Int64), ordered_rows=False)
     if isinstance(fn, (exp.Lag, exp.Lead)):
-        args = _args(fn)
+        args = args_of(fn)
         value = c.expr(args[0])
-        n = c.compiler.count_of(args[1], "lag/lead offset") if len(args) > 1 else 1
+        n = count_of(args[1], "lag/lead offset") if len(args) > 1 else 1
         fill = c.expr(args[2]) if len(args) > 2 else None
         shift = (n or 0) * (1 if isinstance(fn, exp.Lag) else -1)
         return over(value.shift(shift, fill_value=fill))
@@ -76,33 +78,31 @@ def window_expr(c: _Plain, node: exp.Window) -> pl.Expr:
             return over(value.first())
         if isinstance(fn, exp.LastValue) and (whole or not keys):
             return over(value.last())
-        raise _unsupported(node, "last_value() with a frame ending at the current row")
-    if not _is_agg(fn):
-        raise _unsupported(fn, f"window function {name}()")
-    return _aggregate_window(c, node, fn, name, part, keys, desc, spec, over, _error,
-                             _unsupported, _args)
+        raise unsupported(node, "last_value() with a frame ending at the current row")
+    if not is_agg(fn):
+        raise unsupported(fn, f"window function {name}()")
+    return _aggregate_window(c, node, fn, name, part, keys, desc, spec, over)
 
 
 def _is_unbounded(spec: exp.WindowSpec, side: str) -> bool:
     return str(spec.args.get(side) or "").upper() == "UNBOUNDED"
 
 
-def _aggregate_window(c: _Plain, node: exp.Window, fn: exp.Expression, name: str,
+def _aggregate_window(c: Compiles, node: exp.Window, fn: exp.Expression, name: str,
                       part: list[pl.Expr], keys: list[pl.Expr], desc: list[bool],
-                      spec: exp.WindowSpec | None, over: Any, _error: Any, _unsupported: Any,
-                      _args: Any) -> pl.Expr:
-    args = _args(fn)
+                      spec: exp.WindowSpec | None, over: Any) -> pl.Expr:
+    args = args_of(fn)
     if isinstance(fn, exp.Count) and (not args or isinstance(args[0], exp.Star)):
         value = pl.int_range(pl.len()).is_not_null().cast(pl.Int64)   # one per row
         kind = "count"
     else:
         if args and isinstance(args[0], exp.Distinct):
-            raise _unsupported(fn, f"{name}(DISTINCT ...) OVER")
+            raise unsupported(fn, f"{name}(DISTINCT ...) OVER")
         value = c.expr(args[0])
         kind = {"count": "count", "sum": "sum", "avg": "mean", "min": "min", "max": "max"}.get(
             name, "")
         if not kind:
-            raise _unsupported(fn, f"window aggregate {name}()")
+            raise unsupported(fn, f"window aggregate {name}()")
         if kind == "count":
             value = value.is_not_null().cast(pl.Int64)
     whole = (not keys and spec is None) or (spec is not None and _is_unbounded(spec, "start")
@@ -112,7 +112,7 @@ def _aggregate_window(c: _Plain, node: exp.Window, fn: exp.Expression, name: str
                "mean": value.mean(), "min": value.min(), "max": value.max()}[kind]
         return over(agg, ordered_rows=False)
     if spec is not None and str(spec.args.get("end") or "").upper() != "CURRENT ROW":
-        raise _unsupported(spec, "window frames that do not end at the CURRENT ROW")
+        raise unsupported(spec, "window frames that do not end at the CURRENT ROW")
     frame_kind = (spec.args.get("kind") or "range").lower() if spec is not None else "range"
     start = spec.args.get("start") if spec is not None else "UNBOUNDED"
     if frame_kind == "rows":
@@ -121,7 +121,7 @@ def _aggregate_window(c: _Plain, node: exp.Window, fn: exp.Expression, name: str
                    "max": value.cum_max(),
                    "mean": value.cum_sum() / value.is_not_null().cast(pl.Int64).cum_sum()}[kind]
             return over(cum)
-        n = c.compiler.count_of(start if isinstance(start, exp.Expression) else None,
+        n = count_of(start if isinstance(start, exp.Expression) else None,
                                 "ROWS n PRECEDING")
         size = (n or 0) + 1
         roll = {"count": value.rolling_sum(size, min_samples=1),
@@ -132,17 +132,16 @@ def _aggregate_window(c: _Plain, node: exp.Window, fn: exp.Expression, name: str
         return over(roll)
     # RANGE: rows whose order key lies in [key - width, key] (peers included)
     if len(keys) != 1 or desc[0]:
-        raise _unsupported(node, "RANGE frames need exactly one ascending ORDER BY column")
+        raise unsupported(node, "RANGE frames need exactly one ascending ORDER BY column")
     if str(start).upper() == "UNBOUNDED":
         width = _BIG
     elif isinstance(start, exp.Interval):
-        from hfq.engine.sql import _interval_ns
-        width = _interval_ns(start)
+        width = interval_ns(start)
         if _unit_of(c, keys[0]) is None:
-            raise _error(start, "an INTERVAL frame needs a time ORDER BY column")
+            raise error(start, "an INTERVAL frame needs a time ORDER BY column")
         width //= _unit_of(c, keys[0]) or 1
     else:
-        width = c.compiler.count_of(start if isinstance(start, exp.Expression) else None,
+        width = count_of(start if isinstance(start, exp.Expression) else None,
                                     "RANGE n PRECEDING") or 0
     by = keys[0].to_physical()
     window = f"{width + 1}i"   # (key - width - 1, key]: closed on the right, integer keys
@@ -154,7 +153,7 @@ def _aggregate_window(c: _Plain, node: exp.Window, fn: exp.Expression, name: str
     return over(roll, ordered_rows=False)
 
 
-def _unit_of(c: _Plain, key: pl.Expr) -> int | None:
+def _unit_of(c: Compiles, key: pl.Expr) -> int | None:
     """Nanoseconds per unit of the key's physical integer (None: not a time)."""
     dtype = c.dtype(key)
     if isinstance(dtype, pl.Time):

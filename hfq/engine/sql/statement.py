@@ -1,0 +1,93 @@
+"""One SQL statement: parsed by sqlglot (dialect ``duckdb``), compiled to a
+:class:`~hfq.engine.query.Query`, and cached while the tables it reads are unchanged."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, cast
+
+import sqlglot
+from sqlglot import exp
+
+from hfq.engine.query import Query
+from hfq.engine.sql.errors import unsupported
+from hfq.engine.sql.scope import Catalog
+from hfq.engine.sql.select import Compiler
+from hfq.errors import QueryError, SqlError
+
+__all__ = ["SqlCache", "compile_sql", "parse"]
+
+
+class SqlCache:
+    """Compiled statements of one database, reused while every table they read is at the
+    version it was compiled against (a repeated query skips parsing and planning)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self.entries: OrderedDict[str, tuple[Query, dict[str, Any]]] = OrderedDict()
+
+    def get(self, text: str, version: Callable[[str], Any]) -> Query | None:
+        hit = self.entries.get(text)
+        if hit is None:
+            return None
+        query, seen = hit
+        try:
+            if any(version(name) != token for name, token in seen.items()):
+                return None
+        except QueryError:   # a table gone since
+            return None
+        self.entries.move_to_end(text)
+        return query.fresh()
+
+    def put(self, text: str, query: Query, seen: dict[str, Any]) -> None:
+        self.entries[text] = (query, seen)
+        self.entries.move_to_end(text)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+def compile_sql(text: str, catalog: Catalog, *, cache: SqlCache | None = None,
+                version: Callable[[str], Any] | None = None) -> Query:
+    """The query of one SQL ``SELECT`` statement; tables come from ``catalog(name)``.
+
+    With a ``cache`` and ``version(name)`` (the table's current ``(table_id, version)``), a
+    statement compiled before against the same versions is reused."""
+    if cache is None or version is None:
+        return _compile(text, catalog)
+    hit = cache.get(text, version)
+    if hit is not None:
+        return hit
+    seen: dict[str, Any] = {}
+
+    def tracked(name: str) -> Query:
+        q = catalog(name)
+        seen[name] = (q.source.manifest.table_id, q.source.manifest.version)
+        return q
+
+    query = _compile(text, tracked)
+    cache.put(text, query, seen)
+    return query.fresh()
+
+
+def parse(text: str) -> exp.Expression:
+    """The one statement of ``text`` as sqlglot's tree, or a syntax error with its place."""
+    try:
+        trees = sqlglot.parse(text, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        raise SqlError(f"SQL syntax error: {err.get('description', exc)}",
+                       line=err.get("line"), column=err.get("col")) from exc
+    except sqlglot.errors.TokenError as exc:
+        raise SqlError(f"SQL syntax error: {exc}") from exc
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise SqlError(f"expected one SQL statement, got {len(trees)}")
+    return cast(exp.Expression, trees[0])
+
+
+def _compile(text: str, catalog: Catalog) -> Query:
+    tree = parse(text)
+    if not isinstance(tree, (exp.Select, exp.Subquery)):
+        raise unsupported(tree, f"{tree.key.upper()} statements (only SELECT is supported)")
+    return Compiler(catalog, {}).select(tree)
