@@ -8,20 +8,22 @@ double, ``//`` and ``%`` truncate toward zero.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import re
 from typing import Any
 
 import polars as pl
 from sqlglot import exp
 
-from hfq.engine.exprs import empty_lazy
-from hfq.engine.sql import functions, windows
-from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import CAST_TYPES, TEMPORAL_TYPES, kind, parse_literal, parse_temporal
+from hfq.engine.exprs import empty_lazy, fail_where
+from hfq.engine.sql import casts, functions, windows
+from hfq.engine.sql.errors import error, position, unsupported
+from hfq.engine.sql.literals import comparable, interval_ns, kind, parse_temporal, same_time_type
 from hfq.engine.sql.scope import Env, Scope
 from hfq.engine.sql.syntax import is_agg
 
-__all__ = ["Plain", "like_categorical"]
+__all__ = ["Plain", "divide", "like_categorical", "number"]
 
 
 class Plain:
@@ -32,6 +34,7 @@ class Plain:
     def __init__(self, scope: Scope, env: Env) -> None:
         self.scope = scope
         self.env = env
+        self.guards: list[pl.Expr] = []   # CASE branches being compiled: where they apply
 
     # subclasses override how columns and aggregates are read
     def column(self, node: exp.Column) -> pl.Expr:
@@ -68,6 +71,15 @@ class Plain:
     def exprs(self, nodes: list[exp.Expression]) -> list[pl.Expr]:
         return [self.expr(n) for n in nodes]
 
+    def fail(self, value: pl.Expr, bad: pl.Expr, node: exp.Expression, what: str) -> pl.Expr:
+        """``value``, failing the query with ``what`` (and where ``node`` is) on rows where
+        ``bad`` holds -- only rows a CASE branch being compiled applies to."""
+        for guard in self.guards:
+            bad = bad & guard
+        line, col = position(node)
+        where = f" (line {line}, column {col})" if line is not None else ""
+        return fail_where(value, bad, f"{what} in {node.sql('duckdb')}{where}")
+
     # leaves
     def _Column(self, node: exp.Column) -> pl.Expr:
         if isinstance(node.this, exp.Star):
@@ -75,12 +87,7 @@ class Plain:
         return self.column(node)
 
     def _Literal(self, node: exp.Literal) -> pl.Expr:
-        if node.is_string:
-            return pl.lit(node.this, dtype=pl.String)
-        text = node.this
-        if re.fullmatch(r"\d+", text):
-            return pl.lit(int(text), dtype=pl.Int64)
-        return pl.lit(float(text), dtype=pl.Float64)
+        return number(node) if not node.is_string else pl.lit(node.this, dtype=pl.String)
 
     def _Boolean(self, node: exp.Boolean) -> pl.Expr:
         return pl.lit(bool(node.this), dtype=pl.Boolean)
@@ -95,10 +102,18 @@ class Plain:
         return self.expr(node.this)
 
     def _Neg(self, node: exp.Neg) -> pl.Expr:
-        return -self.expr(node.this)
+        if isinstance(node.this, exp.Literal) and not node.this.is_string:
+            return number(node.this, negate=True)   # -9223372036854775808 is a BIGINT
+        value = self.expr(node.this)
+        if self.dtype(value).is_integer():
+            return self.fail(-value, value == _I64_MIN, node, "integer overflow")
+        return -value
 
     def _Not(self, node: exp.Not) -> pl.Expr:
         return ~self.expr(node.this)
+
+    def _Interval(self, node: exp.Interval) -> pl.Expr:
+        return pl.lit(dt.timedelta(microseconds=interval_ns(node) // 1000))
 
     def _Star(self, node: exp.Star) -> pl.Expr:
         raise error(node, "* is only allowed in the select list and count(*)")
@@ -109,12 +124,16 @@ class Plain:
         return self.coerce(left, right, node)
 
     def coerce(self, left: pl.Expr, right: pl.Expr, node: Any) -> tuple[pl.Expr, pl.Expr]:
-        """A string literal compared with a date/time becomes that type (as in DuckDB)."""
+        """Both sides in one type family: a string literal compared with a date/time becomes
+        that type, dates and timestamps of any unit or time zone meet in one type (as in
+        DuckDB); mixing others is a named error."""
         lt, rt = self.dtype(left), self.dtype(right)
         if lt.is_temporal() and rt == pl.String:
             return left, parse_temporal(right, lt, node)
         if rt.is_temporal() and lt == pl.String:
             return parse_temporal(left, rt, node), right
+        if lt.is_temporal() and rt.is_temporal() and lt != rt:
+            return same_time_type(left, lt, right, rt, node)
         if kind(lt) and kind(rt) and kind(lt) != kind(rt):
             sides = node.this, node.expression
             raise error(node, f"type mismatch in {node.sql('duckdb')!r}: "
@@ -122,35 +141,61 @@ class Plain:
                               f"{sides[1].sql('duckdb')} is {kind(rt)}")
         return left, right
 
+    def _integers(self, left: pl.Expr, right: pl.Expr) -> bool:
+        return self.dtype(left).is_integer() and self.dtype(right).is_integer()
+
     def _Add(self, node: exp.Add) -> pl.Expr:
         left, right = self._binary(node)
-        return left + right
+        out = left + right
+        if self._integers(left, right):   # the sum's sign differs from both operands'
+            bad = (left.xor(out) & right.xor(out)) < 0
+            return self.fail(out, bad, node, "integer overflow")
+        return out
 
     def _Sub(self, node: exp.Sub) -> pl.Expr:
         left, right = self._binary(node)
-        return left - right
+        out = left - right
+        if self._integers(left, right):
+            bad = (left.xor(right) & left.xor(out)) < 0
+            return self.fail(out, bad, node, "integer overflow")
+        return out
 
     def _Mul(self, node: exp.Mul) -> pl.Expr:
         left, right = self._binary(node)
-        return left * right
+        out = left * right
+        if self._integers(left, right):
+            bad = (left != 0) & ((out // left != right) |
+                                 ((left == -1) & (right == _I64_MIN)))
+            return self.fail(out, bad, node, "integer overflow")
+        return out
 
     def _Div(self, node: exp.Div) -> pl.Expr:
         left, right = self._binary(node)
-        return left.cast(pl.Float64) / right.cast(pl.Float64)
+        return divide(left.cast(pl.Float64), right.cast(pl.Float64))
 
     def _IntDiv(self, node: exp.IntDiv) -> pl.Expr:
-        """Division rounding toward zero, as DuckDB's ``//`` (polars' floors)."""
+        """Division rounding toward zero, as DuckDB's ``//`` (polars' floors); on other
+        numbers, a plain division.  Division by zero raises."""
         left, right = self._binary(node)
+        zero = right == 0
+        if not self._integers(left, right):
+            out = divide(left.cast(pl.Float64), right.cast(pl.Float64))
+            return self.fail(out, zero, node, "division by zero")
         off = ((left % right) != 0) & ((left < 0) != (right < 0))
-        return pl.when(off).then(left // right + 1).otherwise(left // right)
+        out = pl.when(off).then(left // right + 1).otherwise(left // right)
+        out = self.fail(out, (left == _I64_MIN) & (right == -1), node, "integer overflow")
+        return self.fail(out, zero, node, "division by zero")
 
     def _Mod(self, node: exp.Mod) -> pl.Expr:
         """The remainder with the dividend's sign, as DuckDB's ``%`` (polars' has the
-        divisor's)."""
+        divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles."""
         left, right = self._binary(node)
         rem = left % right
-        return pl.when((rem != 0) & ((left < 0) != (right < 0))).then(rem - right) \
+        out = pl.when((rem != 0) & ((left < 0) != (right < 0))).then(rem - right) \
             .otherwise(rem)
+        if self.dtype(left).is_float() or self.dtype(right).is_float():
+            return pl.when(right == 0).then(pl.lit(float("nan"))).otherwise(out)
+        return self.fail(out, right == 0, node, "division by zero")
 
     def _DPipe(self, node: exp.DPipe) -> pl.Expr:
         left, right = self._binary(node)
@@ -180,6 +225,14 @@ class Plain:
         left, right = self._binary(node)
         return left <= right
 
+    def _NullSafeEQ(self, node: exp.NullSafeEQ) -> pl.Expr:
+        left, right = self._binary(node)
+        return left.eq_missing(right)
+
+    def _NullSafeNEQ(self, node: exp.NullSafeNEQ) -> pl.Expr:
+        left, right = self._binary(node)
+        return left.ne_missing(right)
+
     def _And(self, node: exp.And) -> pl.Expr:
         return self.expr(node.this) & self.expr(node.expression)
 
@@ -189,7 +242,9 @@ class Plain:
     def _Is(self, node: exp.Is) -> pl.Expr:
         if isinstance(node.expression, exp.Null):
             return self.expr(node.this).is_null()
-        raise unsupported(node, "IS other than IS [NOT] NULL")
+        if isinstance(node.expression, exp.Boolean):   # IS TRUE / IS FALSE: never NULL
+            return self.expr(node.this).eq_missing(pl.lit(bool(node.expression.this)))
+        raise unsupported(node, "IS other than IS [NOT] NULL/TRUE/FALSE")
 
     def _Between(self, node: exp.Between) -> pl.Expr:
         value = self.expr(node.this)
@@ -198,24 +253,22 @@ class Plain:
         return (value >= lo) & (value <= hi)
 
     def _In(self, node: exp.In) -> pl.Expr:
+        """SQL's three-valued IN: TRUE when found, else NULL when the value or an item is
+        NULL, else FALSE (and FALSE for an empty subquery, even for a NULL value)."""
         value = self.expr(node.this)
         if node.args.get("query") is not None:
-            values = self.env.subquery_values(node.args["query"].this)
-            return value.is_in(pl.Series(values, strict=False).drop_nulls().implode())
-        if node.args.get("unnest") or node.args.get("field"):
-            raise unsupported(node, "IN UNNEST")
-        if node.expressions and all(isinstance(e, exp.Literal) for e in node.expressions):
-            lits = [pl.select(self.coerce(value, self.expr(e), node)[1]).item()
-                    for e in node.expressions]
-            kinds = {type(v) for v in lits}
-            if len(kinds) == 1:   # one type of literal: a set test (and pruning by symbol)
-                return value.is_in(pl.Series(lits).implode())
-        items = [self.expr(e) for e in node.expressions]
+            return self.env.in_subquery(self, value, node)
+        items = node.expressions
+        if items and all(isinstance(e, exp.Literal) for e in items):
+            lits = [pl.select(self.coerce(value, self.expr(e), node)[1]).item() for e in items]
+            if len({type(v) for v in lits}) == 1 and None not in lits:
+                # a set test (and pruning by symbol)
+                test, values = comparable(value, self.dtype(value), pl.Series(lits))
+                return test.is_in(values.implode())
         out = None
-        for item in items:
-            _, item = self.coerce(value, item, node)
-            test = value == item
-            out = test if out is None else out | test
+        for item in items:   # Kleene OR of equalities: NULL when no TRUE and some NULL
+            left, right = self.coerce(value, self.expr(item), node)
+            out = left == right if out is None else out | (left == right)
         return out if out is not None else pl.lit(False)
 
     def _Like(self, node: exp.Like) -> pl.Expr:
@@ -228,8 +281,6 @@ class Plain:
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise error(pattern, "LIKE takes a string literal pattern")
-        if node.args.get("escape") is not None:
-            raise unsupported(node, "LIKE ... ESCAPE")
         regex = "^" + "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch)
                               for ch in pattern.this) + "$"
         regex = ("(?is)" if not case else "(?s)") + regex
@@ -243,33 +294,30 @@ class Plain:
     def _Case(self, node: exp.Case) -> pl.Expr:
         subject = self.expr(node.this) if node.this is not None else None
         chain: Any = None
+        before: pl.Expr = pl.lit(True)   # no earlier branch was taken
         for branch in node.args.get("ifs") or []:
             cond = self.expr(branch.this)
             if subject is not None:
                 left, right = self.coerce(subject, cond, branch)
                 cond = left == right
-            value = self.expr(branch.args["true"])
+            self.guards.append(before & cond.fill_null(False))
+            try:
+                value = self.expr(branch.args["true"])
+            finally:
+                self.guards.pop()
+            before = before & ~cond.fill_null(False)
             chain = pl.when(cond).then(value) if chain is None else \
                 chain.when(cond).then(value)
         default = node.args.get("default")
-        if chain is None:
-            return self.expr(default) if default is not None else pl.lit(None)
-        return chain.otherwise(self.expr(default) if default is not None else pl.lit(None))
+        self.guards.append(before)
+        try:
+            otherwise = self.expr(default) if default is not None else pl.lit(None)
+        finally:
+            self.guards.pop()
+        return otherwise if chain is None else chain.otherwise(otherwise)
 
     def _Cast(self, node: exp.Cast) -> pl.Expr:
-        to = node.to.this
-        inner = node.this
-        target = CAST_TYPES.get(to)
-        if target is None:
-            raise unsupported(node, f"CAST to {node.to.sql('duckdb')}")
-        if isinstance(inner, exp.Literal) and inner.is_string and to in TEMPORAL_TYPES:
-            return pl.lit(parse_literal(inner.this, target, node), dtype=target)
-        value = self.expr(inner)
-        if target == pl.String:
-            return value.cast(pl.String)
-        if target in (pl.Int64,) and self.dtype(value).is_float():
-            return value.round(0).cast(pl.Int64)   # DuckDB rounds floats to integers
-        return value.cast(target)
+        return casts.cast(self, node, safe=isinstance(node, exp.TryCast))
 
     _TryCast = _Cast
 
@@ -278,10 +326,46 @@ class Plain:
         return windows.window_expr(self, node)
 
     def _Subquery(self, node: exp.Subquery) -> pl.Expr:
-        values = self.env.subquery_values(node.this)
-        if len(values) > 1:
-            raise error(node, "a scalar subquery returned more than one row")
-        return pl.lit(values[0] if values else None)
+        return self.env.scalar_subquery(self, node)
+
+    def _Exists(self, node: exp.Exists) -> pl.Expr:
+        return self.env.exists(self, node)
+
+
+_I64_MIN = -(2**63)
+
+
+def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
+    """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
+    reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
+    is made a column of itself."""
+    if right.meta.root_names() or not left.meta.root_names():
+        return left / right
+    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)
+
+
+def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:
+    """A numeric literal as DuckDB types it: integers as BIGINT (HUGEINT-sized ones as
+    DECIMAL(38, 0)), ``1.5`` as an exact DECIMAL (so ``0.1 + 0.2 = 0.3``), ``1e3`` as
+    DOUBLE."""
+    text = ("-" if negate else "") + node.this
+    if re.fullmatch(r"-?\d+", text):
+        value = int(text)
+        if -(2**63) <= value < 2**63:
+            return pl.lit(value, dtype=pl.Int64)
+        if len(text.lstrip("-")) <= 38:
+            return pl.lit(decimal.Decimal(text), dtype=pl.Decimal(38, 0))
+        raise error(node, f"integer literal {node.this} has more than 38 digits")
+    if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)", text) and \
+            len(text.lstrip("-").replace(".", "").lstrip("0")) <= 38:
+        exact = decimal.Decimal(text)
+        exponent = exact.as_tuple().exponent
+        scale = max(0, -exponent) if isinstance(exponent, int) else 0
+        return pl.lit(exact, dtype=pl.Decimal(38, scale))
+    try:
+        return pl.lit(float(text), dtype=pl.Float64)
+    except ValueError:
+        raise error(node, f"{node.this!r} is not a number") from None
 
 
 def like_categorical(value: pl.Expr, pattern: str) -> pl.Expr | None:

@@ -87,15 +87,28 @@ class Env(Protocol):
     def subquery_values(self, node: exp.Expression) -> list[Any]:
         """The values of a one-column subquery, run now."""
 
+    def in_subquery(self, c: Compiles, value: pl.Expr, node: exp.In) -> pl.Expr:
+        """``value IN (subquery)`` over ``c``'s rows (three-valued)."""
+
+    def scalar_subquery(self, c: Compiles, node: exp.Subquery) -> pl.Expr:
+        """A subquery giving one value per row of ``c``'s scope."""
+
+    def exists(self, c: Compiles, node: exp.Exists) -> pl.Expr:
+        """``EXISTS (subquery)`` over ``c``'s rows."""
+
 
 class Compiles(Protocol):
     """An expression compiler as the function, window and subquery rules see it."""
 
     scope: Scope
     env: Env
+    guards: list[pl.Expr]
 
     def expr(self, node: exp.Expression) -> pl.Expr:
         """``node`` compiled over :attr:`scope`."""
+
+    def fail(self, value: pl.Expr, bad: pl.Expr, node: exp.Expression, what: str) -> pl.Expr:
+        """``value``, failing the query with ``what`` where ``bad`` holds."""
 
     def exprs(self, nodes: list[exp.Expression]) -> list[pl.Expr]:
         """Each of ``nodes`` compiled."""

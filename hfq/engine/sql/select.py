@@ -10,14 +10,15 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from hfq.engine.query import Query
+from hfq.engine.query import FrameSource, Query
+from hfq.engine.sql import subqueries
 from hfq.engine.sql.aggregates import Agg
 from hfq.engine.sql.errors import at, error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.joins import compile_join
 from hfq.engine.sql.literals import count_of
 from hfq.engine.sql.pivot import compile_pivot
-from hfq.engine.sql.scope import Catalog, Env, Scope
+from hfq.engine.sql.scope import Catalog, Compiles, Env, Scope
 from hfq.engine.sql.syntax import agg_calls, dedupe, has_agg, is_agg
 from hfq.errors import QueryError
 
@@ -53,9 +54,10 @@ class Compiler:
                 self.ctes[cte.alias_or_name] = Compiler(self.catalog, self.ctes).select(
                     cte.this)
         from_ = node.args.get("from_") or node.args.get("from")
-        if from_ is None:
-            raise error(node, "a SELECT needs FROM a table")
-        scope = self.source(from_.this)
+        if from_ is None:   # one row of no columns
+            scope = Scope(Query(FrameSource(pl.DataFrame({"__one": [0]}))), {})
+        else:
+            scope = self.source(from_.this)
         for join in node.args.get("joins") or []:
             scope = self.join(scope, join)
         where = node.args.get("where")
@@ -240,6 +242,15 @@ class Compiler:
     # -- expressions ----------------------------------------------------------------------
     def expr(self, node: exp.Expression, scope: Scope) -> pl.Expr:
         return Plain(scope, self).expr(node)
+
+    def in_subquery(self, c: Compiles, value: pl.Expr, node: exp.In) -> pl.Expr:
+        return subqueries.in_subquery(c, value, node)
+
+    def scalar_subquery(self, c: Compiles, node: exp.Subquery) -> pl.Expr:
+        return subqueries.scalar_subquery(c, node)
+
+    def exists(self, c: Compiles, node: exp.Exists) -> pl.Expr:
+        return subqueries.exists(c, node)
 
     def subquery_values(self, node: exp.Expression) -> list[Any]:
         q = Compiler(self.catalog, self.ctes).select(node)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, cast
@@ -11,6 +12,7 @@ import sqlglot
 from sqlglot import exp
 
 from hfq.engine.query import Query
+from hfq.engine.sql.check import check
 from hfq.engine.sql.errors import unsupported
 from hfq.engine.sql.scope import Catalog
 from hfq.engine.sql.select import Compiler
@@ -62,7 +64,8 @@ def compile_sql(text: str, catalog: Catalog, *, cache: SqlCache | None = None,
 
     def tracked(name: str) -> Query:
         q = catalog(name)
-        seen[name] = (q.source.manifest.table_id, q.source.manifest.version)
+        m = getattr(q.source, "manifest", None)
+        seen[name] = (m.table_id, m.version) if m is not None else None
         return q
 
     query = _compile(text, tracked)
@@ -70,8 +73,32 @@ def compile_sql(text: str, catalog: Catalog, *, cache: SqlCache | None = None,
     return query.fresh()
 
 
+_STARTS = {"SELECT", "WITH", "FROM", "PIVOT", "VALUES", "(", "INSERT", "UPDATE", "DELETE",
+           "CREATE", "DROP", "ALTER", "COPY", "ATTACH", "DETACH", "SET", "PRAGMA", "EXPLAIN",
+           "DESCRIBE", "SHOW", "SUMMARIZE", "CALL", "LOAD", "INSTALL", "USE", "TABLE",
+           "UNPIVOT", "BEGIN", "COMMIT", "ROLLBACK", "EXPORT", "IMPORT", "CHECKPOINT", "RESET",
+           "VACUUM", "ANALYZE", "MERGE", "TRUNCATE", "UPSERT", "REPLACE", "COMMENT"}
+
+
+def _first_word(text: str) -> tuple[str, int, int] | None:
+    """The statement's first word and where it is (line, column), skipping comments."""
+    m = re.match(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", text, re.S)
+    start = m.end() if m else 0
+    word = re.match(r"[A-Za-z_]+|\(", text[start:])
+    if not word:
+        return None
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    return word.group(0), line, col
+
+
 def parse(text: str) -> exp.Expression:
     """The one statement of ``text`` as sqlglot's tree, or a syntax error with its place."""
+    first = _first_word(text)
+    if first is not None and first[0].upper() not in _STARTS:
+        word, line, col = first
+        raise SqlError(f"SQL syntax error: {word!r} does not start a statement (expected "
+                       "SELECT, WITH, FROM or PIVOT)", line=line, column=col)
     try:
         trees = sqlglot.parse(text, read="duckdb")
     except sqlglot.errors.ParseError as exc:
@@ -88,6 +115,7 @@ def parse(text: str) -> exp.Expression:
 
 def _compile(text: str, catalog: Catalog) -> Query:
     tree = parse(text)
+    check(tree)
     if not isinstance(tree, (exp.Select, exp.Subquery)):
         raise unsupported(tree, f"{tree.key.upper()} statements (only SELECT is supported)")
     return Compiler(catalog, {}).select(tree)
