@@ -149,6 +149,21 @@ SAME = [
               "CAST(small AS VARCHAR) AS c, CAST(2.5 AS INTEGER) AS d, "
               "CAST(-2.5 AS INTEGER) AS e, CAST('12' AS INT) AS f, TRY_CAST(name AS INT) AS g "
               "FROM {t} WHERE bid IS NULL OR NOT isnan(bid) ORDER BY ts", True),
+    # scalar functions over the nasty values
+    ("math", "SELECT ts, abs(bid) AS a, ceil(bid / 3) AS b, floor(-bid / 3) AS c, "
+             "exp(bid / 10) AS d, ln(abs(bid) + 1) AS e, log(2, abs(bid) + 1) AS g, "
+             "log10(abs(bid) + 1) AS h, sqrt(abs(bid)) AS i, pow(bid, 2) AS j, abs(big // 2) "
+             "AS k, isinf(f) AS l, nullif(bidsiz, 5) AS n, floor(bidsiz) AS o FROM {t} "
+             "ORDER BY ts", True),
+    ("strings", "SELECT ts, lower(name) AS a, upper(name) AS b, length(name) AS c, "
+                "trim('  ' || name || ' ') AS d, concat(name, '-', symbol) AS e, "
+                "name ILIKE 'H%' AS f, name || '!' AS g FROM {t} ORDER BY ts", True),
+    ("time_functions", "SELECT ts, second(ts) AS a, epoch(time) AS b, date_trunc('hour', ts) "
+                       "AS c, date_trunc('month', date) AS d, date_trunc('week', time) AS e "
+                       "FROM {t} ORDER BY ts", True),
+    ("more_aggregates", "SELECT any_value(name) AS a, quantile(bidsiz, 0.5) AS b, "
+                        "stddev(bidsiz) AS c, CAST(sum(bidsiz) AS DECIMAL(10, 2)) AS d "
+                        "FROM {t}", False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -30,7 +30,7 @@ _REGR = ("regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx", "
          "regr_sxx", "regr_syy", "regr_sxy")
 _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "quantile_cont",
           "percentile_disc": "quantile_disc", "max_by": "arg_max", "min_by": "arg_min",
-          "wavg": "weighted_avg", "mean": "avg", "quantile": "quantile_cont",
+          "wavg": "weighted_avg", "mean": "avg", "quantile": "quantile_disc",
           "variance_pop": "var_pop", "covariance_pop": "covar_pop",
           "covariance_samp": "covar_samp"}
 
@@ -68,7 +68,7 @@ class Agg(Plain):
             o = order.expressions[0]
             args = [o.this, *args]
             descending = bool(o.args.get("desc")) and len(args) == 2
-            if descending:   # the q-th from the top is the (1 - q)-th from the bottom
+            if descending and name != "quantile_disc":   # the (1 - q)-th from the bottom
                 args[1] = _complement(args[1])
             order = order if descending else None   # (kept only to mark a descending order)
         if not args:
@@ -159,8 +159,13 @@ class Agg(Plain):
         dtype = self.dtype(x)
         if isinstance(dtype, pl.Decimal):
             x, dtype = x.cast(_F64), pl.Float64()
-        if name == "quantile_disc":   # the value at floor(q * (n - 1)) in that order
-            out = x.quantile(q, "higher" if order is not None else "lower")
+        if name == "quantile_disc":   # the value at ceil(q * n) - 1 in that order (SQL's)
+            if order is not None:   # descending: the same from the top
+                if not dtype.is_integer():
+                    raise unsupported(node, f"{name} of a descending order of non-integers")
+                out = -((-x).quantile(q, "equiprobable"))
+            else:
+                out = x.quantile(q, "equiprobable")
             return out.cast(dtype) if dtype.is_numeric() else out
         return x.cast(_F64).quantile(q, "linear")
 

@@ -26,7 +26,7 @@ __all__ = ["cast", "target_type"]
 T = exp.DataType.Type
 _INT_RANGE = {T.TINYINT: 8, T.SMALLINT: 16, T.INT: 32, T.BIGINT: 64}
 _TIMESTAMPS = {T.TIMESTAMP: "us", T.TIMESTAMPNTZ: "us", T.DATETIME: "us",
-               T.TIMESTAMP_S: "s", T.TIMESTAMP_MS: "ms", T.TIMESTAMP_NS: "ns"}
+               T.TIMESTAMP_MS: "ms", T.TIMESTAMP_NS: "ns"}
 
 
 def target_type(node: exp.Cast) -> pl.DataType:

@@ -144,8 +144,21 @@ class Plain:
     def _integers(self, left: pl.Expr, right: pl.Expr) -> bool:
         return self.dtype(left).is_integer() and self.dtype(right).is_integer()
 
+    def _clock(self, left: pl.Expr, right: pl.Expr, sign: int) -> pl.Expr | None:
+        """TIME +/- INTERVAL: around the clock (DuckDB wraps at midnight); None otherwise."""
+        lt, rt = self.dtype(left), self.dtype(right)
+        if sign > 0 and isinstance(rt, pl.Time) and isinstance(lt, pl.Duration):
+            left, right, lt, rt = right, left, rt, lt
+        if not (isinstance(lt, pl.Time) and isinstance(rt, pl.Duration)):
+            return None
+        ns = left.to_physical() + sign * right.dt.total_nanoseconds()
+        return (ns % (86400 * 10**9)).cast(pl.Time)
+
     def _Add(self, node: exp.Add) -> pl.Expr:
         left, right = self._binary(node)
+        clock = self._clock(left, right, 1)
+        if clock is not None:
+            return clock
         out = left + right
         if self._integers(left, right):   # the sum's sign differs from both operands'
             bad = (left.xor(out) & right.xor(out)) < 0
@@ -154,6 +167,9 @@ class Plain:
 
     def _Sub(self, node: exp.Sub) -> pl.Expr:
         left, right = self._binary(node)
+        clock = self._clock(left, right, -1)
+        if clock is not None:
+            return clock
         out = left - right
         if self._integers(left, right):
             bad = (left.xor(right) & left.xor(out)) < 0

@@ -301,8 +301,8 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
         return x.abs()
     if name in ("floor", "ceil", "ceiling") and len(args) == 1:
         x = c.expr(args[0])
-        if c.dtype(x).is_integer():
-            return x
+        if c.dtype(x).is_integer():   # a DOUBLE, as DuckDB's
+            return x.cast(pl.Float64)
         return x.floor() if name == "floor" else x.ceil()
     if name == "sign" and len(args) == 1:
         return _sign(c, c.expr(args[0]))

@@ -3,6 +3,9 @@ the engine's join operations."""
 
 from __future__ import annotations
 
+from typing import cast
+
+import polars as pl
 from sqlglot import exp
 
 from hfq.engine.sql.errors import at, error, unsupported
@@ -38,8 +41,6 @@ def compile_join(c: Env, scope: Scope, join: exp.Join) -> Scope:
     method = (join.args.get("method") or "").upper()
     side = (join.args.get("side") or "").upper()
     kind = (join.args.get("kind") or "").upper()
-    if join.args.get("using"):
-        raise unsupported(join, "JOIN ... USING (write ON a.x = b.x)")
     # the right side's clashing names get a qualifier prefix, so both stay addressable
     taken = set(scope.query.columns)
     rename = {col: (col if col not in taken else f"{next(iter(right.qualifiers), 'r')}.{col}")
@@ -49,9 +50,53 @@ def compile_join(c: Env, scope: Scope, join: exp.Join) -> Scope:
     right.qualifiers = {q: {k: rename[v] for k, v in cols.items()}
                         for q, cols in right.qualifiers.items()}
     on = join.args.get("on")
+    using = [u.name for u in join.args.get("using") or []]
+    if using:
+        on = _using(scope, right, join, using, asof=method == "ASOF")
     combined = Scope(scope.query, {**scope.qualifiers, **right.qualifiers})
     if method == "ASOF":
-        return _asof(c, scope, right, combined, join, on, side)
+        return _drop_using(_asof(c, scope, right, combined, join, on, side), scope, right,
+                           using)
+    if using and (side or kind) in ("FULL", "OUTER"):
+        raise unsupported(join, "FULL JOIN ... USING")
+    return _drop_using(_join(c, scope, right, combined, join, on, method, side, kind), scope,
+                       right, using)
+
+
+def _using(left: Scope, right: Scope, join: exp.Join, keys: list[str], *, asof: bool
+           ) -> exp.Expression:
+    """``USING (k1, k2, ...)`` as its ON condition (for ASOF the last key is the
+    inequality ``left.k >= right.k``)."""
+    alias = next(iter(right.qualifiers), None)
+    conds: list[exp.Expression] = []
+    for i, k in enumerate(keys):
+        owners = [q for q, cols in left.qualifiers.items() if k in cols]
+        if len(owners) != 1 or alias is None or k not in right.qualifiers[alias]:
+            raise error(join, f"USING ({k}): the column must be on each side once")
+        op = exp.GTE if asof and i == len(keys) - 1 else exp.EQ
+        conds.append(op(this=exp.column(k, owners[0]), expression=exp.column(k, alias)))
+    out = cast(exp.Expression, exp.and_(*conds))
+    return out
+
+
+def _drop_using(combined: Scope, left: Scope, right: Scope, keys: list[str]) -> Scope:
+    """After ``USING``, each key once: the right side's copy leaves the result, and its
+    name reads the left's."""
+    if not keys or combined.query is left.query:
+        return combined
+    alias = next(iter(right.qualifiers))
+    drop = {right.qualifiers[alias][k] for k in keys}
+    kept = [x for x in combined.query.columns if x not in drop]
+    combined.query = combined.query.select(*kept)
+    for k in keys:
+        owner = next(q for q, cols in left.qualifiers.items() if k in cols)
+        combined.qualifiers[alias] = {**combined.qualifiers[alias],
+                                      k: left.qualifiers[owner][k]}
+    return combined
+
+
+def _join(c: Env, scope: Scope, right: Scope, combined: Scope, join: exp.Join,
+          on: exp.Expression | None, method: str, side: str, kind: str) -> Scope:
     if method:
         raise unsupported(join, f"{method} JOIN")
     how = {"": "inner", "INNER": "inner", "LEFT": "left", "FULL": "full", "OUTER": "full",
@@ -95,36 +140,53 @@ def compile_join(c: Env, scope: Scope, join: exp.Join) -> Scope:
     return combined
 
 
+def _asof_column(c: Env, scope: Scope, node: exp.Expression, name: str) -> str:
+    """The frame column holding ``node`` on its side (computed as ``name`` unless it is a
+    plain column)."""
+    if isinstance(node, exp.Column):
+        return scope.resolve(node)
+    value = c.expr(node, scope)
+    with at(node):
+        scope.query = scope.query.with_columns(value.alias(name))
+    return name
+
+
 def _asof(c: Env, left: Scope, right: Scope, combined: Scope, join: exp.Join,
           on: exp.Expression | None, side: str) -> Scope:
     if side not in ("", "LEFT"):
         raise error(join, f"ASOF {side} JOIN is not supported (ASOF JOIN or ASOF LEFT JOIN)")
-    by_l, by_r = [], []
+    by_l: list[str] = []
+    by_r: list[str] = []
     inequality = None
     for cond in conjuncts(on):
         a = _side(cond.this, left, right) if isinstance(cond, exp.Binary) else None
         b = _side(cond.expression, left, right) if isinstance(cond, exp.Binary) else None
-        if (a, b) not in (("left", "right"), ("right", "left")) or \
-                not isinstance(cond.this, exp.Column) or \
-                not isinstance(cond.expression, exp.Column):
-            raise error(cond, "ASOF JOIN conditions compare a column of each side "
+        if (a, b) not in (("left", "right"), ("right", "left")):
+            raise error(cond, "ASOF JOIN conditions compare an expression of each side "
                                "(equalities and one inequality)")
-        lcol, rcol = (cond.this, cond.expression) if a == "left" else \
+        lx, rx = (cond.this, cond.expression) if a == "left" else \
             (cond.expression, cond.this)
         op = type(cond) if a == "left" else _FLIP.get(type(cond), type(cond))
         if op is exp.EQ:
-            by_l.append(left.resolve(lcol))
-            by_r.append(right.resolve(rcol))
+            by_l.append(_asof_column(c, left, lx, f"__asof_l{len(by_l)}"))
+            by_r.append(_asof_column(c, right, rx, f"__asof_r{len(by_r)}"))
         elif op in _FLIP:
             if inequality is not None:
                 raise error(cond, "ASOF JOIN takes exactly one inequality")
-            inequality = (left.resolve(lcol), right.resolve(rcol), op)
+            inequality = (_asof_column(c, left, lx, "__asof_l"),
+                          _asof_column(c, right, rx, "__asof_r"), op)
         else:
             raise error(cond, f"ASOF JOIN condition {cond.sql('duckdb')!r} is not supported")
     if inequality is None:
         raise error(join, "ASOF JOIN needs one inequality such as t.time >= q.time")
     lo, ro, op = inequality
     strategy = "backward" if op in (exp.GTE, exp.GT) else "forward"
+    lt, rt = left.query.schema[lo], right.query.schema[ro]
+    if lt != rt:   # the two times in one type (a TIMESTAMP of another unit or zone...)
+        if not (lt.is_temporal() and rt.is_temporal()):
+            raise error(join, f"ASOF JOIN compares {lt} with {rt}")
+        right.query = right.query.with_columns(pl.col(ro).cast(lt).alias("__asof_r"))
+        ro = "__asof_r"
     with at(join):
         combined.query = left.query.join_asof(
             right.query, left_on=lo, right_on=ro, by_left=by_l, by_right=by_r,

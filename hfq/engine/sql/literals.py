@@ -6,14 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
 from sqlglot import exp
 
 from hfq.engine.sql.errors import error
+from hfq.errors import SqlError
 
-__all__ = ["comparable", "count_of", "interval_ns", "kind", "months_of", "parse_literal",
+__all__ = ["bind", "comparable", "count_of", "interval_ns", "kind", "months_of", "parse_literal",
            "parse_temporal", "same_time_type"]
 
 _UNITS_NS = {"nanosecond": 1, "ns": 1, "microsecond": 10**3, "us": 10**3,
@@ -230,3 +232,64 @@ def comparable(value: pl.Expr, vt: pl.DataType, values: pl.Series
 
 def _is_text(dtype: pl.DataType) -> bool:
     return dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum))
+
+
+def _typed(value: Any, node: exp.Expression) -> exp.Expression:
+    """A Python value as a typed literal node."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise error(node, f"parameter {value} does not fit in a BIGINT")
+        return exp.Literal.number(value) if value >= 0 else \
+            exp.Neg(this=exp.Literal.number(-value))
+    if isinstance(value, decimal.Decimal):
+        text = format(value, "f")
+        lit = exp.Literal.number(text.lstrip("-"))
+        return exp.Neg(this=lit) if text.startswith("-") else lit
+    if isinstance(value, float):   # a DOUBLE, exactly (repr round-trips)
+        return exp.cast(exp.Literal.string(repr(value)), exp.DataType.Type.DOUBLE)
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, dt.datetime):
+        kind = exp.DataType.Type.TIMESTAMPTZ if value.tzinfo else exp.DataType.Type.TIMESTAMP
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), kind)
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
+    if isinstance(value, dt.time):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.TIME)
+    if isinstance(value, dt.timedelta):
+        us = (value.days * 86400 + value.seconds) * 10**6 + value.microseconds
+        return exp.Interval(this=exp.Literal.string(f"{us} microseconds"))
+    raise error(node, f"a parameter of type {type(value).__name__} is not supported "
+                      "(None, bool, int, float, Decimal, str, date, time, datetime, timedelta)")
+
+
+def bind(tree: exp.Expression, params: Sequence[Any] | None) -> exp.Expression:
+    """``tree`` with its ``?`` / ``$n`` placeholders replaced by ``params`` as typed literals
+    (a wrong count, or both styles, is a named error)."""
+    holders = [n for n in tree.walk(bfs=False) if isinstance(n, exp.Placeholder)]
+    given = list(params) if params is not None else []
+    if not holders:
+        if given:
+            raise SqlError(f"{len(given)} parameters given, but the statement has no "
+                           "placeholder ($1 or ?)")
+        return tree
+    numbered = [h for h in holders if h.this is not None]
+    if numbered and len(numbered) != len(holders):
+        raise error(holders[0], "use either ? or $1, $2, ... placeholders, not both")
+    if numbered:
+        if any(not str(h.this).isdigit() for h in numbered):
+            raise error(numbered[0], "named parameters are not supported; use $1 or ?")
+        wanted = max(int(h.this) for h in numbered)
+    else:
+        wanted = len(holders)
+    if len(given) != wanted:
+        raise error(holders[0], f"the statement takes {wanted} parameters, {len(given)} "
+                                "given")
+    for i, h in enumerate(holders):
+        value = given[int(h.this) - 1 if numbered else i]
+        h.replace(_typed(value, h))
+    return tree

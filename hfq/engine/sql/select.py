@@ -17,8 +17,10 @@ from hfq.engine.sql.errors import at, error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.joins import compile_join
 from hfq.engine.sql.literals import count_of
-from hfq.engine.sql.pivot import compile_pivot
+from hfq.engine.sql.pivot import compile_pivot, pivot_statement
 from hfq.engine.sql.scope import Catalog, Compiles, Env, Scope
+from hfq.engine.sql.setops import compile_setop
+from hfq.engine.sql.star import items_of
 from hfq.engine.sql.syntax import agg_calls, dedupe, has_agg, is_agg
 from hfq.errors import QueryError
 
@@ -38,21 +40,18 @@ class Compiler:
     def select(self, node: exp.Expression) -> Query:
         if isinstance(node, exp.Subquery):
             return self.select(node.this)
-        if not isinstance(node, exp.Select):
-            raise unsupported(node, f"{node.key.upper()} (set operations and VALUES are not "
-                                     "supported)")
-        for key in ("windows", "qualify", "laterals", "into", "locks", "sample", "settings",
-                    "connect", "prewhere", "cluster", "distribute", "sort"):
-            if node.args.get(key):
-                raise unsupported(node.args[key] if isinstance(node.args[key], exp.Expression)
-                                   else node, key.upper())
-        with_ = node.args.get("with_") or node.args.get("with")
+        with_ = node.args.get("with_")
         if with_ is not None:
-            if with_.args.get("recursive"):
-                raise unsupported(with_, "WITH RECURSIVE")
             for cte in with_.expressions:
                 self.ctes[cte.alias_or_name] = Compiler(self.catalog, self.ctes).select(
                     cte.this)
+        if isinstance(node, exp.SetOperation):
+            q = compile_setop(self, node)
+            return self.order_limit(node, q, q.columns)
+        if isinstance(node, exp.Pivot):   # PIVOT t ON ... USING ... (a statement)
+            return pivot_statement(self, node).query
+        if not isinstance(node, exp.Select):
+            raise unsupported(node, node.key.upper())
         from_ = node.args.get("from_") or node.args.get("from")
         if from_ is None:   # one row of no columns
             scope = Scope(Query(FrameSource(pl.DataFrame({"__one": [0]}))), {})
@@ -74,20 +73,25 @@ class Compiler:
             if node.args.get("pivots"):
                 return self.pivot(node)
             name = node.name
-            if node.args.get("db") or node.args.get("catalog"):
-                raise unsupported(node, "qualified table names (schema.table)")
-            if name in self.ctes:
+            version = _version(node)
+            if name in self.ctes and version is None:
                 q = self.ctes[name]
             else:
                 try:
-                    q = self.catalog(name)
+                    q = self.catalog(name) if version is None else \
+                        self.catalog(name, version=version)
                 except QueryError as exc:
                     raise error(node, str(exc)) from exc
             alias = node.alias_or_name
-            return Scope(q, {alias: {c: c for c in q.columns}})
+            return Scope(q, {alias: {c: c for c in q.columns if not c.startswith("__")}})
         if isinstance(node, exp.Subquery):
             if node.args.get("pivots"):
                 return self.pivot(node)
+            if isinstance(node.this, exp.Pivot):
+                inner = pivot_statement(self, node.this)
+                alias = node.alias_or_name
+                return Scope(inner.query, {alias: {c: c for c in inner.query.columns}}
+                             if alias else {})
             q = Compiler(self.catalog, self.ctes).select(node.this)
             alias = node.alias_or_name
             return Scope(q, {alias: {c: c for c in q.columns}} if alias else {})
@@ -101,21 +105,7 @@ class Compiler:
 
     # -- SELECT list, GROUP BY, HAVING, ORDER BY, LIMIT -----------------------------------
     def project(self, node: exp.Select, scope: Scope) -> Query:
-        items: list[tuple[str, exp.Expression]] = []
-        for e in node.expressions:
-            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and
-                                           isinstance(e.this, exp.Star)):
-                if isinstance(e, exp.Column) and e.table:
-                    cols = scope.qualifiers.get(e.table)
-                    if cols is None:
-                        raise error(e, f"unknown table or alias {e.table!r}")
-                    items += [(c, exp.column(c, e.table)) for c in cols]
-                else:
-                    items += [(c, exp.column(c)) for c in scope.columns()]
-                continue
-            items.append((e.alias_or_name if isinstance(e, exp.Alias) else
-                          (e.name if isinstance(e, exp.Column) else e.sql("duckdb")),
-                          e.this if isinstance(e, exp.Alias) else e))
+        items = items_of(node, scope)
         names = dedupe([n for n, _ in items])
         group = node.args.get("group")
         having = node.args.get("having")
@@ -136,6 +126,10 @@ class Compiler:
             with at(having):
                 q = q.filter(predicate)
         hidden: list[pl.Expr] = []
+        qualify = node.args.get("qualify")
+        if qualify is not None:   # a filter after the windows (select aliases visible)
+            hidden.append(post.expr(_aliased(qualify.this, names, items, scope))
+                          .alias("__qualify"))
         sort_keys: list[tuple[str, bool, bool]] = []
         if order is not None:
             for i, o in enumerate(order.expressions):
@@ -151,9 +145,12 @@ class Compiler:
                                   else True))
         with at(node):
             q = q.select(*outputs, *hidden)
+        if qualify is not None:
+            hidden = [h for h in hidden if h.meta.output_name() != "__qualify"]
+            with at(qualify):
+                q = q.filter(pl.col("__qualify")).select(
+                    *names, *(h.meta.output_name() for h in hidden))
         if node.args.get("distinct") is not None:
-            if node.args["distinct"].args.get("on"):
-                raise unsupported(node.args["distinct"], "DISTINCT ON")
             if hidden:
                 raise error(order, "with SELECT DISTINCT, ORDER BY expressions must appear "
                                     "in the select list")
@@ -161,14 +158,38 @@ class Compiler:
         if sort_keys:
             q = q.sort([k for k, _, _ in sort_keys], descending=[d for _, d, _ in sort_keys],
                        nulls_last=[n for _, _, n in sort_keys])
+        q = self.limit(node, q)
+        if hidden:
+            q = q.select(*names)
+        return q
+
+    def limit(self, node: exp.Expression, q: Query) -> Query:
         limit, offset = node.args.get("limit"), node.args.get("offset")
         if limit is not None or offset is not None:
             n = count_of(limit.expression if limit is not None else None, "LIMIT")
             off = count_of(offset.expression if offset is not None else None, "OFFSET")
             q = q.slice(off or 0, n)
-        if hidden:
-            q = q.select(*names)
         return q
+
+    def order_limit(self, node: exp.Expression, q: Query, names: list[str]) -> Query:
+        """ORDER BY (output columns, by name or position) and LIMIT over a set operation."""
+        order = node.args.get("order")
+        if order is not None:
+            keys, desc, last = [], [], []
+            for o in order.expressions:
+                e = o.this
+                if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit() and \
+                        1 <= int(e.this) <= len(names):
+                    keys.append(names[int(e.this) - 1])
+                elif isinstance(e, exp.Column) and not e.table and e.name in names:
+                    keys.append(e.name)
+                else:
+                    raise error(e, "ORDER BY over a set operation takes output columns "
+                                   f"({', '.join(names)}) or their positions")
+                desc.append(bool(o.args.get("desc")))
+                last.append(not o.args.get("nulls_first"))
+            q = q.sort(keys, descending=desc, nulls_last=last)
+        return self.limit(node, q)
 
     def order_target(self, e: exp.Expression, names: list[str],
                      items: list[tuple[str, exp.Expression]], post: Post) -> str | pl.Expr:
@@ -258,6 +279,32 @@ class Compiler:
             raise error(node, f"a subquery in IN must return one column, not "
                                f"{len(q.columns)}")
         return q.collect().to_series().to_list()
+
+
+def _version(node: exp.Table) -> int | None:
+    """The committed version of ``t AT (VERSION => n)`` (None: the current one)."""
+    when = node.args.get("when")
+    if when is None:
+        return None
+    kind = str(when.args.get("kind") or "").upper()
+    value = when.expression
+    if str(when.this).upper() != "AT" or kind != "VERSION":
+        raise unsupported(when, f"{str(when.this).upper()} ({kind} => ...): reading as of a "
+                                "time is not supported yet; use AT (VERSION => n)")
+    n = count_of(value, "AT (VERSION => n)")
+    return n
+
+
+def _aliased(node: exp.Expression, names: list[str], items: list[tuple[str, Any]],
+             scope: Scope) -> exp.Expression:
+    """``node`` with select-list aliases (not columns of the scope) replaced by their
+    expressions."""
+    def swap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and not n.table and n.name in names and \
+                not scope.knows(n):
+            return items[names.index(n.name)][1].copy()
+        return n
+    return node.copy().transform(swap)
 
 
 class Post(Plain):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import sqlglot
@@ -14,6 +14,7 @@ from sqlglot import exp
 from hfq.engine.query import Query
 from hfq.engine.sql.check import check
 from hfq.engine.sql.errors import unsupported
+from hfq.engine.sql.literals import bind
 from hfq.engine.sql.scope import Catalog
 from hfq.engine.sql.select import Compiler
 from hfq.errors import QueryError, SqlError
@@ -49,27 +50,33 @@ class SqlCache:
             self.entries.popitem(last=False)
 
 
-def compile_sql(text: str, catalog: Catalog, *, cache: SqlCache | None = None,
+def compile_sql(text: str, catalog: Catalog, *, params: Sequence[Any] | None = None,
+                cache: SqlCache | None = None,
                 version: Callable[[str], Any] | None = None) -> Query:
-    """The query of one SQL ``SELECT`` statement; tables come from ``catalog(name)``.
+    """The query of one SQL ``SELECT`` statement; tables come from ``catalog(name)`` (or
+    ``catalog(name, version=n)`` for ``FROM t AT (VERSION => n)``).
 
-    With a ``cache`` and ``version(name)`` (the table's current ``(table_id, version)``), a
-    statement compiled before against the same versions is reused."""
+    ``params``: the values of the statement's ``?`` or ``$1``, ``$2``... placeholders, put in
+    the parsed tree as typed literals (never into the text).  With a ``cache`` and
+    ``version(name)`` (the table's current ``(table_id, version)``), a statement compiled
+    before with the same parameters against the same versions is reused."""
+    key = text if params is None else f"{text}\0{params!r}"
     if cache is None or version is None:
-        return _compile(text, catalog)
-    hit = cache.get(text, version)
+        return _compile(text, catalog, params)
+    hit = cache.get(key, version)
     if hit is not None:
         return hit
     seen: dict[str, Any] = {}
 
-    def tracked(name: str) -> Query:
-        q = catalog(name)
+    def tracked(name: str, **kw: Any) -> Query:
+        q = catalog(name, **kw)
         m = getattr(q.source, "manifest", None)
-        seen[name] = (m.table_id, m.version) if m is not None else None
+        # a table read at a pinned version never matches its head: compiled again
+        seen[name] = (m.table_id, m.version if not kw else -1) if m is not None else None
         return q
 
-    query = _compile(text, tracked)
-    cache.put(text, query, seen)
+    query = _compile(text, tracked, params)
+    cache.put(key, query, seen)
     return query.fresh()
 
 
@@ -113,9 +120,9 @@ def parse(text: str) -> exp.Expression:
     return cast(exp.Expression, trees[0])
 
 
-def _compile(text: str, catalog: Catalog) -> Query:
-    tree = parse(text)
+def _compile(text: str, catalog: Catalog, params: Sequence[Any] | None) -> Query:
+    tree = bind(parse(text), params)
     check(tree)
-    if not isinstance(tree, (exp.Select, exp.Subquery)):
+    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Pivot)):
         raise unsupported(tree, f"{tree.key.upper()} statements (only SELECT is supported)")
     return Compiler(catalog, {}).select(tree)

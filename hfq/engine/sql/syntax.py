@@ -11,10 +11,12 @@ __all__ = ["AGGS", "AGG_NAMES", "agg_calls", "args_of", "conjuncts", "dedupe", "
 AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop,
         exp.StddevSamp, exp.Variance, exp.VariancePop, exp.First, exp.Last, exp.ArgMax,
         exp.ArgMin, exp.Median, exp.Quantile, exp.AnyValue, exp.PercentileCont,
-        exp.PercentileDisc, exp.GroupConcat, exp.ArrayAgg)
+        exp.PercentileDisc, exp.GroupConcat, exp.ArrayAgg, exp.Corr, exp.CovarPop,
+        exp.CovarSamp, exp.RegrSlope, exp.RegrIntercept, exp.RegrR2, exp.RegrCount,
+        exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx, exp.RegrSyy, exp.RegrSxy)
 AGG_NAMES = {"quantile_cont", "quantile_disc", "first", "last", "arg_max", "arg_min",
              "max_by", "min_by", "median", "mode", "stddev_samp", "stddev_pop", "var_samp",
-             "var_pop", "count_star", "wavg", "first_value_agg"}
+             "var_pop", "count_star", "wavg", "weighted_avg", "first_value_agg"}
 
 
 def is_agg(node: exp.Expression) -> bool:
@@ -23,6 +25,9 @@ def is_agg(node: exp.Expression) -> bool:
         return False
     if isinstance(node, AGGS):
         return True
+    if isinstance(node, (exp.Filter, exp.WithinGroup)) or (
+            isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue)):
+        return is_agg(node.this)
     return isinstance(node, exp.Anonymous) and node.name.lower() in AGG_NAMES
 
 
