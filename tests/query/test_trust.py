@@ -164,6 +164,16 @@ SAME = [
     ("more_aggregates", "SELECT any_value(name) AS a, quantile(bidsiz, 0.5) AS b, "
                         "stddev(bidsiz) AS c, CAST(sum(bidsiz) AS DECIMAL(10, 2)) AS d "
                         "FROM {t}", False),
+    # the fuzzer's findings F2, F3, F7, F13, F16 (notes/sql-findings.md)
+    ("constant_items", "SELECT NULL AS a, 1 AS b, 'x' AS c FROM {t}", False),
+    ("window_by_symbol", "SELECT ts, count(*) OVER (ORDER BY name) AS a, row_number() OVER "
+                         "(ORDER BY symbol DESC, ts) AS b FROM {t} ORDER BY ts", True),
+    ("join_keeps_both_keys", "SELECT a.ts, b.symbol, b.bidsiz FROM {t} a LEFT JOIN {t} b "
+                             "ON a.bidsiz = b.bidsiz ORDER BY a.ts", True),
+    ("pop_of_one", "SELECT symbol, stddev_pop(bid) AS a, var_pop(f) AS b FROM {t} "
+                   "WHERE bid IS NOT NULL GROUP BY symbol", False),
+    ("date_arithmetic", "SELECT ts, date - DATE '2016-11-01' AS a, date + 1 AS b, "
+                        "2 + date AS c FROM {t} ORDER BY ts", True),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -21,7 +21,7 @@ from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.syntax import args_of, name_of
 
-__all__ = ["Agg"]
+__all__ = ["Agg", "lexical"]
 
 _F64 = pl.Float64
 _SAMPLE = {"stddev": 1, "stddev_samp": 1, "stddev_pop": 0, "variance": 1, "var_samp": 1,
@@ -79,6 +79,7 @@ class Agg(Plain):
             return self._constant(name, values[0], where, node)
         if where is not None:
             values = [v.filter(where) for v in values]
+        values = [lexical(self, v) for v in values] if name in ("min", "max") else values
         x = values[0]
         build = self._RULES.get(name)
         if build is None:
@@ -143,7 +144,10 @@ class Agg(Plain):
     def _moment(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         x = x.cast(_F64)
         ddof = _SAMPLE[name]
-        return x.std(ddof=ddof) if name.startswith("stddev") else x.var(ddof=ddof)
+        out = x.std(ddof=ddof) if name.startswith("stddev") else x.var(ddof=ddof)
+        if ddof == 0:   # one value (even NaN or inf) has no spread, as DuckDB says
+            return pl.when(x.count() == 1).then(pl.lit(0.0)).otherwise(out)
+        return out
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.cast(_F64).median() if not self.dtype(x).is_float() else x.median()
@@ -173,7 +177,7 @@ class Agg(Plain):
                     args: list[exp.Expression], order: exp.Order | None,
                     node: exp.Expression) -> pl.Expr:
         if order is not None:
-            keys = [self.expr(o.this) for o in order.expressions]
+            keys = [lexical(self, self.expr(o.this)) for o in order.expressions]
             desc = [bool(o.args.get("desc")) for o in order.expressions]
             last = [not o.args.get("nulls_first") for o in order.expressions]
             x = x.sort_by(keys, descending=desc, nulls_last=last, maintain_order=True)
@@ -187,8 +191,9 @@ class Agg(Plain):
         if len(values) != 2:
             raise error(node, f"{name}(value, key) takes two arguments")
         both = x.is_not_null() & values[1].is_not_null()
-        return x.filter(both).sort_by(values[1].filter(both), descending=name == "arg_max",
-                                      nulls_last=True, maintain_order=True).first()
+        key = lexical(self, values[1]).filter(both)
+        return x.filter(both).sort_by(key, descending=name == "arg_max", nulls_last=True,
+                                      maintain_order=True).first()
 
     def _weighted_avg(self, name: str, x: pl.Expr, values: list[pl.Expr],
                       args: list[exp.Expression], order: exp.Order | None,
@@ -247,6 +252,11 @@ class Agg(Plain):
         "arg_max": _arg, "arg_min": _arg, "weighted_avg": _weighted_avg,
         "covar_pop": _pairs, "covar_samp": _pairs, "corr": _pairs,
         **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs)}
+
+
+def lexical(c: Plain, e: pl.Expr) -> pl.Expr:
+    """A SYMBOL/CHAR (categorical) value as its text, so that it orders as text."""
+    return e.cast(pl.String) if isinstance(c.dtype(e), (pl.Categorical, pl.Enum)) else e
 
 
 def _is_number(node: exp.Expression) -> bool:

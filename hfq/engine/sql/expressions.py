@@ -80,6 +80,18 @@ class Plain:
         where = f" (line {line}, column {col})" if line is not None else ""
         return fail_where(value, bad, f"{what} in {node.sql('duckdb')}{where}")
 
+    def condition(self, e: pl.Expr, node: exp.Expression, where: str) -> pl.Expr:
+        """``e`` as a boolean condition (a NULL literal is an unknown boolean)."""
+        dtype = self.dtype(e)
+        if dtype == pl.Boolean:
+            return e
+        if isinstance(dtype, pl.Null):
+            return e.cast(pl.Boolean)
+        if dtype.is_integer() or isinstance(dtype, pl.Decimal):   # DuckDB: non-zero is true
+            return e != 0
+        raise error(node, f"{where} needs a boolean condition, not {node.sql('duckdb')} "
+                          f"({kind(dtype) or dtype})")
+
     # leaves
     def _Column(self, node: exp.Column) -> pl.Expr:
         if isinstance(node.this, exp.Star):
@@ -154,7 +166,23 @@ class Plain:
         ns = left.to_physical() + sign * right.dt.total_nanoseconds()
         return (ns % (86400 * 10**9)).cast(pl.Time)
 
+    def _days(self, node: exp.Binary, sign: int) -> pl.Expr | None:
+        """DATE +/- integer (days), DATE - DATE (days, BIGINT), as DuckDB; else None."""
+        left, right = self.expr(node.this), self.expr(node.expression)
+        lt, rt = self.dtype(left), self.dtype(right)
+        if sign > 0 and rt == pl.Date and lt.is_integer():
+            left, right, lt, rt = right, left, rt, lt
+        if lt == pl.Date and rt.is_integer():
+            return (left.to_physical().cast(pl.Int64) + sign * right).cast(pl.Int32) \
+                .cast(pl.Date)
+        if sign < 0 and lt == pl.Date and rt == pl.Date:
+            return left.to_physical().cast(pl.Int64) - right.to_physical().cast(pl.Int64)
+        return None
+
     def _Add(self, node: exp.Add) -> pl.Expr:
+        days = self._days(node, 1)
+        if days is not None:
+            return days
         left, right = self._binary(node)
         clock = self._clock(left, right, 1)
         if clock is not None:
@@ -166,6 +194,9 @@ class Plain:
         return out
 
     def _Sub(self, node: exp.Sub) -> pl.Expr:
+        days = self._days(node, -1)
+        if days is not None:
+            return days
         left, right = self._binary(node)
         clock = self._clock(left, right, -1)
         if clock is not None:
@@ -313,6 +344,8 @@ class Plain:
         before: pl.Expr = pl.lit(True)   # no earlier branch was taken
         for branch in node.args.get("ifs") or []:
             cond = self.expr(branch.this)
+            if subject is None:
+                cond = self.condition(cond, branch.this, "CASE WHEN")
             if subject is not None:
                 left, right = self.coerce(subject, cond, branch)
                 cond = left == right

@@ -8,6 +8,7 @@ from typing import cast
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.joins import Join
 from hfq.engine.sql.errors import at, error, unsupported
 from hfq.engine.sql.scope import Env, Scope
 from hfq.engine.sql.syntax import conjuncts
@@ -127,7 +128,8 @@ def _join(c: Env, scope: Scope, right: Scope, combined: Scope, join: exp.Join,
                               "two sides")
     with at(join):
         if lefts:
-            q = scope.query.join(right.query, how=how, left_on=lefts, right_on=rights)
+            q = scope.query._then(Join(right.query, tuple(lefts), tuple(rights), how,
+                                       keep_keys=True))
         else:
             q = scope.query.join(right.query, how="cross")
     if how in ("semi", "anti"):

@@ -110,6 +110,9 @@ class Compiles(Protocol):
     def fail(self, value: pl.Expr, bad: pl.Expr, node: exp.Expression, what: str) -> pl.Expr:
         """``value``, failing the query with ``what`` where ``bad`` holds."""
 
+    def condition(self, e: pl.Expr, node: exp.Expression, where: str) -> pl.Expr:
+        """``e`` as a boolean condition, or a named error."""
+
     def exprs(self, nodes: list[exp.Expression]) -> list[pl.Expr]:
         """Each of ``nodes`` compiled."""
 

@@ -63,7 +63,8 @@ class Compiler:
         if where is not None:
             if has_agg(where.this):
                 raise error(where, "aggregates are not allowed in WHERE (use HAVING)")
-            predicate = self.expr(where.this, scope)
+            c = Plain(scope, self)
+            predicate = c.condition(c.expr(where.this), where.this, "WHERE")
             with at(where):
                 scope.query = scope.query.filter(predicate)
         return self.project(node, scope)
@@ -122,13 +123,14 @@ class Compiler:
         for name, (_, e) in zip(names, items):
             outputs.append(post.expr(e).alias(name))
         if having is not None:
-            predicate = post.expr(having.this)
+            predicate = post.condition(post.expr(having.this), having.this, "HAVING")
             with at(having):
                 q = q.filter(predicate)
         hidden: list[pl.Expr] = []
         qualify = node.args.get("qualify")
         if qualify is not None:   # a filter after the windows (select aliases visible)
-            hidden.append(post.expr(_aliased(qualify.this, names, items, scope))
+            test = _aliased(qualify.this, names, items, scope)
+            hidden.append(post.condition(post.expr(test), qualify.this, "QUALIFY")
                           .alias("__qualify"))
         sort_keys: list[tuple[str, bool, bool]] = []
         if order is not None:
@@ -144,7 +146,12 @@ class Compiler:
                 sort_keys.append((key, desc, not nulls_first if nulls_first is not None
                                   else True))
         with at(node):
-            q = q.select(*outputs, *hidden)
+            if not aggregate and any(not e.meta.root_names() for e in outputs):
+                # a constant item is one per row: added to the rows, then chosen
+                q = q.with_columns(*outputs, *hidden).select(
+                    *names, *(h.meta.output_name() for h in hidden))
+            else:
+                q = q.select(*outputs, *hidden)
         if qualify is not None:
             hidden = [h for h in hidden if h.meta.output_name() != "__qualify"]
             with at(qualify):

@@ -81,7 +81,8 @@ def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
     order = node.args.get("order")
     ordered = list(order.expressions) if order is not None else []
     w = _Window(c, [c.expr(p) for p in node.args.get("partition_by") or []],
-                [c.expr(o.this) for o in ordered], [bool(o.args.get("desc")) for o in ordered],
+                [_text(c, c.expr(o.this)) for o in ordered],
+                [bool(o.args.get("desc")) for o in ordered],
                 [not o.args.get("nulls_first") for o in ordered])
     spec = node.args.get("spec")
     name = name_of(fn)
@@ -114,6 +115,11 @@ def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
     if not is_agg(fn):
         raise unsupported(fn, f"window function {name}()")
     return _aggregate(c, w, node, fn, name, spec)
+
+
+def _text(c: Compiles, e: pl.Expr) -> pl.Expr:
+    """A SYMBOL/CHAR (categorical) order key as its text (it orders as text)."""
+    return e.cast(pl.String) if isinstance(c.dtype(e), (pl.Categorical, pl.Enum)) else e
 
 
 def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.Expr:
