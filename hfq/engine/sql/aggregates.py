@@ -125,7 +125,8 @@ class Agg(Plain):
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         dtype = self.dtype(x)
         if dtype == pl.Int64:   # exact in 128 bits, as DuckDB's HUGEINT; fails past BIGINT
-            total = x.cast(pl.Int128).sum()
+            # (a DECIMAL(38, 0): 128-bit integers that Arrow carries between processes)
+            total = x.cast(pl.Decimal(38, 0)).sum()
             narrow = total.cast(pl.Int64, strict=False)
             out = self.fail(narrow, narrow.is_null() & (x.count() > 0), node,
                             "integer overflow (the sum leaves BIGINT)")

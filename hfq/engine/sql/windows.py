@@ -144,6 +144,8 @@ def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
     if spec is None:
         return "range", None, 0
     kind = (spec.args.get("kind") or "range").lower()
+    if kind not in ("rows", "range"):
+        raise unsupported(spec, f"{kind.upper()} frames")
 
     def side(value: Any, side: Any) -> Any:
         text = str(value or "").upper()
