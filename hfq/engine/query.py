@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["FrameSource", "GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource", "make_query", "plain_query", "reuse"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -583,21 +583,6 @@ class Query:
         got = self._memo[0]
         return got if isinstance(got, Staged) else stage(self)
 
-    def fresh(self) -> Query:
-        """The same query with its own ``last_run``, sharing the plan made already (what a
-        cache of compiled statements hands out).
-
-        Examples
-        --------
-        >>> q = quotes.scan(symbols="IBM")
-        >>> q.count() == q.fresh().count()
-        True
-        """
-        q = Query(self.source, self._ops or (), self._schema, fixed=self._fixed,
-                  read=self._read if self._ops is None else None)
-        q._memo = self._memo
-        return q
-
     @property
     def plan(self) -> Plan:
         """The partitions this query reads, kept and pruned (the read of its node stage).
@@ -785,6 +770,22 @@ class Query:
                              "database to write to")
         return write_frame(self.source.session, self.source.manifest, name, self.collect(),
                            **options)
+
+
+def reuse(query: Query) -> Query:
+    """The same query with its own ``last_run``, sharing the plan made already (what a cache
+    of compiled statements hands out).
+
+    Examples
+    --------
+    >>> q = quotes.scan(symbols="IBM")
+    >>> q.count() == reuse(q).count() and reuse(q)._memo is q._memo
+    True
+    """
+    q = Query(query.source, query._ops or (), query._schema, fixed=query._fixed,
+              read=query._read if query._ops is None else None)
+    q._memo = query._memo
+    return q
 
 
 def _source_query(src: TableSource) -> Query:
