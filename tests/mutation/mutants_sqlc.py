@@ -46,7 +46,8 @@ MUTANTS: list[Mutant] = [
            "a running sum is NULL at a NULL input (issue 24 item 3)",
            (TRUST.format("running_sum_nulls"),)),
     Mutant("sqlc-rank-null-keys", AREA, SQL + "windows.py",
-           "            out = pl.when(key.is_null()).then(after + 1 if w.nulls_last[0] else 1) \\\n",
+           "            out = pl.when(key.is_null()).then(after + 1 if w.nulls_last[0] "
+           "else 1) \\\n",
            "            out = pl.when(key.is_null()).then(None) \\\n",
            "NULL order keys get NULL ranks (issue 24 item 3)",
            (TRUST.format("rank_null_keys"),)),
