@@ -13,6 +13,7 @@ Examples
     hfq scan quotes --dates 2007-08-01 --symbols IBM,MSFT --where "bid > 0 and ofr > bid"
     hfq scan quotes --where "symbol in ('IBM', 'MSFT') and time >= '09:30'" --out ibm.csv
     hfq info quotes --json
+    hfq rebalance --address auto
 
 Global options (``--root``, ``--address``, ``--json``, ``--debug``) go before or after the
 command.  Errors are one line on stderr (``hfq: error: ...``), exit status 2 for a usage error
@@ -176,6 +177,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("scan", "read rows (--dates, --symbols, --where): the first rows, the plan, or CSV"),
     ("compact", "merge each partition's files into one sorted file"),
     ("verify", "check every file's checksum against the catalog"),
+    ("rebalance", "give every partition its replicas on the live nodes; move some to new nodes"),
     ("repair", "replace every damaged or missing copy of a file by a good copy"),
     ("check", "read the catalog back: damaged, missing or inconsistent versions (--repair)"),
     ("vacuum", "remove files of writers that died; forget old versions"),
@@ -287,6 +289,9 @@ def _parser() -> argparse.ArgumentParser:
 
     v = command("verify", _verify)
     v.add_argument("table", help="the table")
+
+    rb = command("rebalance", _rebalance)
+    rb.add_argument("tables", nargs="*", help="the tables (default: every table)")
 
     rp = command("repair", _repair)
     rp.add_argument("tables", nargs="*", help="the tables (default: every table)")
@@ -796,11 +801,34 @@ def _verify(args: argparse.Namespace) -> int:
     t = _table(args)
     checked = t.verify()
     if args.json:
-        _emit_json({"table": t.name, "version": t.version, "files_checked": checked,
-                    "ok": True})
+        _emit_json({"table": t.name, "version": t.version, "files_checked": int(checked),
+                    "ok": True, "unreachable": list(checked.unreachable)})
     else:
         print(f"{checked} files match their checksums ({t.name} version {t.version})")
+        _say_unreachable(checked.unreachable, "their copies were not checked")
     return 0
+
+
+def _rebalance(args: argparse.Namespace) -> int:
+    """``hfq rebalance [TABLE ...]``: files moved per table."""
+    db = _db(args)
+    for name in args.tables:
+        db[name]   # an unknown table is a one-line error before any work
+    moved = db.rebalance(args.tables or None)
+    if args.json:
+        _emit_json({"moved": dict(moved), "unreachable": list(moved.unreachable)})
+    else:
+        for name, files in moved.items():
+            print(f"{name}: {files:,} files moved" if files else f"{name}: nothing to move")
+        _say_unreachable(moved.unreachable, "their copies were re-created on the others")
+    return 0
+
+
+def _say_unreachable(nodes: Sequence[str], consequence: str) -> None:
+    """The line saying which nodes a maintenance call counted as down (none: no line)."""
+    if nodes:
+        print(f"counted as down (no answer to a ping, or gone): hfq node"
+              f"{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}; {consequence}")
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -812,7 +840,7 @@ def _repair(args: argparse.Namespace) -> int:
     failed = [r for r in rows if not r["action"].startswith("repaired")]
     if args.json:
         _emit_json({"repaired": len(rows) - len(failed), "not_repaired": len(failed),
-                    "copies": rows})
+                    "copies": rows, "unreachable": list(rows.unreachable)})
     elif not rows:
         print("every copy on the live nodes matches its checksum")
     else:
@@ -820,6 +848,8 @@ def _repair(args: argparse.Namespace) -> int:
             print(f"{r['table']} {r['file'] or ''} on {r['node']}: {r['problem']}: "
                   f"{r['action']}")
         print(f"{len(rows) - len(failed)} copies repaired, {len(failed)} not")
+    if not args.json:
+        _say_unreachable(rows.unreachable, "their copies were not checked")
     return 1 if failed else 0
 
 
@@ -829,7 +859,7 @@ def _check(args: argparse.Namespace) -> int:
     db = _db(args)
     rows = db.check(repair=args.repair)
     if args.json:
-        _emit_json({"ok": not rows, "problems": rows})
+        _emit_json({"ok": not rows, "problems": rows, "unreachable": list(rows.unreachable)})
     elif not rows:
         print(f"every catalog file of {len(db.tables())} tables is intact")
     else:
@@ -839,6 +869,8 @@ def _check(args: argparse.Namespace) -> int:
         print(f"{len(rows)} problems" + ("" if args.repair else
                                          "; `hfq check --repair` opens the newest intact "
                                          "versions"))
+    if not args.json:
+        _say_unreachable(rows.unreachable, "their copies of the catalog were not used")
     if args.repair:
         return 1 if any("no intact version" in r["action"] for r in rows) else 0
     return 1 if rows else 0
@@ -848,10 +880,12 @@ def _vacuum(args: argparse.Namespace) -> int:
     t = _table(args)
     result = t.vacuum(keep_versions=args.keep_versions)
     if args.json:
-        _emit_json({"table": t.name, "version": t.version, **result})
+        _emit_json({"table": t.name, "version": t.version, **result,
+                    "unreachable": list(result.unreachable)})
     else:
         print(f"vacuumed {t.name}: " + ", ".join(f"{k.replace('_', ' ')} {v}"
                                                  for k, v in result.items()))
+        _say_unreachable(result.unreachable, "their files were left as they are")
     return 0
 
 

@@ -84,12 +84,18 @@ class Settings:
     """Progress bars: auto (only on a terminal), always or never."""
     orphan_grace_s: float = 3600.0
     """Unreferenced files younger than this are left alone by vacuum (a writer may still commit)."""
+    ping_timeout_s: float = 2.0
+    """Seconds a node's server has to answer a ping before maintenance (rebalance, repair,
+    verify, vacuum, check) counts the node as down: a crashed node stays on Ray's list of live
+    nodes for 10-30 s."""
 
     def __post_init__(self) -> None:
         check_compression(self.compression)
         for name in ("batch_rows", "memory_budget", "csv_block_bytes", "threads"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
+        if not self.ping_timeout_s > 0:
+            raise ValueError(f"ping_timeout_s must be positive, not {self.ping_timeout_s!r}")
         if self.cache_bytes < 0:
             raise ValueError(f"cache_bytes must be 0 or more, not {self.cache_bytes!r}")
         if self.csv_block_bytes * 2 > self.memory_budget:

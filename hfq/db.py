@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
-from hfq import config, faults
+from hfq import config, maintenance
 from hfq.catalog import Catalog, remove_table_files
-from hfq.catalog.records import Fragment, Manifest
-from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
+from hfq.catalog.records import Manifest
+from hfq.catalog.replica import catalog_files, write_catalog_files
 from hfq.config import Settings, check_compression
 from hfq.errors import (
     CsvError,
@@ -28,7 +28,6 @@ from hfq.ingest.csv import load_csv as _load_csv
 from hfq.partition import Compo, Scheme, check_scheme
 from hfq.runtime.node import NodeInfo, node_identity
 from hfq.runtime.nodes import Nodes
-from hfq.runtime.placement import rebalanced, replica_count
 from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
 from hfq.storage.store import open_store
@@ -164,9 +163,9 @@ class Database:
                                     "ray_node_id": pl.String, "cpus": pl.Int64,
                                     "files": pl.Int64, "bytes": pl.Int64})
 
-    def rebalance(self, tables: Iterable[str] | None = None) -> dict[str, int]:
+    def rebalance(self, tables: Iterable[str] | None = None) -> maintenance.Counts:
         """Re-create missing replicas and move partitions to nodes that joined; returns files
-        moved per table.
+        moved per table (a dict; its ``unreachable``: the nodes counted as down).
 
         Each partition ends with its ``replicas`` copies on live nodes: copies on dead nodes
         are re-created elsewhere (placement order), and a node that joined (one holding
@@ -175,6 +174,8 @@ class Database:
         bars) stay there.  Copies are made (and checked against the catalog's CRC-32) before
         one commit per table switches readers to them; the old copies stay until
         :meth:`Table.vacuum`, so no reader, old or new, ever finds a partition missing.
+        A node that does not answer a ping within ``ping_timeout_s`` counts as down (one that
+        crashed a moment ago is still on Ray's list of live nodes): see :mod:`hfq.maintenance`.
 
         Examples
         --------
@@ -183,21 +184,17 @@ class Database:
         >>> quotes.refresh().version
         1
         """
-        nodes = self.cluster_nodes()
-        # a node holding no file of any table joined: one holding nothing of a table alone
-        # may just be off that table's placement (bars next to their source partitions)
-        used = {n for name in self.tables() for f in self.catalog.snapshot(name).fragments()
-                for n in nodes.holders(f)}
-        return {name: _rebalance(self, name, nodes, used) for name in (tables or self.tables())}
+        return maintenance.rebalance(self.catalog, self.cluster_nodes(), self.settings, tables)
 
-    def repair(self, tables: Iterable[str] | None = None) -> list[dict[str, str]]:
+    def repair(self, tables: Iterable[str] | None = None) -> maintenance.Rows:
         """Check every copy of every file on the live nodes holding it (size and CRC-32)
         and replace each damaged or missing one by an intact copy from another holder.
 
         Returns one row per copy that was not intact (table, partition, file, node,
         problem, action: ``repaired from <node>`` or why not), plus a row per holder node
-        that is not alive (its copies are re-created elsewhere by :meth:`rebalance`).  An
-        empty list: every live copy was intact.
+        that is not alive (its copies are re-created elsewhere by :meth:`rebalance`) -- a
+        node that does not answer a ping counts as not alive; the list's ``unreachable``
+        names those nodes.  An empty list: every live copy was intact.
 
         Examples
         --------
@@ -213,18 +210,10 @@ class Database:
         >>> [(r["problem"], r["action"][:12]) for r in db.repair()]
         [('damaged or missing', 'not repaired')]
         """
-        rows: list[dict[str, str]] = []
-        for name in (tables or self.tables()):
-            by_node: dict[str, list[Fragment]] = {}
-            for fragment in self.catalog.snapshot(name).fragments():
-                for node in self.nodes.holders(fragment):
-                    by_node.setdefault(node, []).append(fragment)
-            found = self.nodes.repair(by_node)
-            rows += [{**r, "table": r["table"] or name} for r in found]
-        return rows
+        return maintenance.repair(self.catalog, self.nodes, self.settings, tables)
 
     # -- the catalog's defence (H3) --------------------------------------------------------
-    def check(self, *, repair: bool = False) -> list[dict[str, str]]:
+    def check(self, *, repair: bool = False) -> maintenance.Rows:
         """Read every catalog file back (each carries its checksum) and report every damaged,
         missing or inconsistent one: rows of table, version, file, problem, action.  An
         empty list: the catalog is intact.
@@ -253,36 +242,8 @@ class Database:
         >>> db["t"].append(pa.table({"x": [4]}))   # the lost number 2 is not reused
         3
         """
-        fetch = None
-        if self._runtime is not None:
-            nodes = self.cluster_nodes()
-            others = [n for n in nodes.alive() if n != self._catalog_node]
-
-            def fetch(rels: list[str]) -> dict[str, list[bytes]]:
-                out: dict[str, list[bytes]] = {}
-                found = nodes.call_each(StoreCall(read_catalog_files), rels, names=others)
-                for files in found.values():
-                    for rel, data in files.items():
-                        out.setdefault(rel, []).append(data)
-                return out
-
-            if repair:
-                listed = nodes.call_each(StoreCall(catalog_files), names=others)
-                lacking = sorted({r for names in listed.values() for r in names} -
-                                 set(catalog_files(self.store)))
-                adopted = self.catalog.adopt(fetch(lacking)) if lacking else []
-                if adopted:
-                    log.warning("catalog: %d files gathered from the nodes' copies into %s",
-                                len(adopted), self.store.url)
-        rows = self.catalog.check(repair=repair, fetch=fetch)
-        if repair and self._runtime is not None:
-            mine = set(catalog_files(self.store))
-            for node, names in nodes.call_each(StoreCall(catalog_files), names=others).items():
-                missing = sorted(mine - set(names))
-                if missing:
-                    nodes.call(node, StoreCall(write_catalog_files),
-                               read_catalog_files(self.store, missing))
-        return rows
+        return maintenance.check(self.catalog, self.nodes, self.settings,
+                                 catalog_node=self._catalog_node, repair=repair)
 
     def _replicate_catalog(self, written: dict[str, bytes], removed: list[str]) -> None:
         """Copy what the catalog wrote (and remove what it removed) on every other live node:
@@ -665,38 +626,6 @@ def _is_node_root(root: str, name: str) -> bool:
         return node_identity(open_store(root)) == name
     except HfqError:
         return False
-
-
-def _rebalance(db: Database, name: str, nodes: Nodes, used: set[str]) -> int:
-    """Copy each partition to where :func:`~hfq.runtime.placement.rebalanced` puts it over
-    the live nodes (``used``: the nodes holding files of some table; the others joined),
-    then commit the move."""
-    m = db.catalog.snapshot(name)
-    alive = nodes.alive()
-    k = replica_count(m.options.get("replicas"), alive, name)
-    new = [n for n in alive if n not in used]
-    copies: dict[str, list[tuple[Fragment, Sequence[str]]]] = {}
-    with Write(db.catalog, nodes, m, db.settings) as write:
-        for path, part in m.partitions.items():
-            target = rebalanced(path, nodes.common_holders(part.fragments), alive, new, k)
-            for fragment in part.fragments:
-                held = nodes.holders(fragment)
-                if set(held) == set(target):
-                    continue
-                sources = [n for n in held if n in alive]
-                if not sources:   # nothing to copy from until a holder returns
-                    log.warning("table %s: no live copy of %s (held by %s); rebalance leaves "
-                                "it", name, fragment.file, ", ".join(held))
-                    continue
-                for dest in target:
-                    if dest not in held:
-                        copies.setdefault(dest, []).append((fragment, sources))
-                write.move(fragment.file, target)
-        nodes.copy(copies)
-        faults.point("rebalance.copy.before_commit")
-        if write.txn.moved:
-            write.commit("rebalance")
-        return len(write.txn.moved)
 
 
 def _plural(n: int, noun: str) -> str:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 import hfq
+from hfq import maintenance
 from hfq.cli import COMMANDS, WhereError, main, parse_where
 
 DAYS = ("2007-08-01", "2007-08-02")
@@ -448,18 +449,59 @@ def test_compact_verify_vacuum_and_time_travel(own: str, capsys: pytest.CaptureF
 
     checked = cli_json(capsys, "--root", own, "verify", "quotes")
     assert checked == {"table": "quotes", "version": 3, "files_checked": result["files"],
-                       "ok": True}
+                       "ok": True, "unreachable": []}
     code, out, _ = cli(capsys, "verify", "quotes", "--root", own)
     assert out == f"{result['files']} files match their checksums (quotes version 3)\n"
 
     vacuumed = cli_json(capsys, "--root", own, "vacuum", "quotes", "--keep-versions", "1")
-    assert set(vacuumed) == {"table", "version", "files_removed", "versions_forgotten"}
+    assert set(vacuumed) == {"table", "version", "files_removed", "versions_forgotten",
+                             "unreachable"}
     code, out, _ = cli(capsys, "--root", own, "vacuum", "quotes")
     assert code == 0 and out.startswith("vacuumed quotes: files removed ")
 
     # the version before the nulls were appended, still on record
     old = cli_json(capsys, "--root", own, "scan", "quotes", "--at-version", "1", "--limit", "0")
     assert (old["version"], old["rows"], old["head"]) == (1, 4000, [])
+
+
+def test_maintenance_names_the_nodes_it_counted_as_down(shared: str,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What rebalance / repair / verify / vacuum / check say when a node did not answer
+    (the calls themselves are tested on a cluster: tests/faults/test_nodes.py)."""
+    down = ["node-b", "node-c"]
+    monkeypatch.setattr(hfq.Database, "rebalance", lambda self, tables=None: maintenance.Counts(
+        {"quotes": 3}, unreachable=down))
+    monkeypatch.setattr(hfq.Database, "repair", lambda self, tables=None: maintenance.Rows(
+        unreachable=down))
+    monkeypatch.setattr(hfq.Database, "check", lambda self, repair=False: maintenance.Rows(
+        unreachable=down[:1]))
+    monkeypatch.setattr(hfq.Table, "verify", lambda self: maintenance.Checked(
+        8, unreachable=down))
+    monkeypatch.setattr(hfq.Table, "vacuum", lambda self, keep_versions=None: maintenance.Counts(
+        {"files_removed": 1, "versions_forgotten": 0}, unreachable=down))
+    line = "counted as down (no answer to a ping, or gone): hfq nodes node-b, node-c; "
+    assert cli(capsys, "--root", shared, "rebalance", "quotes") == (
+        0, f"quotes: 3 files moved\n{line}their copies were re-created on the others\n", "")
+    assert cli_json(capsys, "--root", shared, "rebalance") == {"moved": {"quotes": 3},
+                                                               "unreachable": down}
+    assert cli(capsys, "--root", shared, "repair") == (
+        0, f"every copy on the live nodes matches its checksum\n{line}their copies were not "
+           "checked\n", "")
+    assert cli_json(capsys, "--root", shared, "repair")["unreachable"] == down
+    code, out, _ = cli(capsys, "--root", shared, "check")
+    assert code == 0 and out.endswith("counted as down (no answer to a ping, or gone): hfq "
+                                      "node node-b; their copies of the catalog were not used\n")
+    assert cli_json(capsys, "--root", shared, "check") == {"ok": True, "problems": [],
+                                                           "unreachable": ["node-b"]}
+    code, out, _ = cli(capsys, "--root", shared, "verify", "quotes")
+    assert out.splitlines()[1] == line + "their copies were not checked"
+    assert cli_json(capsys, "--root", shared, "verify", "quotes")["unreachable"] == down
+    code, out, _ = cli(capsys, "--root", shared, "vacuum", "quotes")
+    assert out.splitlines()[1] == line + "their files were left as they are"
+    assert cli_json(capsys, "--root", shared, "vacuum", "quotes")["unreachable"] == down
+    code, _, err = cli(capsys, "--root", shared, "rebalance", "nosuch")
+    assert code == 1 and "no table 'nosuch'" in one_error_line(err)
 
 
 def test_drop(own: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,9 +1,9 @@
 """The rooms of hfq import only downward, and no import hides a cycle inside a function.
 
 Layers, bottom to top (README, "Architecture"): model (errors, config, schema, partition,
-reduce) <- storage <- catalog <- query <- runtime <- write <- ingest | analytics | synth <-
-facade (db, table, scan, cli, demo, testing, the package itself).  Imports under
-``if TYPE_CHECKING:`` are for annotations only and are not counted.
+reduce) <- storage <- catalog <- query <- runtime <- write <- ingest | analytics | synth |
+maintenance <- facade (db, table, scan, cli, demo, testing, the package itself).  Imports
+under ``if TYPE_CHECKING:`` are for annotations only and are not counted.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ LAYERS = [
     ("synth", ["hfq.synth"]),
     ("engine", ["hfq.engine"]),
     ("quality", ["hfq.quality"]),
+    ("maintenance", ["hfq.maintenance"]),
     ("facade", ["hfq.db", "hfq.table", "hfq.scan", "hfq.cli", "hfq.demo", "hfq.testing",
                 "hfq"]),
 ]
 LEVEL = {"model": 0, "storage": 1, "catalog": 2, "query": 3, "runtime": 4, "write": 5,
-         "ingest": 6, "analytics": 6, "synth": 6, "engine": 6, "quality": 6, "facade": 7}
+         "ingest": 6, "analytics": 6, "synth": 6, "engine": 6, "quality": 6, "maintenance": 6,
+         "facade": 7}
 
 
 def room(module: str) -> str:
