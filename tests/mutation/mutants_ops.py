@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mutants import Mutant
 
+CONFIG = "tests/unit/test_config.py"
 MAINTENANCE = "tests/unit/test_maintenance.py"
 NODES = "tests/faults/test_nodes.py"
 
@@ -26,4 +27,29 @@ MUTANTS: list[Mutant] = [
            "a node that did not answer its ping still handed out as alive: the rebalance "
            "copies to it and fails, reads and writes keep going to it",
            (f"{NODES}::test_a_frozen_node_does_not_answer_its_ping_and_counts_as_down",)),
+
+    # -- config --
+    Mutant("config-override-global", "config", "hfq/config.py",
+           '_overrides: ContextVar[tuple[dict[str, Any], ...]] = ContextVar("hfq_overrides", '
+           'default=())\n',
+           "class _Global:   # one stack for every thread and task: the old module-global list\n"
+           "    value: tuple[dict[str, Any], ...] = ()\n\n"
+           "    def get(self) -> tuple[dict[str, Any], ...]:\n"
+           "        return self.value\n\n"
+           "    def set(self, value: tuple[dict[str, Any], ...]) -> Any:\n"
+           "        token, self.value = self.value, value\n"
+           "        return token\n\n"
+           "    def reset(self, token: Any) -> None:\n"
+           "        self.value = token\n\n\n"
+           "_overrides = _Global()\n",
+           "settings overrides kept in module state: an override made in one thread (a "
+           "request handler, a notebook's background job) changes the settings every other "
+           "thread plans with",
+           (f"{CONFIG}::test_two_threads_overriding_at_once_each_see_only_their_own",
+            f"{CONFIG}::test_asyncio_tasks_inherit_at_creation_and_keep_their_overrides_to_"
+            "themselves")),
+    Mutant("config-override-not-unwound", "config", "hfq/config.py",
+           "        _overrides.reset(token)", "        pass",
+           "an override that outlives its with block (an error inside it included)",
+           (f"{CONFIG}::test_overrides_unwind_on_errors_and_stand_above_the_environment",)),
 ]
