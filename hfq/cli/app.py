@@ -15,6 +15,7 @@ import pyarrow as pa
 import hfq
 from hfq.cli.args import Formatter, Handler, Parser, UsageError, global_options
 from hfq.cli.commands import COMMANDS
+from hfq.cli.render import json_on_stdout
 from hfq.errors import HfqError
 
 __all__ = ["build_parser", "main"]
@@ -34,7 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = bool(getattr(args, "debug", False))
     try:
-        code = int(func(args) or 0)
+        if args.json:
+            with json_on_stdout():   # stdout holds the JSON only
+                code = int(func(args) or 0)
+        else:
+            code = int(func(args) or 0)
         sys.stdout.flush()   # a closed pipe shows here, not at the interpreter's exit
         return code
     except UsageError as exc:

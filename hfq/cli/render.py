@@ -4,22 +4,40 @@ columns otherwise), strict JSON, sizes in decimal units, cells of any value."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import math
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["Grid", "cell", "columns_that_fit", "emit_json", "grid", "say", "show", "size",
-           "width"]
+__all__ = ["Grid", "cell", "columns_that_fit", "emit_json", "grid", "json_on_stdout", "say",
+           "show", "size", "width"]
+
+_json_out: ContextVar[TextIO | None] = ContextVar("hfq_cli_json_out", default=None)
+
+
+@contextlib.contextmanager
+def json_on_stdout() -> Iterator[None]:
+    """Inside: :func:`emit_json` alone writes on stdout; whatever else is printed there --
+    Ray's log lines (a node marked dead, a worker's output), another library's -- goes to
+    stderr, so ``--json`` output stays one JSON document."""
+    token = _json_out.set(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _json_out.reset(token)
 
 
 def emit_json(value: Any) -> None:
     """Strict JSON on stdout (NaN and infinities, which JSON lacks, as null)."""
-    print(json.dumps(_finite(value), indent=2, default=_jsonable, allow_nan=False))
+    print(json.dumps(_finite(value), indent=2, default=_jsonable, allow_nan=False),
+          file=_json_out.get() or sys.stdout)
 
 
 def _finite(value: Any) -> Any:

@@ -504,6 +504,32 @@ def test_maintenance_names_the_nodes_it_counted_as_down(shared: str,
     assert code == 1 and "no table 'nosuch'" in one_error_line(err)
 
 
+def test_json_stdout_holds_the_json_only(shared: str, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever else prints on stdout while a --json command runs -- Ray's log thread telling
+    that a node was marked dead (seen in a cluster test under load), a library -- goes to
+    stderr."""
+    import threading
+
+    real = hfq.Table.verify
+
+    def noisy(self: hfq.Table) -> Any:
+        thread = threading.Thread(target=print, args=("(raylet) node marked dead",))
+        thread.start()
+        thread.join()
+        print("a library's own line")
+        return real(self)
+
+    monkeypatch.setattr(hfq.Table, "verify", noisy)
+    code, out, err = cli(capsys, "--root", shared, "verify", "quotes", "--json")
+    assert code == 0 and json.loads(out)["ok"] is True
+    assert err.splitlines() == ["(raylet) node marked dead", "a library's own line"]
+    code, out, err = cli(capsys, "--root", shared, "verify", "quotes")   # text: as it was
+    assert out.splitlines()[:2] == ["(raylet) node marked dead", "a library's own line"]
+    print("after")   # stdout is stdout again
+    assert capsys.readouterr().out == "after\n"
+
+
 def test_drop(own: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "drop", "quotes", "--root", own)
     assert (code, out, err) == (0, "dropped quotes\n", "")
