@@ -37,9 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.json:
             with json_on_stdout():   # stdout holds the JSON only
-                code = int(func(args) or 0)
+                code = _run(func, args)
         else:
-            code = int(func(args) or 0)
+            code = _run(func, args)
         sys.stdout.flush()   # a closed pipe shows here, not at the interpreter's exit
         return code
     except UsageError as exc:
@@ -76,6 +76,22 @@ def build_parser() -> argparse.ArgumentParser:
         cp.set_defaults(func=command.run)
         command.arguments(cp)
     return p
+
+
+def _run(func: Handler, args: argparse.Namespace) -> int:
+    """``func(args)``; a Ray connection it opened is closed before it returns, so Ray's log
+    lines (a node marked dead...) end with the command, not after its output."""
+    ray_before = _ray_connected()
+    try:
+        return int(func(args) or 0)
+    finally:
+        if not ray_before and _ray_connected():
+            sys.modules["ray"].shutdown()
+
+
+def _ray_connected() -> bool:
+    ray = sys.modules.get("ray")   # never imported: never connected
+    return ray is not None and bool(ray.is_initialized())
 
 
 def _fail(exc: BaseException, code: int, debug: bool, *, internal: bool = False) -> int:

@@ -530,6 +530,31 @@ def test_json_stdout_holds_the_json_only(shared: str, capsys: pytest.CaptureFixt
     assert capsys.readouterr().out == "after\n"
 
 
+def test_a_command_closes_the_ray_connection_it_opened(shared: str,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """...so that Ray's log lines end with the command (one came after the JSON of hfq repair
+    --json in test_nodes under load), and never one the caller had open."""
+    import types
+
+    calls: list[str] = []
+    ray = types.SimpleNamespace(up=False)
+    ray.is_initialized = lambda: ray.up
+    ray.shutdown = lambda: calls.append("shutdown")
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    real = hfq.Table.verify
+
+    def connecting(self: hfq.Table) -> Any:
+        ray.up = True   # as hfq.connect(address=...) does
+        return real(self)
+
+    monkeypatch.setattr(hfq.Table, "verify", connecting)
+    assert cli(capsys, "--root", shared, "verify", "quotes", "--json")[0] == 0
+    assert calls == ["shutdown"]
+    assert cli(capsys, "--root", shared, "verify", "quotes")[0] == 0   # it was open before
+    assert calls == ["shutdown"]
+
+
 def test_drop(own: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "drop", "quotes", "--root", own)
     assert (code, out, err) == (0, "dropped quotes\n", "")
