@@ -10,8 +10,8 @@ Examples
     hfq --root db ingest quotes 'data/taq_*.csv'
     hfq --root db tables
     hfq partitions quotes --root db --all
-    hfq scan quotes --dates 2007-08-01 --symbols IBM,MSFT --where "bid > 0 and ofr > bid"
-    hfq scan quotes --where "symbol in ('IBM', 'MSFT') and time >= '09:30'" --out ibm.csv
+    hfq scan quotes --dates 2007-08-01 --symbols IBM,MSFT --where "bid > 0 AND ofr > bid"
+    hfq scan quotes --where "symbol IN ('IBM', 'MSFT') AND time >= '09:30'" --out ibm.csv
     hfq info quotes --json
     hfq rebalance --address auto
 
@@ -67,9 +67,8 @@ from __future__ import annotations
 from hfq.cli.app import build_parser, main
 from hfq.cli.args import UsageError
 from hfq.cli.commands import COMMANDS as _REGISTERED
-from hfq.cli.where import WhereError, parse_where
 
-__all__ = ["COMMANDS", "UsageError", "WhereError", "build_parser", "main", "parse_where"]
+__all__ = ["COMMANDS", "UsageError", "build_parser", "main"]
 
 COMMANDS: list[tuple[str, str]] = [(c.name, c.help) for c in _REGISTERED]
 """``(name, one-line help)`` of every command, in ``hfq --help`` order."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from mutants import Mutant
 
+CLI = "tests/unit/test_cli.py"
 CONFIG = "tests/unit/test_config.py"
 MAINTENANCE = "tests/unit/test_maintenance.py"
 NODES = "tests/faults/test_nodes.py"
+WHERE = "tests/unit/test_where.py"
 
 MUTANTS: list[Mutant] = [
     # -- liveness --
@@ -52,4 +54,30 @@ MUTANTS: list[Mutant] = [
            "        _overrides.reset(token)", "        pass",
            "an override that outlives its with block (an error inside it included)",
            (f"{CONFIG}::test_overrides_unwind_on_errors_and_stand_above_the_environment",)),
+
+    # -- cli: one filter language, clean output --
+    Mutant("where-statement-constructs-kept", "cli", "hfq/engine/sql/where.py",
+           'what = _STATEMENT_ONLY.get(type(node)) or ("an aggregate" if is_agg(node) else '
+           'None)',
+           "what = None",
+           "a row filter taking what only a statement can have: a window function computed "
+           "over each partition's rows alone (a different answer per partitioning), a "
+           "subquery run against no table",
+           (f"{WHERE}::test_what_is_refused_says_what_and_where",)),
+    Mutant("where-not-a-condition", "cli", "hfq/engine/sql/where.py",
+           'return compiler.condition(compiler.expr(tree), tree, "a row filter")',
+           "return compiler.expr(tree)",
+           "a filter used as it comes: a number or NULL where a boolean is needed (DuckDB "
+           "keeps the rows where an integer is non-zero; polars would refuse or keep none)",
+           (f"{WHERE}::test_a_filter_keeps_the_rows_duckdb_keeps",)),
+    Mutant("cli-json-stdout-shared", "cli", "hfq/cli/render.py",
+           "with contextlib.redirect_stdout(sys.stderr):",
+           "with contextlib.nullcontext():",
+           "--json output mixed with whatever else prints on stdout meanwhile (Ray's log "
+           "lines: seen under load, hfq repair --json unreadable)",
+           (f"{CLI}::test_json_stdout_holds_the_json_only",)),
+    Mutant("cli-closes-the-callers-ray", "cli", "hfq/cli/app.py",
+           "if not ray_before and _ray_connected():", "if _ray_connected():",
+           "main() shutting down a Ray connection its caller had open",
+           (f"{CLI}::test_a_command_closes_the_ray_connection_it_opened",)),
 ]

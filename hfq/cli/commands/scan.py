@@ -1,18 +1,25 @@
 """``hfq scan``: a table's rows (``--dates``, ``--symbols``, ``--where``) -- the first ones as a
-table, every one as CSV, or the plan."""
+table, every one as CSV, or the plan.
+
+``--where`` is a SQL condition, compiled by the SQL compiler as the ``WHERE`` of
+``SELECT * FROM <table> WHERE <it>`` would be (:func:`hfq.engine.sql.where.compile_where`):
+one filter language with ``hfq sql``, and the same errors, with their line and column.
+"""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from typing import cast
 
 import polars as pl
 import pyarrow as pa
 
-from hfq.cli.args import Command, dates, non_negative, split
+from hfq.cli.args import Command, UsageError, dates, non_negative, split
 from hfq.cli.database import open_table
 from hfq.cli.render import cell, columns_that_fit, emit_json, grid, show, width
-from hfq.cli.where import parse_where
+from hfq.errors import SqlError
+from hfq.schema import Schema
 
 __all__ = ["SCAN"]
 
@@ -27,10 +34,10 @@ def _arguments(sc: argparse.ArgumentParser) -> None:
     sc.add_argument("--columns", default=None, metavar="COLS",
                     help="comma separated, in this order (default: all)")
     sc.add_argument("--where", default=None, metavar="EXPR",
-                    help="a row filter: comparisons, and/or/not, + - * / %%, columns, "
-                         "numbers, 'strings', COL in (...), COL is None; e.g. \"bid > 0 and "
-                         "ofr > bid\" or \"symbol in ('IBM','MSFT') and time >= '09:30'\" "
-                         "(default: none)")
+                    help="a row filter in SQL, as after WHERE in hfq sql: comparisons, AND, OR, "
+                         "NOT, arithmetic, IN (...), BETWEEN, LIKE, IS NULL, CASE, functions; "
+                         "e.g. \"bid > 0 AND ofr > bid\" or \"symbol IN ('IBM','MSFT') AND "
+                         "time >= '09:30'\" (default: none)")
     sc.add_argument("--at-version", type=non_negative, default=None,
                     metavar="N", help="read committed version N (default: the newest)")
     sc.add_argument("--limit", type=non_negative, default=10,
@@ -44,8 +51,7 @@ def _arguments(sc: argparse.ArgumentParser) -> None:
 def _scan(args: argparse.Namespace) -> int:
     t = open_table(args)
     schema = t.schema if args.at_version is None else t.snapshot(args.at_version).schema
-    types = {f.name: f.type for f in schema.arrow}
-    where = None if args.where is None else parse_where(args.where, types)
+    where = None if args.where is None else _where(args.where, schema)
     scan = t.scan(columns=split(args.columns), where=where, dates=args.dates,
                   symbols=split(args.symbols), version=args.at_version)
     version = t.version if args.at_version is None else args.at_version
@@ -87,6 +93,17 @@ def _scan(args: argparse.Namespace) -> int:
         shown += f"; {hidden} more columns not shown (choose with --columns, or --json)"
     show(table, f"{rows:,} rows{shown}")
     return 0
+
+
+def _where(text: str, schema: Schema) -> pl.Expr:
+    """``--where`` compiled over the table's columns; a filter that cannot be is a usage
+    error naming where in the text."""
+    from hfq.engine.sql.where import compile_where  # sqlglot loads only for a --where
+    columns = cast(pl.DataFrame, pl.from_arrow(schema.arrow.empty_table())).schema
+    try:
+        return compile_where(text, columns)
+    except SqlError as exc:
+        raise UsageError(f"--where: {exc}") from exc
 
 
 def _head(batches: Iterable[pa.Table], limit: int) -> pa.Table | None:
