@@ -125,7 +125,8 @@ class Agg(Plain):
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         dtype = self.dtype(x)
         if dtype == pl.Int64:   # exact in 128 bits, as DuckDB's HUGEINT; fails past BIGINT
-            total = x.cast(pl.Int128).sum()
+            # (a DECIMAL(38, 0): 128-bit integers that Arrow carries between processes)
+            total = x.cast(pl.Decimal(38, 0)).sum()
             narrow = total.cast(pl.Int64, strict=False)
             out = self.fail(narrow, narrow.is_null() & (x.count() > 0), node,
                             "integer overflow (the sum leaves BIGINT)")
@@ -192,6 +193,9 @@ class Agg(Plain):
             raise error(node, f"{name}(value, key) takes two arguments")
         both = x.is_not_null() & values[1].is_not_null()
         key = lexical(self, values[1]).filter(both)
+        if not self.dtype(key).is_float():   # no NaN: polars' own max_by/min_by (merged)
+            return x.filter(both).max_by(key) if name == "arg_max" else \
+                x.filter(both).min_by(key)
         return x.filter(both).sort_by(key, descending=name == "arg_max", nulls_last=True,
                                       maintain_order=True).first()
 
