@@ -5,7 +5,8 @@ A node that crashed stays on Ray's list of live nodes for 10-30 s (until Ray's h
 give up on it), and calls to its server hang meanwhile.  Trusting that list, a rebalance right
 after a crash would see every copy "alive" and move nothing, leaving partitions at one copy,
 silently.  So every call here first pings every node's server
-(:meth:`~hfq.runtime.nodes.Nodes.reachable`, ``settings.ping_timeout_s``) and counts a node that
+(:meth:`~hfq.runtime.nodes.Nodes.reachable`, the session's ``settings.ping_timeout_s``) and
+counts a node that
 does not answer as down; its result says which nodes it counted so (``unreachable``: nodes
 holding copies the call concerns that are not alive, and any node that did not answer), while
 reading as the plain dict, list or number it always was.
@@ -21,16 +22,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hfq import faults
-from hfq.catalog import Catalog
 from hfq.catalog.files import list_changed_files, live_writer, sweep_changed
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
 from hfq.catalog.vacuum import vacuum_scope
-from hfq.config import Settings
 from hfq.errors import CorruptPartitionError
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.placement import rebalanced, replica_count
 from hfq.runtime.task import StoreCall
+from hfq.session import Session
 from hfq.write import Write
 
 __all__ = ["Checked", "Counts", "Rows", "check", "rebalance", "repair", "vacuum", "verify"]
@@ -108,8 +108,7 @@ class Checked(_Unreachable, int):
 
 
 # -- the calls ---------------------------------------------------------------------------------
-def rebalance(catalog: Catalog, nodes: Nodes, settings: Settings,
-              tables: Iterable[str] | None = None) -> Counts:
+def rebalance(session: Session, tables: Iterable[str] | None = None) -> Counts:
     """Give every partition of ``tables`` (default: all) its ``replicas`` copies on the nodes
     that answer now, moving partitions to nodes that joined; files moved per table.
 
@@ -120,25 +119,27 @@ def rebalance(catalog: Catalog, nodes: Nodes, settings: Settings,
     Examples
     --------
     >>> from hfq import maintenance
-    >>> maintenance.rebalance(db.catalog, db.cluster_nodes(), db.settings)   # nothing to move
+    >>> maintenance.rebalance(db.session)          # no node joined or left: nothing to move
     {'quotes': 0}
     """
-    reach = nodes.reachable(settings.ping_timeout_s)
+    nodes = session.nodes_for(start=True)   # the node servers: the runtime starts if need be
+    reach = nodes.reachable(session.settings.ping_timeout_s)
+    catalog = session.catalog
     snapshots = {name: catalog.snapshot(name) for name in catalog.tables()}
     # a node holding no file of any table joined: one holding nothing of a table alone
     # may just be off that table's placement (bars next to their source partitions)
     used = {n for m in snapshots.values() for f in m.fragments() for n in nodes.holders(f)}
     names = list(tables or snapshots)
-    moved = {name: _rebalance(catalog, nodes, settings, snapshots.get(name) or
-                              catalog.snapshot(name), reach.alive, used) for name in names}
+    moved = {name: _rebalance(session, nodes, snapshots.get(name) or catalog.snapshot(name),
+                              reach.alive, used) for name in names}
     down = _down(nodes, reach.alive, reach.unreachable,
                  (f for name in names for f in (snapshots.get(name) or
                                                 catalog.snapshot(name)).fragments()))
     return Counts(moved, unreachable=down)
 
 
-def _rebalance(catalog: Catalog, nodes: Nodes, settings: Settings, m: Manifest,
-               alive: Sequence[str], used: set[str]) -> int:
+def _rebalance(session: Session, nodes: Nodes, m: Manifest, alive: Sequence[str],
+               used: set[str]) -> int:
     """Copy each partition of ``m``'s table to where
     :func:`~hfq.runtime.placement.rebalanced` puts it over the ``alive`` nodes (``used``: the
     nodes holding files of some table; the others joined), then commit the move."""
@@ -146,7 +147,7 @@ def _rebalance(catalog: Catalog, nodes: Nodes, settings: Settings, m: Manifest,
     k = replica_count(m.options.get("replicas"), alive, name)
     new = [n for n in alive if n not in used]
     copies: dict[str, list[tuple[Fragment, Sequence[str]]]] = {}
-    with Write(catalog, nodes, m, settings) as write:
+    with Write(session, m) as write:
         for path, part in m.partitions.items():
             target = rebalanced(path, nodes.common_holders(part.fragments), alive, new, k)
             for fragment in part.fragments:
@@ -169,8 +170,7 @@ def _rebalance(catalog: Catalog, nodes: Nodes, settings: Settings, m: Manifest,
         return len(write.txn.moved)
 
 
-def repair(catalog: Catalog, nodes: Nodes, settings: Settings,
-           tables: Iterable[str] | None = None) -> Rows:
+def repair(session: Session, tables: Iterable[str] | None = None) -> Rows:
     """Check every copy of every file of ``tables`` (default: all) on the nodes that answer
     now, replacing each damaged or missing one from an intact copy; one row per copy that
     was not intact (see :meth:`hfq.Database.repair`), a row per holder that is down.
@@ -178,11 +178,12 @@ def repair(catalog: Catalog, nodes: Nodes, settings: Settings,
     Examples
     --------
     >>> from hfq import maintenance
-    >>> rows = maintenance.repair(db.catalog, db.nodes, db.settings, ["quotes"])
+    >>> rows = maintenance.repair(db.session, ["quotes"])
     >>> rows, rows.unreachable                       # every copy intact, every node answered
     ([], ())
     """
-    reach = nodes.reachable(settings.ping_timeout_s)
+    nodes, catalog = session.nodes, session.catalog
+    reach = nodes.reachable(session.settings.ping_timeout_s)
     rows: list[dict[str, str]] = []
     fragments: list[Fragment] = []
     for name in (tables or catalog.tables()):
@@ -196,7 +197,7 @@ def repair(catalog: Catalog, nodes: Nodes, settings: Settings,
     return Rows(rows, unreachable=_down(nodes, reach.alive, reach.unreachable, fragments))
 
 
-def verify(catalog: Catalog, nodes: Nodes, settings: Settings, m: Manifest) -> Checked:
+def verify(session: Session, m: Manifest) -> Checked:
     """Check every copy of every file of version ``m`` on the nodes that answer now; the
     copies checked (see :meth:`hfq.Table.verify`).  Raises
     :class:`~hfq.errors.CorruptPartitionError` listing every bad copy.
@@ -204,10 +205,11 @@ def verify(catalog: Catalog, nodes: Nodes, settings: Settings, m: Manifest) -> C
     Examples
     --------
     >>> from hfq import maintenance
-    >>> maintenance.verify(db.catalog, db.nodes, db.settings, quotes.snapshot())
+    >>> maintenance.verify(db.session, quotes.snapshot())
     4
     """
-    reach = nodes.reachable(settings.ping_timeout_s)
+    nodes = session.nodes
+    reach = nodes.reachable(session.settings.ping_timeout_s)
     by_node: dict[str, list[Fragment]] = {}
     for fragment in m.fragments():
         for name in nodes.holders(fragment):
@@ -222,17 +224,18 @@ def verify(catalog: Catalog, nodes: Nodes, settings: Settings, m: Manifest) -> C
                                               m.fragments()))
 
 
-def vacuum(catalog: Catalog, nodes: Nodes, settings: Settings, table: str, *,
-           keep_versions: int | None = None, grace_s: float | None = None) -> Counts:
+def vacuum(session: Session, table: str, *, keep_versions: int | None = None,
+           grace_s: float | None = None) -> Counts:
     """Remove ``table``'s files no kept version places on their node, on the nodes that
     answer now (see :meth:`hfq.Table.vacuum`): ``files_removed``, ``versions_forgotten``.
 
     Examples
     --------
     >>> from hfq import maintenance
-    >>> maintenance.vacuum(db.catalog, db.nodes, db.settings, "quotes")
+    >>> maintenance.vacuum(db.session, "quotes")
     {'files_removed': 0, 'versions_forgotten': 0}
     """
+    nodes, catalog, settings = session.nodes, session.catalog, session.settings
     grace = settings.orphan_grace_s if grace_s is None else grace_s
     reach = nodes.reachable(settings.ping_timeout_s)
     forgotten = 0
@@ -255,25 +258,25 @@ def vacuum(catalog: Catalog, nodes: Nodes, settings: Settings, table: str, *,
                                     catalog.snapshot(table).fragments()))
 
 
-def check(catalog: Catalog, nodes: Nodes, settings: Settings, *, catalog_node: str | None,
-          repair: bool = False) -> Rows:
+def check(session: Session, *, repair: bool = False) -> Rows:
     """Read every catalog file back and report every damaged, missing or inconsistent one
-    (see :meth:`hfq.Database.check`); with a runtime, the other nodes' copies of the catalog
-    (``catalog_node``: the node whose root holds it) serve to restore it, from the nodes
-    that answer now.
+    (see :meth:`hfq.Database.check`); with a runtime running, the copies of the catalog on
+    the other nodes that answer now serve to restore it.
 
     Examples
     --------
     >>> from hfq import maintenance
-    >>> maintenance.check(db.catalog, db.nodes, db.settings, catalog_node=None)
+    >>> maintenance.check(db.session)
     []
     """
+    catalog = session.catalog
     fetch = None
     unreachable: list[str] = []
-    if nodes.runtime is not None:
-        reach = nodes.reachable(settings.ping_timeout_s)
+    if session.running:
+        nodes = session.nodes_for(start=True)
+        reach = nodes.reachable(session.settings.ping_timeout_s)
         unreachable = reach.unreachable
-        others = [n for n in reach.alive if n != catalog_node]
+        others = [n for n in reach.alive if n != session.catalog_node]
 
         def fetch(rels: list[str]) -> dict[str, list[bytes]]:
             out: dict[str, list[bytes]] = {}
@@ -292,7 +295,7 @@ def check(catalog: Catalog, nodes: Nodes, settings: Settings, *, catalog_node: s
                 log.warning("catalog: %d files gathered from the nodes' copies into %s",
                             len(adopted), catalog.store.url)
     rows = catalog.check(repair=repair, fetch=fetch)
-    if repair and nodes.runtime is not None:
+    if repair and session.running:
         mine = set(catalog_files(catalog.store))
         for node, names in nodes.call_each(StoreCall(catalog_files), names=others).items():
             missing = sorted(mine - set(names))

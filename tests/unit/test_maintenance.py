@@ -8,7 +8,8 @@ is tested on a real cluster in ``tests/faults/test_nodes.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -17,6 +18,7 @@ import hfq
 from hfq import maintenance
 from hfq.catalog.records import Fragment
 from hfq.runtime.nodes import Nodes, Reachability
+from hfq.session import Session
 from hfq.write import Write
 
 PLACED = [("a", "c"), ("c", "b"), ("a", "b"), ("b", "c")]
@@ -46,7 +48,8 @@ class StaleRuntime:
 
 
 class CopyingNodes(Nodes):
-    """Nodes that record the copies asked of them instead of making them."""
+    """Nodes that record the copies asked of them instead of making them (and make no other
+    call: the catalog's copies to the nodes are not the point here)."""
 
     def __init__(self, runtime: StaleRuntime) -> None:
         super().__init__("a", None, runtime)   # type: ignore[arg-type]
@@ -55,6 +58,19 @@ class CopyingNodes(Nodes):
     def copy(self, copies: dict[str, list[tuple[Fragment, Sequence[str]]]], *,
              sync: bool = False) -> None:
         self.copies = copies
+
+    def call_each(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> dict[str, Any]:
+        return {}
+
+
+def on(t: hfq.Table, runtime: StaleRuntime, **settings: Any) -> tuple[Session, CopyingNodes]:
+    """A session on ``t``'s database whose runtime is ``runtime`` (as a driver attached to a
+    cluster has), with :class:`CopyingNodes`."""
+    base = t.session
+    session = Session(base.store, settings=base.settings.replace(**settings), runtime=runtime,
+                      local=("a", None))   # type: ignore[arg-type]
+    session.nodes = CopyingNodes(runtime)
+    return session, session.nodes
 
 
 @pytest.fixture
@@ -66,7 +82,7 @@ def placed(tmp_path) -> hfq.Table:
     t.append(pa.table({"x": list(range(40))}))
     m = t.snapshot()
     assert len(m.partitions) == 4
-    with Write(db.catalog, db.nodes, m, db.settings) as write:
+    with Write(db.session, m) as write:
         for fragment, holders in zip(m.fragments(), PLACED):
             write.move(fragment.file, holders)
         write.commit("placed on a, b, c")
@@ -74,11 +90,10 @@ def placed(tmp_path) -> hfq.Table:
 
 
 def test_rebalance_counts_a_silent_node_as_down_and_copies_its_partitions(placed):
-    db = placed.db
     runtime = StaleRuntime("abc", silent="c")
-    nodes = CopyingNodes(runtime)
+    session, nodes = on(placed, runtime, ping_timeout_s=1.5)
     before = {f.file: f.nodes for f in placed.snapshot().fragments()}
-    moved = maintenance.rebalance(db.catalog, nodes, db.settings.replace(ping_timeout_s=1.5))
+    moved = maintenance.rebalance(session)
     assert runtime.pinged == [(1.5, ("a",))]   # every server but this process's own node
     assert moved.unreachable == ("c",) and moved == {"t": 3}
     assert repr(moved) == "Counts({'t': 3}, unreachable=('c',))"
@@ -94,24 +109,23 @@ def test_rebalance_counts_a_silent_node_as_down_and_copies_its_partitions(placed
 
 
 def test_rebalance_with_every_node_answering_moves_nothing(placed):
-    db = placed.db
-    nodes = CopyingNodes(StaleRuntime("abc"))
-    moved = maintenance.rebalance(db.catalog, nodes, db.settings)
+    session, nodes = on(placed, StaleRuntime("abc"))
+    moved = maintenance.rebalance(session)
     assert moved == {"t": 0} and moved.unreachable == () and repr(moved) == "{'t': 0}"
     assert nodes.copies == {} and placed.refresh().version == 2
 
 
 def test_a_node_gone_from_the_list_is_named_too(placed):
     """Ray noticed the death already: the node is off the list, but still holds copies."""
-    db = placed.db
-    nodes = CopyingNodes(StaleRuntime("ab"))
-    moved = maintenance.rebalance(db.catalog, nodes, db.settings)
+    session, _ = on(placed, StaleRuntime("ab"))
+    moved = maintenance.rebalance(session)
     assert moved.unreachable == ("c",) and moved == {"t": 3}
 
 
 def test_reachable_without_a_runtime_is_the_local_node(tmp_path):
     db = hfq.connect(str(tmp_path / "db"))
-    assert db.nodes.reachable(0.5) == Reachability([db.nodes.local], [])
+    nodes = db.session.nodes
+    assert nodes.reachable(0.5) == Reachability([nodes.local], [])
 
 
 def test_results_read_as_the_plain_values():
