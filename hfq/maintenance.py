@@ -4,12 +4,11 @@ check -- each deciding on the nodes that answer *now*, not on a stale list.
 A node that crashed stays on Ray's list of live nodes for 10-30 s (until Ray's health checks
 give up on it), and calls to its server hang meanwhile.  Trusting that list, a rebalance right
 after a crash would see every copy "alive" and move nothing, leaving partitions at one copy,
-silently.  So every call here first pings every node's server
-(:meth:`~hfq.runtime.nodes.Nodes.reachable`, the session's ``settings.ping_timeout_s``) and
-counts a node that
-does not answer as down; its result says which nodes it counted so (``unreachable``: nodes
-holding copies the call concerns that are not alive, and any node that did not answer), while
-reading as the plain dict, list or number it always was.
+silently.  So every call here takes the database's :class:`~hfq.session.Session`, first pings
+every node's server (:meth:`~hfq.runtime.nodes.Nodes.reachable`, ``settings.ping_timeout_s``)
+and counts a node that does not answer as down; its result says which nodes it counted so
+(``unreachable``: nodes holding copies the call concerns that are not alive, and any node that
+did not answer), while reading as the plain dict, list or number it always was.
 
 :class:`hfq.Database` (``rebalance``, ``repair``, ``check``) and :class:`hfq.Table` (``verify``,
 ``vacuum``) delegate here; the command line prints what they return.
