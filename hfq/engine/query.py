@@ -557,7 +557,7 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
-        if isinstance(src, FrameSource):
+        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
             return None
         if self._read is not None:
             columns, where = self._read
