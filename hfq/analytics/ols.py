@@ -81,7 +81,23 @@ class OLSFit:
     y: str
 
     def table(self) -> pl.DataFrame:
-        """One row per coefficient: name, coef, stderr, tstat, pvalue."""
+        """One row per coefficient: name, coef, stderr, tstat, pvalue.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hfq.analytics import OLSFit
+        >>> fit = OLSFit(names=["intercept", "size"], coef={"intercept": 1.0, "size": -0.5},
+        ...              stderr={"intercept": 0.5, "size": 0.25},
+        ...              tstat={"intercept": 2.0, "size": -2.0},
+        ...              pvalue={"intercept": 0.0511, "size": 0.0511}, cov=np.diag([0.25, 0.0625]),
+        ...              n=50, df_model=1, df_resid=48, r2=0.08, adj_r2=0.06, resid_std=1.5,
+        ...              ssr=108.0, cov_type="HC1", y="spread")
+        >>> fit.table().rows()
+        [('intercept', 1.0, 0.5, 2.0, 0.0511), ('size', -0.5, 0.25, -2.0, 0.0511)]
+        >>> fit.table().filter(pl.col("pvalue") < 0.05).height     # nothing significant at 5%
+        0
+        """
         return pl.DataFrame({"name": self.names,
                              "coef": [self.coef[k] for k in self.names],
                              "stderr": [self.stderr[k] for k in self.names],
@@ -89,6 +105,26 @@ class OLSFit:
                              "pvalue": [self.pvalue[k] for k in self.names]})
 
     def summary(self) -> str:
+        """The fit as text, like a statistics package's regression table (also ``repr``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hfq.analytics import OLSFit
+        >>> fit = OLSFit(names=["intercept", "size"], coef={"intercept": 1.0, "size": -0.5},
+        ...              stderr={"intercept": 0.5, "size": 0.25},
+        ...              tstat={"intercept": 2.0, "size": -2.0},
+        ...              pvalue={"intercept": 0.0511, "size": 0.0511}, cov=np.diag([0.25, 0.0625]),
+        ...              n=50, df_model=1, df_resid=48, r2=0.08, adj_r2=0.06, resid_std=1.5,
+        ...              ssr=108.0, cov_type="HC1", y="spread")
+        >>> print(fit.summary())   # doctest: +NORMALIZE_WHITESPACE
+        OLS of spread on 2 coefficients
+        rows 50   df model 1   df resid 48
+        R^2 0.08   adj. R^2 0.06   resid. std 1.5   covariance HC1
+                              coef       std err          t      P>|t|
+        intercept                1           0.5          2     0.0511
+        size                  -0.5          0.25         -2     0.0511
+        """
         width = max(12, *(len(k) for k in self.names))
         lines = [f"OLS of {self.y} on {len(self.names)} coefficients",
                  f"rows {self.n:,}   df model {self.df_model}   df resid {self.df_resid:,}",
