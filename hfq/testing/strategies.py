@@ -85,8 +85,7 @@ def prices(*, allow_nan: bool = True) -> st.SearchStrategy[float | None]:
                      wild, st.none())
 
 
-@st.composite
-def taq_tables(draw: st.DrawFn, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
+def taq_tables(*, max_rows: int = 200, max_days: int = 3) -> st.SearchStrategy[pa.Table]:
     """Arrow tables in :data:`hfq.schema.TAQ` with nulls, empty strings and hostile symbols.
 
     Examples
@@ -105,6 +104,11 @@ def taq_tables(draw: st.DrawFn, *, max_rows: int = 200, max_days: int = 3) -> pa
     ...         assert len(parts) == 2 and not {"", ".", ".."} & set(parts)
     >>> test_partition_directories_stay_inside_the_table()
     """
+    return _taq_tables(max_rows=max_rows, max_days=max_days)
+
+
+@st.composite
+def _taq_tables(draw: st.DrawFn, *, max_rows: int, max_days: int) -> pa.Table:
     n = draw(st.integers(0, max_rows))
     pool = draw(st.lists(symbols(), min_size=1, max_size=8, unique=True))
     ints = st.one_of(st.integers(-(2 ** 31), 2 ** 31 - 1), st.none())
@@ -156,8 +160,7 @@ def reducer_values(*, finite: bool = False, max_size: int = 60) -> st.SearchStra
     return st.lists(value, max_size=max_size)
 
 
-@st.composite
-def partitioned(draw: st.DrawFn, values: list[Any]) -> list[list[Any]]:
+def partitioned(values: list[Any]) -> st.SearchStrategy[list[list[Any]]]:
     """``values`` cut into consecutive pieces, empty pieces and single rows included.
 
     Examples
@@ -173,13 +176,17 @@ def partitioned(draw: st.DrawFn, values: list[Any]) -> list[list[Any]]:
     ...     assert r.merge_all(r.of(piece) for piece in pieces) == min(values, default=None)
     >>> test_min_of_the_pieces_is_the_min()
     """
+    return _partitioned(values)
+
+
+@st.composite
+def _partitioned(draw: st.DrawFn, values: list[Any]) -> list[list[Any]]:
     cuts = sorted(draw(st.lists(st.integers(0, len(values)), max_size=8)))
     bounds = [0, *cuts, len(values)]
     return [values[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@st.composite
-def merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, int]]]:
+def merge_trees(n: int) -> st.SearchStrategy[tuple[list[int], list[tuple[int, int]]]]:
     """A random order of ``n`` partial results and a random binary merge tree over them, as
     (order, [(i, j), ...]): each step merges slot i into slot j (fixed left/right roles).
 
@@ -199,6 +206,11 @@ def merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, int
     ...     assert list(slots.values()) == [n * (n + 1) // 2]
     >>> test_counts_merge_in_any_order_and_tree()
     """
+    return _merge_trees(n)
+
+
+@st.composite
+def _merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, int]]]:
     order = draw(st.permutations(list(range(n))))
     steps = []
     alive = list(range(n))
