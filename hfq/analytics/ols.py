@@ -85,17 +85,17 @@ class OLSFit:
 
         Examples
         --------
-        >>> import numpy as np
+        A fit of one regressor without intercept, made by hand:
+
+        >>> import numpy as np, polars as pl
         >>> from hfq.analytics import OLSFit
-        >>> fit = OLSFit(names=["intercept", "size"], coef={"intercept": 1.0, "size": -0.5},
-        ...              stderr={"intercept": 0.5, "size": 0.25},
-        ...              tstat={"intercept": 2.0, "size": -2.0},
-        ...              pvalue={"intercept": 0.0511, "size": 0.0511}, cov=np.diag([0.25, 0.0625]),
-        ...              n=50, df_model=1, df_resid=48, r2=0.08, adj_r2=0.06, resid_std=1.5,
-        ...              ssr=108.0, cov_type="HC1", y="spread")
+        >>> one = dict(names=["size"], coef={"size": -0.5}, stderr={"size": 0.25},
+        ...            tstat={"size": -2.0}, pvalue={"size": 0.0504}, cov=np.array([[0.0625]]))
+        >>> fit = OLSFit(**one, n=50, df_model=1, df_resid=49, r2=0.08, adj_r2=0.06,
+        ...              resid_std=1.5, ssr=110.25, cov_type="nonrobust", y="spread")
         >>> fit.table().rows()
-        [('intercept', 1.0, 0.5, 2.0, 0.0511), ('size', -0.5, 0.25, -2.0, 0.0511)]
-        >>> fit.table().filter(pl.col("pvalue") < 0.05).height     # nothing significant at 5%
+        [('size', -0.5, 0.25, -2.0, 0.0504)]
+        >>> fit.table().filter(pl.col("pvalue") < 0.05).height     # not significant at 5%
         0
         """
         return pl.DataFrame({"name": self.names,
