@@ -102,20 +102,8 @@ def run_demo(workdir: str | None = None, *, days: int = 5, rows_per_day: int = 2
     ``day.pkl`` and ``spread_by_minute.png``, replacing those of an earlier run; the result's
     ``workdir`` and ``workdir_bytes`` say where and how much.
 
-    Examples
-    --------
-    A small run (``hfq demo --days 1 --rows-per-day 2000 --symbols 20``), its lines kept:
-
-    >>> import os
-    >>> from hfq.demo import run_demo
-    >>> lines = []
-    >>> result = run_demo(tmp, days=1, rows_per_day=2_000, symbols=20, echo=lines.append)
-    >>> lines[1]
-    '1. writing 1 days x 2,000 synthetic TAQ quotes as raw CSV ...'
-    >>> result["rows"], result["day_rows"], result["query_same"], sorted(result["ols_coef"])
-    (2000, 2000, True, ['intercept', 'quote_size'])
-    >>> sorted(os.listdir(tmp))
-    ['csv', 'day.pkl', 'db', 'spread_by_minute.png']
+    ``hfq demo`` and ``bash run.sh demo`` run it (CI runs a small one first, see ``.ci/run``);
+    it is the command's engine, not part of the public API.
     """
     import hfq
     from hfq import synth
