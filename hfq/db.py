@@ -320,8 +320,12 @@ class Database:
         ``docs/sql.md``) over this database's tables; ``collect()`` runs it, ``explain()``
         shows the plan.  ``params``: the values of the ``?`` or ``$1``, ``$2``... placeholders
         (bound as typed literals, never formatted into the text).  ``FROM t AT (VERSION =>
-        n)`` reads a committed version.  Unsupported SQL, unknown tables or columns and type
-        errors raise :class:`~hfq.errors.SqlError` with the line and column in the text.
+        n)`` reads a committed version, ``AT (TIMESTAMP => '...')`` or ``FOR SYSTEM_TIME AS
+        OF '...'`` the version of an instant (UTC; see ``Table.scan(as_of=)``).  ``DELETE``,
+        ``UPDATE``, ``INSERT INTO ... VALUES | SELECT`` and ``ALTER TABLE`` run at once, as one
+        commit each, and give the rows changed (:mod:`hfq.engine.sql.dml`).  Unsupported SQL,
+        unknown tables or columns and type errors raise :class:`~hfq.errors.SqlError` with the
+        line and column in the text.
 
         Examples
         --------
@@ -336,12 +340,17 @@ class Database:
         from hfq.engine.query import make_query
         from hfq.engine.sql import SqlCache, compile_sql  # lazily: sqlglot loads in ~0.2 s
 
-        def table(name: str, version: int | None = None) -> Query:
+        def table(name: str, version: int | None = None, as_of: str | None = None) -> Query:
             try:
                 m = self.session.snapshot(name)
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
+            if as_of is not None:
+                if timeline.instant(as_of) is None:
+                    raise QueryError(f"{as_of!r} is not a timestamp (ISO 8601, UTC unless it "
+                                     "names its zone)")
+                version = timeline.as_of(self.session.catalog, name, as_of)
             if version is not None and version != m.version:
                 versions = self.session.catalog.versions(name)
                 if version not in versions:
@@ -357,9 +366,16 @@ class Database:
                 raise QueryError(f"unknown table {name!r}") from None
             return m.table_id, m.version
 
+        def changes(name: str) -> Table:
+            if not self.session.exists(name):
+                raise QueryError(f"unknown table {name!r}; tables: "
+                                 f"{', '.join(self.tables()) or '(none)'}")
+            return self[name]
+
         # a statement seen before, over the same table versions, skips parsing and planning
         cache = self.__dict__.setdefault("_sql_cache", SqlCache())
-        return compile_sql(text, table, params=params, cache=cache, version=version)
+        return compile_sql(text, table, params=params, cache=cache, version=version,
+                           changes=changes)
 
     def snapshot(self, name: str, *, message: str | None = None) -> dict[str, int]:
         """Pin the newest version of every table together as database snapshot ``name``:

@@ -26,7 +26,12 @@ from hfq.errors import HfqError, SqlError
 HERE = pathlib.Path(__file__).resolve().parent
 SQLGLOT = json.loads((HERE / "data" / "sqlglot_duckdb.json").read_text())["statements"]
 SUPPORTED = [c.sql for c in CASES] + [text.format(t="m") for _, text, _ in SAME] + \
-    [text for _, text, _ in DIALECT] + ["SELECT count(*) AS n FROM m AT (VERSION => 1)"]
+    [text for _, text, _ in DIALECT] + ["SELECT count(*) AS n FROM m AT (VERSION => 1)",
+                                        # issue 27: reading as of an instant
+                                        "SELECT count(*) AS n FROM m AT (TIMESTAMP => "
+                                        "'2100-01-01')",
+                                        "SELECT count(*) AS n FROM m FOR SYSTEM_TIME AS OF "
+                                        "'2100-01-01'"]
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +137,8 @@ def test_exclude_ignored_would_be_refused(db, monkeypatch):
 def test_refusals_name_the_construct_and_where_it_is(db):
     expected = {
         "SELECT * FROM m TABLESAMPLE 10%": "TABLESAMPLE (line 1, column 15)",
-        "SELECT * FROM m FOR SYSTEM_TIME AS OF '2020-01-01'":
-            "FOR SYSTEM_TIME AS OF (line 1, column 15)",
+        "SELECT * FROM m FOR SYSTEM_TIME AS OF 2020":
+            "FOR SYSTEM_TIME AS OF takes a timestamp literal",
         "SELECT *\nFROM m\nWHERE x IN (SELECT unnest([1, 2]))": "line 3",
         "SELECT sum(bid) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW "
         "EXCLUDE CURRENT ROW) FROM m": "EXCLUDE in a window frame",

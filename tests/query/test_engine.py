@@ -247,8 +247,9 @@ ERRORS = [
     ("SELECT lag(bid, 1, bid) OVER (ORDER BY time) FROM quotes",
      "unsupported SQL: lag() with a default that is not a constant (line 1, column 20)"),
     ("SELECT * FROM quotes TABLESAMPLE 10%", "unsupported SQL: TABLESAMPLE (line 1, column 15)"),
-    ("SELECT * FROM quotes FOR SYSTEM_TIME AS OF '2020-01-01'",
-     "unsupported SQL: FOR SYSTEM_TIME AS OF (line 1, column 15)"),
+    ("SELECT * FROM quotes FOR SYSTEM_TIME AS OF 'yesterday'",
+     "'yesterday' is not a timestamp (ISO 8601, UTC unless it names its zone) (line 1, "
+     "column 15)"),
     ("SELECT symbol FROM quotes q WHERE bid > (SELECT avg(bid) FROM trades t WHERE "
      "t.price > q.bid)", "unsupported SQL: correlated subquery: only EXISTS, IN and scalar "
      "subqueries whose WHERE compares the outer query's columns by equality (AND-ed with the "

@@ -22,8 +22,9 @@ from hfq.engine.sql.errors import error
 __all__ = ["Catalog", "Compiles", "Env", "Scope"]
 
 Catalog = Callable[..., Query]
-"""``catalog(name, version=None)``: a query over that table (at that committed version when
-given); raises :class:`~hfq.errors.QueryError` for an unknown table or version."""
+"""``catalog(name, version=None, as_of=None)``: a query over that table (at that committed
+version, or as of that instant, when given); raises :class:`~hfq.errors.QueryError` for an
+unknown table or version."""
 
 
 @dataclass

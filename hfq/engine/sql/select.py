@@ -80,7 +80,8 @@ class Compiler:
             else:
                 try:
                     q = self.catalog(name) if version is None else \
-                        self.catalog(name, version=version)
+                        self.catalog(name, version=version) if isinstance(version, int) else \
+                        self.catalog(name, as_of=version)
                 except QueryError as exc:
                     raise error(node, str(exc)) from exc
             alias = node.alias_or_name
@@ -288,19 +289,35 @@ class Compiler:
         return q.collect().to_series().to_list()
 
 
-def _version(node: exp.Table) -> int | None:
-    """The committed version of ``t AT (VERSION => n)`` (None: the current one)."""
-    when = node.args.get("when")
+def _version(node: exp.Table) -> int | str | None:
+    """The committed version of ``t AT (VERSION => n)``, or the instant (text) of ``t AT
+    (TIMESTAMP => '...')`` / ``t FOR SYSTEM_TIME AS OF '...'`` (None: the current one)."""
+    when = node.args.get("when") or node.args.get("version")
     if when is None:
         return None
     kind = str(when.args.get("kind") or "").upper()
     value = when.expression
-    if str(when.this).upper() != "AT" or kind != "VERSION":
-        raise unsupported(when, f"{str(when.this).upper()} ({kind} => ...): reading as of a "
-                                "time is not supported yet; use AT (VERSION => n)")
+    if isinstance(when, exp.Version):   # FOR SYSTEM_TIME AS OF <instant>
+        if kind != "AS OF" or str(when.this).upper() != "TIMESTAMP":
+            raise unsupported(when, f"FOR SYSTEM_TIME {kind} (only AS OF an instant)")
+        return _instant(value, "FOR SYSTEM_TIME AS OF")
+    if str(when.this).upper() != "AT" or kind not in ("VERSION", "TIMESTAMP"):
+        raise unsupported(when, f"{str(when.this).upper()} ({kind} => ...): use AT (VERSION "
+                                "=> n) or AT (TIMESTAMP => '...')")
+    if kind == "TIMESTAMP":
+        return _instant(value, "AT (TIMESTAMP => ...)")
     n = count_of(value, "AT (VERSION => n)")
     return n
 
+
+def _instant(value: exp.Expression, what: str) -> str:
+    """The text of a time-travel instant: a string literal, or one cast to a timestamp."""
+    if isinstance(value, exp.Cast) and value.to.is_type(*exp.DataType.TEMPORAL_TYPES):
+        value = value.this
+    if not isinstance(value, exp.Literal) or not value.is_string:
+        raise error(value, f"{what} takes a timestamp literal, e.g. '2026-11-20 10:00:00' "
+                           "(UTC unless it names its zone)")
+    return str(value.this)
 
 def _aliased(node: exp.Expression, names: list[str], items: list[tuple[str, Any]],
              scope: Scope) -> exp.Expression:

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from hfq.engine.query import Query, reuse
 from hfq.engine.sql.check import check
+from hfq.engine.sql.dml import Changes, run_change
 from hfq.engine.sql.errors import unsupported
 from hfq.engine.sql.literals import bind
 from hfq.engine.sql.scope import Catalog
@@ -52,14 +53,21 @@ class SqlCache:
 
 def compile_sql(text: str, catalog: Catalog, *, params: Sequence[Any] | None = None,
                 cache: SqlCache | None = None,
-                version: Callable[[str], Any] | None = None) -> Query:
+                version: Callable[[str], Any] | None = None,
+                changes: Changes | None = None) -> Query:
     """The query of one SQL ``SELECT`` statement; tables come from ``catalog(name)`` (or
-    ``catalog(name, version=n)`` for ``FROM t AT (VERSION => n)``).
+    ``catalog(name, version=n)`` for ``FROM t AT (VERSION => n)``, ``catalog(name,
+    as_of=text)`` for ``AT (TIMESTAMP => ...)`` / ``FOR SYSTEM_TIME AS OF``).  With
+    ``changes`` (``changes(name)``: the table to change), ``DELETE``, ``UPDATE``, ``INSERT``
+    and ``ALTER TABLE`` run now (:mod:`hfq.engine.sql.dml`) and give their row count.
 
     ``params``: the values of the statement's ``?`` or ``$1``, ``$2``... placeholders, put in
     the parsed tree as typed literals (never into the text).  With a ``cache`` and
     ``version(name)`` (the table's current ``(table_id, version)``), a statement compiled
     before with the same parameters against the same versions is reused."""
+    first = _first_word(text)
+    if changes is not None and first is not None and first[0].upper() in _CHANGES:
+        return run_change(bind(parse(text), params), catalog, changes)   # runs now
     key = text if params is None else f"{text}\0{params!r}"
     if cache is None or version is None:
         return _compile(text, catalog, params)
@@ -79,6 +87,9 @@ def compile_sql(text: str, catalog: Catalog, *, params: Sequence[Any] | None = N
     cache.put(key, query, seen)
     return reuse(query)
 
+
+_CHANGES = {"DELETE", "UPDATE", "INSERT", "ALTER"}
+"""Statements that change data (:mod:`hfq.engine.sql.dml`): run when compiled, never cached."""
 
 _STARTS = {"SELECT", "WITH", "FROM", "PIVOT", "VALUES", "(", "INSERT", "UPDATE", "DELETE",
            "CREATE", "DROP", "ALTER", "COPY", "ATTACH", "DETACH", "SET", "PRAGMA", "EXPLAIN",
