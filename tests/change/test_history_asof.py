@@ -194,3 +194,20 @@ def test_a_catalog_written_by_main_reads_travels_and_takes_commits(tmp_path):
     assert t.history()["user"][0] is not None
     t.tag("after-upgrade")
     assert hfq.connect(root)["q"].scan(as_of="after-upgrade").count() == len(t)
+
+
+def test_hfq_history_prints_and_emits_the_history(db, capsys):
+    from hfq.cli import main
+    t = make(db)
+    t.append(rows(30, 1), message="first")
+    t.delete(where=pl.col("seq") == 0)
+    root = db.session.store.root
+    assert main(["--root", root, "--json", "history", "t", "--last", "2"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = t.history().head(2)
+    assert [r["version"] for r in got] == want["version"].to_list() == [2, 1]
+    assert [r["rows_removed"] for r in got] == want["rows_removed"].to_list()
+    assert got[1]["message"] == "first" and got[0]["user"] == "ana"
+    assert main(["--root", root, "history", "t", "--partitions"]) == 0
+    out = capsys.readouterr().out
+    assert all(p in out for p in t.history(partitions=True)["partition"].to_list())

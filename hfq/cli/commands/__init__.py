@@ -7,7 +7,7 @@ A command's place in :data:`COMMANDS` is its place in ``hfq --help``.  Adding on
 from __future__ import annotations
 
 from hfq.cli.args import Command
-from hfq.cli.commands import demo, ingest, maintenance, quality, scan, sql, tables
+from hfq.cli.commands import demo, history, ingest, maintenance, quality, scan, sql, tables
 
 __all__ = ["COMMANDS"]
 
@@ -19,6 +19,7 @@ COMMANDS: list[Command] = [
     tables.TABLES,
     tables.INFO,
     tables.PARTITIONS,
+    history.HISTORY,
     scan.SCAN,
     maintenance.COMPACT,
     maintenance.VERIFY,
