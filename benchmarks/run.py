@@ -27,6 +27,9 @@ Scenarios (all of them by default; ``--only`` picks some):
 * ``cluster_read`` -- one day spread over 2 nodes into pandas / arrow, vs ``pickle.load``.
 * ``analytics``    -- spread by minute (warm and cold), minute bars (written back) and OLS on
   1 node x 2 CPUs, vs DuckDB SQL (in memory and on its database file), polars and pandas.
+* ``lifecycle``    -- data that changes: deleting/overwriting a symbol-day on 250 days vs 1,
+  upserting 1% of a day vs DuckDB INSERT OR REPLACE / MERGE and ArcticDB update, as_of on
+  10,000 versions vs 10.
 * ``queries``      -- about thirty queries (filters, top-N, per-minute/hour groups, VWAP, joins,
   asof joins, windows, pivot) through hfq's engine vs DuckDB, polars and Daft (on Ray).
 
@@ -49,7 +52,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
 from harness import SHAPES, Bench  # noqa: E402
-from scenarios import analytics, cluster, packed, queries, readers, scale, store  # noqa: E402
+from scenarios import (  # noqa: E402
+    analytics,
+    cluster,
+    lifecycle,
+    packed,
+    queries,
+    readers,
+    scale,
+    store,
+)
 
 SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "point": readers.scenario_point, "concurrent": readers.scenario_concurrent,
@@ -59,7 +71,7 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "cluster_read": cluster.scenario_cluster_read,
              "analytics": analytics.scenario_analytics,
              "queries": queries.scenario_queries,
-             "scale": scale.scenario_scale}
+             "scale": scale.scenario_scale, "lifecycle": lifecycle.scenario_lifecycle}
 
 
 # scenarios that share data (bench.cache, a running cluster) run in one process, in this order
