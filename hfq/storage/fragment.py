@@ -381,16 +381,18 @@ def read_fragment(store: Store | None, record: FileRecord, logical: pa.Schema, *
     return _decoded(reader, record, logical, columns, wanted, node)
 
 
-def read_fragment_pieces(store: Store, record: FileRecord, logical: pa.Schema,
+def read_fragment_pieces(store: Store | None, record: FileRecord, logical: pa.Schema,
                          pieces: Sequence[Sequence[int]], *,
                          columns: Sequence[str] | None = None,
+                         data: pa.Buffer | None = None,
                          node: str | None = None) -> Iterator[pa.Table]:
     """:func:`read_fragment` of each list of record batches in ``pieces``, one after another:
     the file is opened once and every piece's bytes are verified before the first piece is
     decoded (a damaged file fails before anything is yielded); each piece is decoded only when
-    the caller asks for it, so a large partition need not be in memory decoded whole."""
+    the caller asks for it, so a large partition need not be in memory decoded whole.
+    ``data``: the file's bytes (as for :func:`read_fragment`)."""
     reader = _open_checked(store, record, logical, columns, [b for p in pieces for b in p],
-                           None, node)
+                           data, node)
     for piece in pieces:
         yield _decoded(reader, record, logical, columns, list(piece), node)
 
