@@ -236,29 +236,33 @@ def write_stream(v: np.ndarray, starts: np.ndarray, refs: np.ndarray, widths: np
     return out
 
 
-@njit(cache=True, nogil=True)
-def _unpack(word: np.ndarray, wp: Any, m: Any, w: Any, tmp: np.ndarray) -> None:
-    """Offsets of one block (``m`` values of width ``w`` at word ``wp``) into ``tmp``."""
+@njit(cache=True, nogil=True, error_model="numpy")
+def _unpack(word: np.ndarray, wp: Any, m: Any, w: Any, ref: Any, tmp: np.ndarray) -> None:
+    """``ref`` plus the offsets of one block (``m`` values of width ``w`` at word ``wp``)
+    into ``tmp``.  The lane loops index with unsigned integers: numba's negative-index
+    check on a signed ``base + lane`` keeps LLVM from vectorising them (2.9 -> 1.1 ns a
+    value measured)."""
     if w == 0:
-        tmp[:m] = 0
+        tmp[:m] = ref
     elif w > 32:
         for i in range(m):
-            tmp[i] = np.int64(word[wp + 2 * i]) | (np.int64(word[wp + 2 * i + 1]) << 32)
+            tmp[i] = (np.int64(word[wp + 2 * i]) | (np.int64(word[wp + 2 * i + 1]) << 32)) + ref
     elif m == BLOCK:
         mask = (1 << w) - 1
+        lanes = np.uint64(_LANES)
         for r in range(_LANES):
             bit = r * w
-            k = bit >> 5
             s = bit & 31
-            base = wp + k * _LANES
+            base = np.uint64(wp + (bit >> 5) * _LANES)
+            row = np.uint64(r * _LANES)
             if s + w <= 32:
-                for lane in range(_LANES):
-                    tmp[r * _LANES + lane] = (np.int64(word[base + lane]) >> s) & mask
+                for lane in range(lanes):
+                    tmp[row + lane] = ((np.int64(word[base + lane]) >> s) & mask) + ref
             else:
-                for lane in range(_LANES):
-                    tmp[r * _LANES + lane] = ((np.int64(word[base + lane]) >> s) |
-                                              (np.int64(word[base + _LANES + lane])
-                                               << (32 - s))) & mask
+                for lane in range(lanes):
+                    tmp[row + lane] = (((np.int64(word[base + lane]) >> s) |
+                                        (np.int64(word[base + lanes + lane]) << (32 - s)))
+                                       & mask) + ref
     else:
         mask = (1 << w) - 1
         for i in range(m):
@@ -268,7 +272,7 @@ def _unpack(word: np.ndarray, wp: Any, m: Any, w: Any, tmp: np.ndarray) -> None:
             x = np.int64(word[wp + k]) >> s
             if s + w > 32:
                 x |= np.int64(word[wp + k + 1]) << (32 - s)
-            tmp[i] = x & mask
+            tmp[i] = (x & mask) + ref
 
 
 # output type codes of :func:`decode_blobs` (one compiled kernel for every output type)
@@ -280,31 +284,32 @@ OUT_CODES = {np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 4,
 def _store(tmp: np.ndarray, m: Any, scale: float, factor: Any, out: np.ndarray, code: Any,
            dst: Any) -> None:
     """``tmp[:m]`` (integers) into rows ``dst..`` of ``out`` (raw bytes of type ``code``),
-    divided by ``scale`` (decimal doubles, when not 0) or times ``factor``."""
+    divided by ``scale`` (decimal doubles, when not 0) or times ``factor``.  (Each output is
+    a slice indexed from 0: see :func:`_unpack` on vectorising.)"""
     if code == 9:
-        o = out.view(np.float64)
+        o = out.view(np.float64)[dst:dst + m]
         if scale != 0.0:
             for i in range(m):
-                o[dst + i] = np.float64(tmp[i]) / scale
+                o[i] = np.float64(tmp[i]) / scale
         else:
             for i in range(m):
-                o[dst + i] = np.float64(tmp[i])
+                o[i] = np.float64(tmp[i])
     elif code == 8:
-        o8 = out.view(np.int64)
+        o8 = out.view(np.int64)[dst:dst + m]
         for i in range(m):
-            o8[dst + i] = tmp[i] * factor
+            o8[i] = tmp[i] * factor
     elif code == 4:
-        o4 = out.view(np.int32)
+        o4 = out.view(np.int32)[dst:dst + m]
         for i in range(m):
-            o4[dst + i] = tmp[i] * factor
+            o4[i] = tmp[i] * factor
     elif code == 2:
-        o2 = out.view(np.int16)
+        o2 = out.view(np.int16)[dst:dst + m]
         for i in range(m):
-            o2[dst + i] = tmp[i] * factor
+            o2[i] = tmp[i] * factor
     else:
-        o1 = out.view(np.int8)
+        o1 = out.view(np.int8)[dst:dst + m]
         for i in range(m):
-            o1[dst + i] = tmp[i] * factor
+            o1[i] = tmp[i] * factor
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -339,10 +344,8 @@ def decode_stream(payload: np.ndarray, n: Any, mode: Any, base: Any, lookup: np.
         m = min(BLOCK, n - lo)
         w = np.int64(widths[q])
         ref = refs[q]
-        _unpack(word, wp, m, w, tmp)
+        _unpack(word, wp, m, w, ref, tmp)
         wp += _words(m, w)
-        for i in range(m):
-            tmp[i] += ref
         while e < k and exc_pos[e] < lo + m:
             tmp[exc_pos[e] - lo] = exc_val[e]
             e += 1
