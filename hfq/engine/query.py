@@ -35,7 +35,16 @@ import polars as pl
 import pyarrow as pa
 
 from hfq.catalog.records import Manifest
-from hfq.engine.execute import RunStats, Staged, empty_frame, explain, hints, run, stage
+from hfq.engine.execute import (
+    RunStats,
+    Staged,
+    empty_frame,
+    explain,
+    hints,
+    run,
+    run_rows,
+    stage,
+)
 from hfq.engine.exprs import Bucket, empty_lazy
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import (
@@ -61,7 +70,7 @@ if TYPE_CHECKING:
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -98,6 +107,19 @@ class TableSource:
 
     def bind_units(self, units: list[Any]) -> list[Any]:
         return units
+
+
+@dataclass
+class FrameSource:
+    """Rows given as a frame rather than read from a table (SQL without FROM, VALUES):
+    a query over them runs on the driver."""
+
+    frame: pl.DataFrame
+    name: str = "(no table)"
+
+    @property
+    def schema(self) -> pl.Schema:
+        return self.frame.schema
 
 
 def _resolve(value: IntoExpr, schema: pl.Schema) -> pl.Expr:
@@ -143,7 +165,7 @@ class Query:
     ([('IBM', 62.75)], 'query on quotes @ version 1')
     """
 
-    def __init__(self, source: TableSource, ops: tuple[Op, ...] = (),
+    def __init__(self, source: TableSource | FrameSource, ops: tuple[Op, ...] = (),
                  schema: pl.Schema | None = None, *, fixed: int = 0,
                  read: tuple[list[str], pl.Expr | None] | None = None) -> None:
         self.source = source
@@ -174,7 +196,7 @@ class Query:
         if self._ops is None:
             assert self._read is not None
             columns, where = self._read
-            q = _source_query(self.source)
+            q = _source_query(cast(TableSource, self.source))
             if where is not None:
                 q = q.filter(where)
             if columns != q.columns:
@@ -535,6 +557,8 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
+        if isinstance(src, FrameSource):
+            return None
         if self._read is not None:
             columns, where = self._read
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
@@ -609,6 +633,9 @@ class Query:
         node stage (each partition, on a node holding it):
         ...
         """
+        if isinstance(self.source, FrameSource):
+            return "driver stage (no table):\n" + "\n".join(f"  {op.describe()}"
+                                                             for op in self.ops)
         plain = self._plain()
         return plain.explain() if plain is not None else explain(self._staged())
 
@@ -622,6 +649,8 @@ class Query:
         >>> df.shape, df.schema["symbol"], df["date"].n_unique()
         ((41, 3), Categorical, 2)
         """
+        if isinstance(self.source, FrameSource):
+            return run_rows(self.source.frame, self.ops)
         plain = self._plain()
         if plain is not None:
             started = time.perf_counter()
@@ -751,6 +780,8 @@ class Query:
         [(datetime.date(2007, 8, 1), 32), (datetime.date(2007, 8, 2), 9)]
         """
         from hfq.engine.write import write_frame
+        if isinstance(self.source, FrameSource):
+            raise QueryError("a query without a table has no database to write to")
         return write_frame(self.source.session, self.source.manifest, name, self.collect(),
                            **options)
 
