@@ -168,7 +168,7 @@ class Combine(Op):
     how: str
     types: tuple[tuple[str, Any], ...]
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = self.right.lazy() if isinstance(self.right, pl.DataFrame) else \
             pl.LazyFrame(schema=self.right.schema)
         names = [n for n, _ in self.types]

@@ -157,8 +157,6 @@ def test_no_function_level_import_dodges_a_cycle(graph):
     assert not dodges, "\n".join(dodges)
 
 
-@pytest.mark.xfail(strict=True, reason="the circle of hfq.engine.sql, sql_joins and sql_window, "
-                   "which the SQL package split (issue 24) removes: un-mark it then")
 def test_no_import_cycle_counting_function_level_imports(graph):
     """Function-level imports are edges too: two modules importing each other inside
     functions form a circle as real as one at module level."""
