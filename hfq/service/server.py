@@ -425,6 +425,16 @@ class FlightSqlServer(flight.FlightServerBase):
 
     # -- metadata ------------------------------------------------------------------------------
     def _metadata(self, principal: Principal, name: str, cmd: Any) -> pa.Table:
+        """A metadata call's answer for ``principal`` (audited: what was asked, how many
+        rows it got)."""
+        table = self._metadata_table(principal, name, cmd)
+        pattern = _opt(cmd, "table_name_filter_pattern") if name == "CommandGetTables" else None
+        self.audit.record(kind="metadata", user=principal.user, outcome="ok",
+                          text=f"{name[len('Command'):]} {pattern or ''}".strip(),
+                          rows=table.num_rows)
+        return table
+
+    def _metadata_table(self, principal: Principal, name: str, cmd: Any) -> pa.Table:
         sdb = self.database(principal)
         if name == "CommandGetCatalogs":
             return metadata.catalogs()
@@ -509,16 +519,20 @@ class FlightSqlServer(flight.FlightServerBase):
                     if masked:
                         raise AccessDeniedError(f"user {principal.user!r} may not write "
                                                 f"column(s) {', '.join(masked)} of {table!r}")
-                    batch = schema.conform(batch, where=f"bulk ingest into {table!r}")
-                    if policy.rows is not None and batch.num_rows:
-                        frame = pl.from_arrow(batch)
+                    part = pa.Table.from_batches([batch])
+                    for column in sorted(policy.hidden):   # what the writer cannot see: NULL
+                        part = part.append_column(schema.arrow.field(column), pa.nulls(
+                            part.num_rows, schema.arrow.field(column).type))
+                    part = schema.conform(part, where=f"bulk ingest into {table!r}")
+                    if policy.rows is not None and part.num_rows:
+                        frame = pl.from_arrow(part)
                         assert isinstance(frame, pl.DataFrame)
                         if not frame.select(policy.rows.fill_null(False).all()).item():
                             raise AccessDeniedError(
                                 f"user {principal.user!r} may insert into {table!r} only rows "
                                 "its row policy lets it see; this batch has others")
-                    rows += batch.num_rows
-                    yield batch
+                    rows += part.num_rows
+                    yield from part.to_batches()
 
             version = sdb[table].append(pa.RecordBatchReader.from_batches(
                 schema.arrow, checked()))
@@ -614,7 +628,7 @@ def _masked(principal: Principal, exc: BaseException) -> str | None:
     m = _UNKNOWN_COLUMN.search(str(exc)) if isinstance(exc, QueryError) else None
     if m is None:
         return None
-    column = m.group(1) or m.group(2)
+    column = (m.group(1) or m.group(2)).rsplit(".", 1)[-1]
     state = principal.state
     for g in state.grants.values():
         if g.grantee in state.grantees(principal.user) and column in g.hidden:
