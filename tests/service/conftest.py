@@ -10,6 +10,7 @@ not see: no answer, count or error message given to the analyst may contain them
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import warnings
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ PW = {"root": "root's long password", "ann": "ann's long password",
       "bob": "bob's long password", "wendy": "wendy's long password"}
 
 
+@functools.cache
 def quotes_rows() -> pa.Table:
     """Synthetic quotes plus the nasty rows: NULL and empty exchanges, NaN/inf/-0.0 prices,
     duplicate timestamps, midnight, the hidden symbol and market maker."""
@@ -56,6 +58,11 @@ def quotes_rows() -> pa.Table:
         base.schema.field(n).type.value_type if pa.types.is_dictionary(base.schema.field(n).type)
         else base.schema.field(n).type) for n in base.schema.names]))
     return pa.concat_tables([base.cast(extra.schema), extra])
+
+
+@functools.cache
+def trades_rows() -> pa.Table:
+    return hfq.synth.trades_table(rows_per_day=200, symbols=4)
 
 
 def analyst_view(rows: pa.Table) -> pa.Table:
@@ -108,7 +115,7 @@ def make_env(tmp_path: Any, config: ServiceConfig | None = None, clock: Clock | 
     rows = quotes_rows()
     t.append(rows)
     other = db.create_table("trades", hfq.schemas.TRADES, partition_by=hfq.Value("date"))
-    other.append(hfq.synth.trades_table(rows_per_day=200, symbols=4))
+    other.append(trades_rows())
     admin = Admin(SecurityStore(db.session), by="root", passwords=PASSWORDS)
     admin.add_user("root", PW["root"], admin=True)
     admin.add_user("ann", PW["ann"], roles=["analyst"])
