@@ -103,12 +103,12 @@ class Env:
         return [r for r in rows if all(r[k] == v for k, v in where.items())]
 
 
-def make_env(tmp_path: Any, config: ServiceConfig | None = None, clock: Clock | None = None
-             ) -> Env:
+def make_env(tmp_path: Any, config: ServiceConfig | None = None, clock: Clock | None = None,
+             **settings: Any) -> Env:
     import trustme
     ca = trustme.CA()
     cert = ca.issue_cert("localhost", "127.0.0.1")
-    db = hfq.connect(str(tmp_path / "db"))
+    db = hfq.connect(str(tmp_path / "db"), **settings)
     t = db.create_table("quotes", hfq.schemas.TAQ,
                         partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 4)),
                         sort_by=("symbol", "time"))
