@@ -465,7 +465,11 @@ class Database:
 def connect(root: str | None = None, *, address: str | None = None,
             catalog: str | None = None, storage_options: dict | None = None,
             recover: bool = False, user: str | None = None, **settings: Any) -> Database:
-    """Open an hfq database: embedded at ``root``, or on the Ray cluster at ``address``.
+    """Open an hfq database: embedded at ``root``, on the Ray cluster at ``address``, or
+    through an hfq service at ``root="grpc+tls://host:port"`` (``user=``, ``password=``,
+    optionally ``tls_root_certs=``: a :class:`hfq.service.client.RemoteDatabase` whose
+    ``sql``, ``scan``, ``tables`` and ``append`` go through the service, under that user's
+    grants).
 
     Embedded (no ``address``): ``root`` defaults to ``HFQ_ROOT`` or ``./hfq_data``; a one-node
     Ray cluster owned by this process starts when compute first needs it.
@@ -491,6 +495,9 @@ def connect(root: str | None = None, *, address: str | None = None,
     >>> db.tables()
     []
     """
+    if isinstance(root, str) and root.startswith(("grpc://", "grpc+tls://", "grpc+tcp://")):
+        from hfq.service import client  # lazily: only a service's clients load Flight
+        return client.connect(root, user=cast(str, user), **settings)  # type: ignore[return-value]
     if recover:
         db = connect(root, address=address, catalog=catalog, storage_options=storage_options,
                      user=user, **settings)
