@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["FrameSource", "GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource", "make_query", "plain_query", "reuse"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -203,9 +203,9 @@ class Query:
         ['Filter']
         """
         if self._ops is None:
-            assert self._read is not None
+            assert self._read is not None and isinstance(self.source, TableSource)
             columns, where = self._read
-            q = _source_query(cast(TableSource, self.source))
+            q = _source_query(self.source)
             if where is not None:
                 q = q.filter(where)
             if columns != q.columns:
@@ -596,21 +596,6 @@ class Query:
         got = self._memo[0]
         return got if isinstance(got, Staged) else stage(self)
 
-    def fresh(self) -> Query:
-        """The same query with its own ``last_run``, sharing the plan made already (what a
-        cache of compiled statements hands out).
-
-        Examples
-        --------
-        >>> q = quotes.scan(symbols="IBM")
-        >>> q.count() == q.fresh().count()
-        True
-        """
-        q = Query(self.source, self._ops or (), self._schema, fixed=self._fixed,
-                  read=self._read if self._ops is None else None)
-        q._memo = self._memo
-        return q
-
     @property
     def plan(self) -> Plan:
         """The partitions this query reads, kept and pruned (the read of its node stage).
@@ -795,8 +780,9 @@ class Query:
         [(datetime.date(2007, 8, 1), 32), (datetime.date(2007, 8, 2), 9)]
         """
         from hfq.engine.write import write_frame
-        if isinstance(self.source, FrameSource):
-            raise QueryError("a query without a table has no database to write to")
+        if not isinstance(self.source, TableSource):
+            raise QueryError("write(): a query without a table (SELECT without FROM) has no "
+                             "database to write to")
         return write_frame(self.source.session, self.source.manifest, name, self.collect(),
                            **options)
 
@@ -811,6 +797,22 @@ def _restricted_explain(query: Query) -> str:
              "partition statistics are not shown)"]
     lines += [f"  {op.describe()}" for op in query.ops]
     return "\n".join(lines)
+
+
+def reuse(query: Query) -> Query:
+    """The same query with its own ``last_run``, sharing the plan made already (what a cache
+    of compiled statements hands out).
+
+    Examples
+    --------
+    >>> q = quotes.scan(symbols="IBM")
+    >>> q.count() == reuse(q).count() and reuse(q)._memo is q._memo
+    True
+    """
+    q = Query(query.source, query._ops or (), query._schema, fixed=query._fixed,
+              read=query._read if query._ops is None else None)
+    q._memo = query._memo
+    return q
 
 
 def _source_query(src: TableSource) -> Query:
