@@ -50,7 +50,7 @@ def quotes_rows() -> pa.Table:
         "ofr": [99.5, 98.5, 1.0, 0.0, math.inf, 1.1, 1.1, 0.0, 2.5],
         "bidsiz": [1, 2, 3, 4, 2**31 - 1, -2**31, 0, 7, 8],
         "ofrsiz": [1, 2, 3, 4, 5, 6, 7, 8, 9],
-        "mode": [12, 12, 12, 12, 12, 12, 12, 12, 12],
+        "mode": [77, 77, 12, 12, 12, 12, 12, 12, 12],     # 77: only in hidden rows
         "ex": ["Q", "Z", "N", None, "P", "N", "N", "", "P"],
         "mmid": ["HIDDENMM", "HIDDENMM", "", "HIDDENMM", "", None, "", "", ""],
     })

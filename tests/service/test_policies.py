@@ -164,6 +164,36 @@ def test_an_error_never_shows_a_value_the_user_may_not_see(ann):
             assert "'Q'" not in str(exc) and "'Z'" not in str(exc)
 
 
+def test_a_filter_never_runs_on_a_hidden_row(ann):
+    # 10 // (mode - 77) divides by zero on the hidden rows alone: run on them, it would
+    # raise, and so tell the user such a row exists
+    got = ann.sql("SELECT symbol FROM quotes WHERE 10 // (mode - 77) > -100").collect()
+    assert got.height == ann["quotes"].scan().count()
+    got = ann["quotes"].scan(where=pl.col("mode") != 77).count()
+    assert got == ann["quotes"].scan().count()
+
+
+def test_the_session_refuses_hidden_columns_and_unsafe_filters(store):
+    db = store[0]
+    s = db.session.derive(user="ann", access=GrantAccess(STATE, "ann", db.session))
+    m = db.session.snapshot("quotes")
+    with pytest.raises(ArgumentError, match="no column 'mmid'"):
+        s.plan_read(m, columns=["symbol", "mmid"])
+    with pytest.raises(ArgumentError, match="column 'mmid'"):
+        s.plan_read(m, columns=["symbol"], where=pl.col("mmid") == "HIDDENMM")
+    with pytest.raises(AccessDeniedError, match="under a row policy"):
+        s.plan_read(m, where=pl.col("bid") > 0)      # it would run on the hidden rows too
+    assert s.plan_read(m).spec.where is not None     # the policy is the read's filter
+
+
+def test_a_grant_on_every_table_does_not_cover_the_audit(store):
+    state = SecurityState(users={"cy": User("cy", "")}).with_grant(
+        Grant("cy", "*", frozenset({"SELECT"})))
+    access = GrantAccess(state, "cy", store[0].session)
+    assert access.visible("quotes") and access.visible("trades")
+    assert not access.visible("hfq_audit")
+
+
 def test_tables_without_a_grant_do_not_exist(store):
     ann, bob = as_user(store[0], "ann"), as_user(store[0], "bob")
     assert ann.tables() == ["quotes"] and bob.tables() == []
