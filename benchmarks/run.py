@@ -30,6 +30,8 @@ Scenarios (all of them by default; ``--only`` picks some):
 * ``lifecycle``    -- data that changes: deleting/overwriting a symbol-day on 250 days vs 1,
   upserting 1% of a day vs DuckDB INSERT OR REPLACE / MERGE and ArcticDB update, as_of on
   10,000 versions vs 10.
+* ``service``      -- 16 clients' symbol-day queries through ``hfq serve`` (ADBC, TLS) vs
+  in-process, and a day fetched through it vs in-process and DuckDB.
 * ``queries``      -- about thirty queries (filters, top-N, per-minute/hour groups, VWAP, joins,
   asof joins, windows, pivot) through hfq's engine vs DuckDB, polars and Daft (on Ray).
 
@@ -60,6 +62,7 @@ from scenarios import (  # noqa: E402
     queries,
     readers,
     scale,
+    service,
     store,
 )
 
@@ -71,7 +74,8 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "cluster_read": cluster.scenario_cluster_read,
              "analytics": analytics.scenario_analytics,
              "queries": queries.scenario_queries,
-             "scale": scale.scenario_scale, "lifecycle": lifecycle.scenario_lifecycle}
+             "scale": scale.scenario_scale, "service": service.scenario_service,
+             "lifecycle": lifecycle.scenario_lifecycle}
 
 
 # scenarios that share data (bench.cache, a running cluster) run in one process, in this order

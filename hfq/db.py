@@ -78,6 +78,24 @@ class Database:
         self.recovered: list[dict[str, str]] = []
         """What ``hfq.connect(..., recover=True)`` found and did (see :meth:`check`)."""
 
+    @classmethod
+    def over(cls, session: Session) -> Database:
+        """A handle over an existing session -- one :meth:`~hfq.session.Session.derive` d for
+        another reader, whose grants then apply to everything done through it (what
+        ``hfq.service`` does for each user).  Its table handles move on its own commits only.
+
+        Examples
+        --------
+        >>> reader = hfq.Database.over(db.session.derive(user="ann", access=None))
+        >>> reader.tables(), reader.session.user
+        (['quotes'], 'ann')
+        """
+        db = cls.__new__(cls)
+        db.session = session
+        db._handles = weakref.WeakSet()
+        db.recovered = []
+        return db
+
     @property
     def settings(self) -> Settings:
         """The settings this database was opened with (:class:`hfq.config.Settings`).
@@ -337,27 +355,7 @@ class Database:
         >>> db.sql("SELECT count(*) AS n FROM quotes WHERE bid > 0").collect()["n"][0] > 0
         True
         """
-        from hfq.engine.query import make_query
         from hfq.engine.sql import SqlCache, compile_sql  # lazily: sqlglot loads in ~0.2 s
-
-        def table(name: str, version: int | None = None, as_of: str | None = None) -> Query:
-            try:
-                m = self.session.snapshot(name)
-            except TableNotFoundError:
-                raise QueryError(f"unknown table {name!r}; tables: "
-                                 f"{', '.join(self.tables()) or '(none)'}") from None
-            if as_of is not None:
-                if timeline.instant(as_of) is None:
-                    raise QueryError(f"{as_of!r} is not a timestamp (ISO 8601, UTC unless it "
-                                     "names its zone)")
-                version = timeline.as_of(self.session.catalog, name, as_of)
-            if version is not None and version != m.version:
-                versions = self.session.catalog.versions(name)
-                if version not in versions:
-                    raise QueryError(f"table {name!r} has no version {version}; versions on "
-                                     f"record: {', '.join(map(str, versions))}")
-                m = self.session.snapshot(name, version)
-            return make_query(self.session, name, m)
 
         def version(name: str) -> tuple[str, int]:
             try:
@@ -366,16 +364,10 @@ class Database:
                 raise QueryError(f"unknown table {name!r}") from None
             return m.table_id, m.version
 
-        def changes(name: str) -> Table:
-            if not self.session.exists(name):
-                raise QueryError(f"unknown table {name!r}; tables: "
-                                 f"{', '.join(self.tables()) or '(none)'}")
-            return self[name]
-
         # a statement seen before, over the same table versions, skips parsing and planning
         cache = self.__dict__.setdefault("_sql_cache", SqlCache())
-        return compile_sql(text, table, params=params, cache=cache, version=version,
-                           changes=changes)
+        return compile_sql(text, self._sql_table, params=params, cache=cache,
+                           version=version, changes=self._sql_change)
 
     def snapshot(self, name: str, *, message: str | None = None) -> dict[str, int]:
         """Pin the newest version of every table together as database snapshot ``name``:
@@ -419,6 +411,39 @@ class Database:
         {}
         """
         timeline.drop_snapshot(self.session.catalog, name)
+
+    def _sql_change(self, name: str) -> Table:
+        """The table a SQL ``DELETE``/``UPDATE``/``INSERT``/``ALTER TABLE`` changes: the one
+        door from SQL to a table's writes (the service closes it: ``hfq.service``)."""
+        if not self.session.exists(name):
+            raise QueryError(f"unknown table {name!r}; tables: "
+                             f"{', '.join(self.tables()) or '(none)'}")
+        return self[name]
+
+    def _sql_table(self, name: str, version: int | None = None, as_of: str | None = None
+                   ) -> Query:
+        """The query over table ``name`` (at ``version``, or as of the instant ``as_of``)
+        that SQL's ``FROM`` reads: the one
+        door from SQL to the tables, through this database's session -- and so under its
+        reader's grants, when it has an access (``hfq.service``)."""
+        from hfq.engine.query import make_query  # lazily: the engine loads on first use
+        try:
+            m = self.session.snapshot(name)
+        except TableNotFoundError:
+            raise QueryError(f"unknown table {name!r}; tables: "
+                             f"{', '.join(self.tables()) or '(none)'}") from None
+        if as_of is not None:
+            if timeline.instant(as_of) is None:
+                raise QueryError(f"{as_of!r} is not a timestamp (ISO 8601, UTC unless it names "
+                                 "its zone)")
+            version = timeline.as_of(self.session.catalog, name, as_of)
+        if version is not None and version != m.version:
+            versions = self.session.catalog.versions(name)
+            if version not in versions:
+                raise QueryError(f"table {name!r} has no version {version}; versions on "
+                                 f"record: {', '.join(map(str, versions))}")
+            m = self.session.snapshot(name, version)
+        return make_query(self.session, name, m)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node.
@@ -470,7 +495,11 @@ class Database:
 def connect(root: str | None = None, *, address: str | None = None,
             catalog: str | None = None, storage_options: dict | None = None,
             recover: bool = False, user: str | None = None, **settings: Any) -> Database:
-    """Open an hfq database: embedded at ``root``, or on the Ray cluster at ``address``.
+    """Open an hfq database: embedded at ``root``, on the Ray cluster at ``address``, or
+    through an hfq service at ``root="grpc+tls://host:port"`` (``user=``, ``password=``,
+    optionally ``tls_root_certs=``: a :class:`hfq.service.client.RemoteDatabase` whose
+    ``sql``, ``scan``, ``tables`` and ``append`` go through the service, under that user's
+    grants).
 
     Embedded (no ``address``): ``root`` defaults to ``HFQ_ROOT`` or ``./hfq_data``; a one-node
     Ray cluster owned by this process starts when compute first needs it.
@@ -496,6 +525,9 @@ def connect(root: str | None = None, *, address: str | None = None,
     >>> db.tables()
     []
     """
+    if isinstance(root, str) and root.startswith(("grpc://", "grpc+tls://", "grpc+tcp://")):
+        from hfq.service import client  # lazily: only a service's clients load Flight
+        return client.connect(root, user=cast(str, user), **settings)  # type: ignore[return-value]
     if recover:
         db = connect(root, address=address, catalog=catalog, storage_options=storage_options,
                      user=user, **settings)

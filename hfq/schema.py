@@ -18,8 +18,8 @@ from hfq.errors import InvalidNameError, SchemaMismatchError
 
 __all__ = [
     "BOOL", "CHAR", "DATE", "DATETIME", "DOUBLE", "FLOAT", "INT", "LONG", "SECOND", "SHORT",
-    "STRING", "SYMBOL", "TIME", "TIMESTAMP", "TYPES", "ColumnType", "Schema",
-    "DEVICE_INFO", "L2", "READINGS", "TAQ", "TRADES",
+    "STRING", "SYMBOL", "TIME", "TIME_NS", "TIMESTAMP", "TYPES", "ColumnType", "Schema",
+    "DEVICE_INFO", "L2", "NYSE_QUOTES", "NYSE_TRADES", "READINGS", "TAQ", "TRADES",
 ]
 
 
@@ -54,6 +54,7 @@ STRING = ColumnType("STRING", pa.string())
 DATE = ColumnType("DATE", pa.date32())
 SECOND = ColumnType("SECOND", pa.time32("s"))
 TIME = ColumnType("TIME", pa.time32("ms"))
+TIME_NS = ColumnType("TIME_NS", pa.time64("ns"))
 DATETIME = ColumnType("DATETIME", pa.timestamp("s", tz="UTC"))
 TIMESTAMP = ColumnType("TIMESTAMP", pa.timestamp("ns"))
 BOOL = ColumnType("BOOL", pa.bool_())
@@ -64,8 +65,8 @@ FLOAT = ColumnType("FLOAT", pa.float32())
 DOUBLE = ColumnType("DOUBLE", pa.float64())
 
 TYPES: dict[str, ColumnType] = {
-    t.name: t for t in (SYMBOL, CHAR, STRING, DATE, SECOND, TIME, DATETIME, TIMESTAMP, BOOL,
-                        SHORT, INT, LONG, FLOAT, DOUBLE)
+    t.name: t for t in (SYMBOL, CHAR, STRING, DATE, SECOND, TIME, TIME_NS, DATETIME, TIMESTAMP,
+                        BOOL, SHORT, INT, LONG, FLOAT, DOUBLE)
 }
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -345,6 +346,26 @@ TRADES = Schema(_columns(
     ("ex", CHAR), ("cond", SYMBOL),
 ))
 """Trades: one row per print."""
+
+
+NYSE_QUOTES = Schema(_columns(
+    ("symbol", SYMBOL), ("date", DATE), ("time", TIME_NS), ("ex", CHAR), ("bid", DOUBLE),
+    ("bidsiz", INT), ("ofr", DOUBLE), ("ofrsiz", INT), ("cond", CHAR), ("seq", LONG),
+    ("nbbo_ind", CHAR), ("finra_bbo_ind", CHAR), ("ssr", CHAR), ("participant_time", TIME_NS),
+    ("finra_adf_time", TIME_NS),
+))
+"""NYSE Daily TAQ quotes (``EQY_US_ALL_BBO_YYYYMMDD``, 2026 format): times of day to the
+nanosecond, the participant's and FINRA ADF's timestamps; the offer is named ``ofr`` like
+:data:`TAQ`'s, so every quote analytic applies (:mod:`hfq.ingest.taq` maps the file's
+columns)."""
+
+NYSE_TRADES = Schema(_columns(
+    ("symbol", SYMBOL), ("date", DATE), ("time", TIME_NS), ("ex", CHAR), ("cond", SYMBOL),
+    ("size", INT), ("price", DOUBLE), ("stop", CHAR), ("corr", SHORT), ("seq", LONG),
+    ("trade_id", LONG), ("source", CHAR), ("trf", CHAR), ("participant_time", TIME_NS),
+    ("trf_time", TIME_NS),
+))
+"""NYSE Daily TAQ trades (``EQY_US_ALL_TRADE_YYYYMMDD``, 2026 format)."""
 
 
 def _l2_columns() -> list[tuple[str, ColumnType]]:

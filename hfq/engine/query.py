@@ -63,7 +63,7 @@ from hfq.engine.read import PlainRead, pandas_ready, plain_schema
 from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
 from hfq.errors import QueryError
 from hfq.query.plan import Filters, Plan
-from hfq.session import Session, check_columns, check_where, read_filters
+from hfq.session import Session, TablePolicy, check_columns, check_where, read_filters
 
 if TYPE_CHECKING:
     import pandas
@@ -79,7 +79,9 @@ IntoExpr = Any
 @dataclass
 class TableSource:
     """The table a query reads: one pinned version, the ``dates=``/``symbols=`` of the query,
-    and the session whose nodes run it."""
+    and the session whose nodes run it -- and whose reader's :class:`~hfq.session.TablePolicy`
+    decides the rows and columns there are to read (hidden columns are not in ``schema``;
+    the row predicate applies where the partitions are read)."""
 
     session: Session
     name: str
@@ -91,8 +93,15 @@ class TableSource:
     symbols: tuple | None = None
 
     @functools.cached_property
+    def policy(self) -> TablePolicy:
+        """What the session's reader may see of this table (pinned with the query)."""
+        return self.session.table_policy(self.name, self.manifest)
+
+    @functools.cached_property
     def schema(self) -> pl.Schema:
-        return empty_frame(self.manifest.schema.arrow).schema
+        full = empty_frame(self.manifest.schema.arrow).schema
+        hidden = self.policy.hidden
+        return pl.Schema({n: t for n, t in full.items() if n not in hidden}) if hidden else full
 
     def filters(self) -> Filters:
         """The query's ``dates=``/``symbols=`` as read filters."""
@@ -575,6 +584,8 @@ class Query:
             return None
         if self._read is not None:
             columns, where = self._read
+            if where is not None and src.policy.rows is not None:
+                return None   # the caller's filter runs after the policy's: a query
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
                                          filters=src.filters())
         else:
@@ -582,6 +593,8 @@ class Query:
             if found is None:
                 return None
             columns, where = found
+            if where is not None and src.policy.rows is not None:
+                return None
             lo, hi, symbols = hints(self.ops[self._fixed:], src)
             filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
@@ -635,6 +648,8 @@ class Query:
         if isinstance(self.source, FrameSource):
             return "driver stage (no table):\n" + "\n".join(f"  {op.describe()}"
                                                              for op in self.ops)
+        if self.source.policy.restricted:
+            return _restricted_explain(self)
         plain = self._plain()
         return plain.explain() if plain is not None else explain(self._staged())
 
@@ -784,6 +799,18 @@ class Query:
                              "database to write to")
         return write_frame(self.source.session, self.source.manifest, name, self.collect(),
                            **options)
+
+
+def _restricted_explain(query: Query) -> str:
+    """The plan of a query whose reader is under a policy: its operations only.  The
+    partitions, rows and bytes a read would meet, and the policy's predicate, are about rows
+    the reader may not see, so they are not shown."""
+    src = cast(TableSource, query.source)
+    lines = [f"query on {src.name} @ version {src.manifest.version}",
+             "  (the reader's row policy and column masks apply where the table is read; "
+             "partition statistics are not shown)"]
+    lines += [f"  {op.describe()}" for op in query.ops]
+    return "\n".join(lines)
 
 
 def reuse(query: Query) -> Query:
@@ -979,10 +1006,10 @@ def plain_query(session: Session, name: str, manifest: Manifest, *,
     (what :meth:`hfq.Table.scan` returns); bad arguments raise
     :class:`~hfq.errors.ArgumentError` naming the argument."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
-    cols = check_columns(manifest, columns)
-    check_where(manifest, where)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
                       filters.date_lo, filters.date_hi, filters.symbols)
+    cols = check_columns(manifest, columns, hidden=src.policy.hidden)
+    check_where(manifest, where, hidden=src.policy.hidden)
     return Query(src, read=(cols, where))
 
 

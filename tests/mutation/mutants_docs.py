@@ -10,7 +10,7 @@ from mutants import Mutant
 API = "tests/docs/test_api_docs.py"
 
 MUTANTS: list[Mutant] = [
-    Mutant("docs-example-dropped", "docs", "hfq/reduce.py",
+    Mutant("docs-example-dropped", "docs", "hfq/reduce/basic.py",
            '        """The sum of two counts.\n\n        Examples\n        --------\n'
            "        >>> from hfq import reduce as hr\n        >>> hr.Count().merge(3, 4)\n"
            '        7\n        """',

@@ -1,0 +1,105 @@
+"""Mutants of issue 27's guarantees (area "change"): mutations re-run on a changed head, dedup
+keys on every writer, history counts, as-of semantics, retention pins, knowledge time, column
+layouts, slices."""
+
+from __future__ import annotations
+
+from mutants import Mutant
+
+MUT = "tests/change/test_mutations.py"
+HIST = "tests/change/test_history_asof.py"
+KNOW = "tests/change/test_knowledge.py"
+COLS = "tests/change/test_columns.py"
+
+MUTANTS: list[Mutant] = [
+    Mutant("change-stale-read-ignored", "change", "hfq/catalog/catalog.py",
+           "        if self.check_reads is not None and head.version != self.base.version and \\",
+           "        if self.check_reads is None and head.version != self.base.version and \\",
+           "a change computed from partitions another writer changed meanwhile is published "
+           "as it is: a delete misses the rows appended meanwhile, two keyed writers both "
+           "add a key",
+           (f"{MUT}::test_a_delete_held_before_its_publish_misses_no_row_appended_meanwhile",
+            f"{MUT}::test_an_upsert_and_an_append_at_once_lose_and_duplicate_nothing")),
+    Mutant("change-dedup-skipped-for-appends", "change", "hfq/write.py",
+           "        if not self.settled and op not in NO_DEDUP and dedup_key(self.base.options) "
+           "and \\",
+           "        if False and \\",
+           "appends and CSV loads commit without keeping the table's dedup key (only upsert "
+           "does): a resent file stores its keys twice",
+           (f"{MUT}::test_keyed_appends_never_store_a_key_twice",
+            f"{MUT}::test_a_keyed_csv_load_keeps_the_key")),
+    Mutant("change-dedup-keeps-first-for-last", "change", "hfq/change/dedup.py",
+           '        kept = nk.unique(subset=list(self.key), keep="last" if last else "first",',
+           '        kept = nk.unique(subset=list(self.key), keep="first",',
+           "of the rows of one key written together, keep='last' keeps the first",
+           (f"{MUT}::test_keyed_appends_never_store_a_key_twice",
+            f"{MUT}::test_upsert_equals_the_model")),
+    Mutant("change-history-counts-files", "change", "hfq/catalog/catalog.py",
+           "            per_partition = dict(self.counts)",
+           "            pass",
+           "a delete's history counts the rows of the files it rewrote, not the rows it "
+           "removed",
+           (f"{HIST}::test_every_commit_records_who_what_when_and_why",)),
+    Mutant("change-asof-strictly-before", "change", "hfq/catalog/timeline.py",
+           "        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) "
+           "<= target:",
+           "        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) "
+           "< target:",
+           "as_of an instant names the version committed strictly before it, not at it",
+           (f"{HIST}::test_as_of_a_time_names_the_newest_version_at_or_before_it",)),
+    Mutant("change-times-follow-the-clock-back", "change", "hfq/catalog/records.py",
+           "                       committed_at=max(time.time(), self.committed_at),",
+           "                       committed_at=time.time(),",
+           "a clock set back numbers a version earlier than its parent: the binary search of "
+           "as_of finds the wrong version",
+           (f"{HIST}::test_the_versions_times_never_go_back_with_the_clock",)),
+    Mutant("change-vacuum-forgets-pins", "change", "hfq/catalog/catalog.py",
+           "        keep = set(pinned)",
+           "        keep: set[int] = set()",
+           "vacuum forgets the versions a tag or a database snapshot names",
+           (f"{HIST}::test_tags_and_snapshots_pin_versions_vacuum_keeps",)),
+    Mutant("change-known-at-ignored", "change", "hfq/engine/known.py",
+           "    v = pl.max_horizontal(pl.col(on), known_col)",
+           "    v = pl.col(on)",
+           "a known_at join sees a quote from when it happened, not from when it was known: "
+           "the lookahead it exists to prevent",
+           (f"{KNOW}::test_a_quote_known_after_the_trade_is_not_joined_with_known_at",
+            f"{KNOW}::test_known_at_asof_join_equals_the_rule_read_plainly")),
+    Mutant("change-known-window-prevailing-any", "change", "hfq/engine/kernels.py",
+           "                if visible[j] <= t:\n                    left[k] = i\n"
+           "                    right[k] = j\n                    k += 1\n"
+           "                    break",
+           "                if True:\n                    left[k] = i\n"
+           "                    right[k] = j\n                    k += 1\n"
+           "                    break",
+           "wj's row in effect at the window's start taken whether or not it was known then",
+           (f"{KNOW}::test_known_at_window_join_equals_the_rule_read_plainly",)),
+    Mutant("change-known-view-two-filters", "change", "hfq/change/knowledge.py",
+           "    latest = pl.when(known).then(pl.col(column)).otherwise(None).max()"
+           ".over(list(key))",
+           "    latest = pl.col(column).max().over(list(key))",
+           "scan(known_at=T) keeps a key's latest row of all time, so a key corrected after T "
+           "vanishes from the view at T",
+           (f"{KNOW}::test_scan_known_at_gives_the_rows_as_known_then",)),
+    Mutant("change-old-layout-read-as-new", "change", "hfq/query/read.py",
+           "        return self.layouts is not None and fragment.layout != self.layouts.current",
+           "        return False",
+           "files written before a column was added or renamed read with today's layout",
+           (f"{COLS}::test_add_column_rewrites_no_file_and_old_rows_read_the_default",
+            f"{COLS}::test_rename_and_drop_follow_the_options_and_time_travel_keeps_each_schema")),
+    Mutant("change-schema-race-ignored", "change", "hfq/catalog/catalog.py",
+           "        if (self.added or self.removed) and _layout(head) != _layout(self.base):",
+           "        if False:",
+           "a write staged in the old columns commits after a schema change",
+           (f"{COLS}::test_a_write_staged_in_the_old_columns_is_refused_not_misread",)),
+    Mutant("change-overwrite-outside-slice", "change", "hfq/change/mutate.py",
+           "        if not inside.all():",
+           "        if False:",
+           "overwrite stores rows outside the slice it replaces",
+           (f"{MUT}::test_overwrite_refuses_rows_outside_the_slice",)),
+    Mutant("change-empty-symbols-allowed", "change", "hfq/change/mutate.py",
+           "            if len(list(symbols)) == 0:",
+           "            if False:",
+           "symbols=[] is an empty range that must be refused, not read as 'no filter'",
+           (f"{MUT}::test_empty_reversed_and_missing_ranges_are_errors",)),
+]
