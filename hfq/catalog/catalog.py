@@ -256,15 +256,20 @@ class Catalog:
         """The files ``load_csv`` loaded into the table up to ``manifest``'s version."""
         if manifest.loads is None:
             return []
-        path = f"{manifest.table}/{PIECES}/{manifest.loads}"
+        data, where = self._named_piece(manifest, manifest.loads, "the loaded-files ledger")
+        return ledger_from_bytes(data, where, manifest.loads, manifest.table, manifest.table_id)
+
+    def _named_piece(self, manifest: Manifest, name: str, what: str) -> tuple[bytes, str]:
+        """The bytes of piece ``name`` of ``manifest``'s table and where it is; a missing one
+        is a :class:`~hfq.errors.ManifestError` naming ``what`` it is."""
+        path = f"{manifest.table}/{PIECES}/{name}"
         where = self.store.path(path)
         try:
-            data = self.store.read_bytes(path)
+            return self.store.read_bytes(path), where
         except FileNotFoundError:
-            raise ManifestError(f"catalog file {where} is missing (the loaded-files ledger of "
-                                f"table {manifest.table!r})", path=where,
-                                table=manifest.table) from None
-        return ledger_from_bytes(data, where, manifest.loads, manifest.table, manifest.table_id)
+            raise ManifestError(f"catalog file {where} is missing ({what} of version "
+                                f"{manifest.version} of table {manifest.table!r})", path=where,
+                                table=manifest.table, version=manifest.version) from None
 
     def history_detail(self, manifest: Manifest) -> dict[str, Any] | None:
         """What the commit of ``manifest`` did per partition (rows added, removed) and the
@@ -273,14 +278,7 @@ class Catalog:
         commits recorded it)."""
         if manifest.history is None:
             return None
-        path = f"{manifest.table}/{PIECES}/{manifest.history}"
-        where = self.store.path(path)
-        try:
-            data = self.store.read_bytes(path)
-        except FileNotFoundError:
-            raise ManifestError(f"catalog file {where} is missing (the history of version "
-                                f"{manifest.version} of table {manifest.table!r})", path=where,
-                                table=manifest.table, version=manifest.version) from None
+        data, where = self._named_piece(manifest, manifest.history, "the history")
         return history_from_bytes(data, where, manifest.history, manifest.table,
                                   manifest.table_id)
 

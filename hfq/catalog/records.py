@@ -424,13 +424,18 @@ def build_ledger(table: str, table_id: str, records: Iterable[LoadRecord],
     return f"{origin}-_loads.{hashlib.sha256(data).hexdigest()[:32]}.json", data
 
 
-def ledger_from_bytes(data: bytes, where: str, name: str, table: str,
-                      table_id: str) -> list[LoadRecord]:
-    """The records of a ledger piece, checked against the SHA-256 in its ``name``."""
+def _check_named(data: bytes, where: str, name: str, table: str) -> None:
+    """A piece named after its SHA-256 (a ledger, a history) must hash to its name."""
     digest = hashlib.sha256(data).hexdigest()[:32]
     if not name.endswith(f".{digest}.json"):
         raise _damaged(where, table, None, f"its SHA-256 starts {digest[:16]}..., its name "
                        "says otherwise (truncated or edited)")
+
+
+def ledger_from_bytes(data: bytes, where: str, name: str, table: str,
+                      table_id: str) -> list[LoadRecord]:
+    """The records of a ledger piece, checked against the SHA-256 in its ``name``."""
+    _check_named(data, where, name, table)
     try:
         body = json.loads(data)
         if body["table_id"] != table_id:
@@ -464,10 +469,7 @@ def history_from_bytes(data: bytes, where: str, name: str, table: str,
     """The detail of a history piece (``partitions``: path -> (added, removed); ``sources``:
     (path, size, SHA-256) tuples; ``version``), checked against the SHA-256 in its
     ``name``."""
-    digest = hashlib.sha256(data).hexdigest()[:32]
-    if not name.endswith(f".{digest}.json"):
-        raise _damaged(where, table, None, f"its SHA-256 starts {digest[:16]}..., its name "
-                       "says otherwise (truncated or edited)")
+    _check_named(data, where, name, table)
     try:
         body = json.loads(data)
         if body["table_id"] != table_id or body["kind"] != "history":

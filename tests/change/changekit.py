@@ -6,6 +6,7 @@ at a fault point)."""
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import os
 import subprocess
@@ -17,10 +18,22 @@ import numpy as np
 import polars as pl
 
 import hfq
-from hfq import faults
 from hfq import schema as s
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _module(name: str, path: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the suite's helpers, by path (``conftest`` is a different module in each directory)
+_FAULTS = _module("_hfq_faults_conftest", os.path.join(ROOT, "tests", "faults", "conftest.py"))
+_SHARED = _FAULTS
 
 SCHEMA = s.Schema({"symbol": s.SYMBOL, "date": s.DATE, "time": s.TIMESTAMP, "seq": s.LONG,
                    "px": s.DOUBLE, "qty": s.INT, "note": s.STRING})
@@ -56,19 +69,9 @@ def rows(n: int, seed: int, *, days: list[dt.date] | None = None,
 
 
 def canonical(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows in one order, text as text, floats bit for bit (NaN and -0.0 kept apart)."""
-    exprs = []
-    for name, dtype in df.schema.items():
-        col = pl.col(name)
-        if dtype in (pl.Categorical, pl.Enum):
-            exprs.append(col.cast(pl.String))
-        elif dtype in (pl.Float64, pl.Float32):
-            exprs.append(col.cast(pl.Float64).reinterpret(signed=True))
-        else:
-            exprs.append(col)
-    out = df.select(exprs)
-    return out.sort(out.columns, nulls_last=True, maintain_order=True)
-
+    """Rows in one order, text as text, floats bit for bit (NaN and -0.0 kept apart): the
+    suite's ``canonical`` (tests/conftest.py)."""
+    return _SHARED.canonical(df)
 
 def same(table: Any, model: pl.DataFrame) -> bool:
     got = table if isinstance(table, pl.DataFrame) else table.to_polars()
@@ -133,12 +136,7 @@ CHILD = textwrap.dedent("""
 
 def run_child(root: str, op: str, args: dict[str, Any] | None = None, *,
               fault: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.setdefault("RAY_TMPDIR", f"/tmp/hfq-tests-{os.getpid()}")
-    env.setdefault("RAY_AUTH_MODE", "disabled")
-    env.pop(faults.ENV, None)
-    if fault:
-        env[faults.ENV] = fault
+    env = _FAULTS.child_env(fault)
     return subprocess.run([sys.executable, "-c", CHILD, root, op, json.dumps(args or {}),
                            os.path.dirname(os.path.abspath(__file__))],
                           capture_output=True, text=True, env=env, timeout=timeout)
