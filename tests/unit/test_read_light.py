@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import canonical
 
 import hfq
+from conftest import canonical
 from hfq.errors import CorruptPartitionError
 from hfq.query import read
 from hfq.storage.fragment import Blobs
