@@ -1,7 +1,7 @@
 """Side-by-side benchmarks: hfq against the tools a quant researcher would otherwise pick.
 
     python benchmarks/run.py [--rows N] [--days D] [--quick] [--only NAME ...]
-                             [--shapes many few] [--out DIR]
+                             [--shapes many few zipf] [--out DIR]
 
 Every scenario runs on each data shape (hfq.synth TAQ with many symbols of skewed activity, and
 with a few symbols), runs each contender on the same rows with a warm-up and several timed
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
                    metavar="NAME", help=f"run only these: {', '.join(SCENARIOS)}")
     p.add_argument("--out", default="bench_out")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES),
+    p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["many", "few"],
                    help="the data's shapes, each running every chosen scenario: "
                    + "; ".join(f"{k} = {v[0]}" for k, v in SHAPES.items()))
     p.add_argument("--keep-data", action="store_true", help="keep the generated data in --out")
