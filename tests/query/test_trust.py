@@ -176,6 +176,23 @@ SAME = [
                    "WHERE bid IS NOT NULL GROUP BY symbol", False),
     ("date_arithmetic", "SELECT ts, date - DATE '2016-11-01' AS a, date + 1 AS b, "
                         "2 + date AS c FROM {t} ORDER BY ts", True),
+    # the fuzzer's findings F17 (RANGE frames over NULL and wide keys), F27 (LIMIT 0)
+    ("range_null_keys", "SELECT ts, sum(bidsiz) OVER (ORDER BY small RANGE BETWEEN 70000 "
+                        "PRECEDING AND CURRENT ROW) AS a, count(*) OVER (ORDER BY bidsiz RANGE "
+                        "BETWEEN 5 PRECEDING AND CURRENT ROW) AS b, avg(bid) OVER (ORDER BY "
+                        "bidsiz RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS c, max(bid) OVER "
+                        "(ORDER BY small RANGE 40000 PRECEDING) AS d FROM {t} ORDER BY ts", True),
+    ("range_time_keys", "SELECT ts, sum(small) OVER (ORDER BY time RANGE BETWEEN INTERVAL 1 "
+                        "DAY PRECEDING AND CURRENT ROW) AS a, min(bid) OVER (ORDER BY tod RANGE "
+                        "BETWEEN INTERVAL 10 HOURS PRECEDING AND CURRENT ROW) AS b, count(bid) "
+                        "OVER (ORDER BY date RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT "
+                        "ROW) AS c FROM {t} ORDER BY ts", True),
+    ("running_wide_keys", "SELECT ts, sum(bidsiz) OVER (ORDER BY big) AS a, count(bid) OVER "
+                          "(ORDER BY small) AS b, avg(bid) OVER (ORDER BY bidsiz) AS c, "
+                          "max(small) OVER (ORDER BY bidsiz NULLS FIRST) AS d, min(bid) OVER "
+                          "(ORDER BY big DESC) AS e, sum(bidsiz) OVER (ORDER BY ts) AS f "
+                          "FROM {t} ORDER BY ts", True),
+    ("limit_0", "SELECT bid FROM {t} ORDER BY bid LIMIT 0", True),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "
@@ -200,6 +217,8 @@ RAISES = [
     ("int_mod_zero", "SELECT bidsiz % 0 AS x FROM {t}", "division by zero in bidsiz % 0"),
     ("cast_range", "SELECT CAST(big AS INTEGER) AS x FROM {t}", "conversion failed"),
     ("cast_text", "SELECT CAST(name AS INTEGER) AS x FROM {t}", "conversion failed"),
+    ("range_start_overflow", "SELECT sum(bidsiz) OVER (ORDER BY big RANGE BETWEEN 5 PRECEDING "
+                             "AND CURRENT ROW) AS x FROM {t}", "integer overflow"),
 ]
 
 
@@ -250,6 +269,13 @@ WIDE = [
     ("w_time", "SELECT time_bucket(INTERVAL '7 minutes', time) AS b, EXTRACT(dow FROM date) "
                "AS d, count(*) AS n, round(max(bid) / 3, 1) AS a FROM w WHERE time >= "
                "TIMESTAMP '2016-11-14 09:30:00' GROUP BY ALL", False),
+    # F26: a constant beside a column in an aggregate (polars read past a filtered literal)
+    ("w_arg_of_constant", "SELECT symbol, date, arg_max('f26-a', ts) AS a, arg_min(NULL, bid) "
+                          "AS b, arg_min(3, bidsiz) AS c, covar_pop(1.5, bid) AS d, "
+                          "weighted_avg(bid, 2) AS e, arg_max('f26-b', bid) FILTER (WHERE "
+                          "bidsiz > 5) AS f, arg_min('f26-c', name) AS g, arg_max('f26-d', "
+                          "bidsiz) FILTER (WHERE bidsiz IS NULL) AS h FROM w "
+                          "GROUP BY symbol, date", False),
 ]
 
 
@@ -257,3 +283,16 @@ WIDE = [
 def test_same_as_duckdb_over_many_partitions(db, duck, case):
     what, sql, ordered = case
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=ordered, what=what)
+
+
+def test_range_offsets_over_other_keys_are_refused(db):
+    """DuckDB frames RANGE offsets over DOUBLE keys too; hfq refuses them by name."""
+    with pytest.raises(HfqError, match=r"RANGE frames with an offset over ORDER BY bid \(a "
+                                       "number"):
+        db.sql("SELECT sum(bidsiz) OVER (ORDER BY bid RANGE BETWEEN 1 PRECEDING AND CURRENT "
+               "ROW) AS s FROM m").collect()
+
+
+def test_wide_limit_0_over_many_partitions(db, duck):
+    sql = "SELECT ts, bid FROM w ORDER BY bid DESC, ts LIMIT 0"
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what="limit 0")

@@ -23,12 +23,13 @@ from sqlglot import exp
 
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
+from hfq.engine.sql.literals import kind as kind_name
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, is_agg, name_of
 
 __all__ = ["window_expr"]
 
-_BIG = 2**62
+_I64 = 2**63 - 1
 _AGG_KINDS = {"count": "count", "sum": "sum", "avg": "mean", "mean": "mean", "min": "min",
               "max": "max"}
 
@@ -236,28 +237,65 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
     if start is None:   # running, peers included
         key = w.keys[0] if len(w.keys) == 1 else None
-        kt = c.dtype(key) if key is not None else None
-        if key is not None and not w.desc[0] and w.nulls_last[0] and kt is not None and \
-                (kt.is_integer() or kt.is_temporal()) and not isinstance(kt, pl.Duration):
-            # one ascending time/integer key: a rolling window over every smaller key
-            # (NULL keys last, peers of each other)
-            phys = key.to_physical().cast(pl.Int64)
-            by = phys.fill_null(phys.max().fill_null(0) + 1)
-            return w.over(_by_range(kind, value, dtype, by, f"{_BIG}i"), ordered=False)
+        by = _rebased(c, key, node) if key is not None and not w.desc[0] and \
+            w.nulls_last[0] else None
+        if key is not None and by is not None:
+            # one ascending time or narrow integer key: a rolling window over every smaller
+            # key; the NULL keys come last, peers of each other: their frame is every row
+            known = key.is_not_null()
+            rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f"{_I64}i")
+            return w.over(pl.when(known).then(rolled).otherwise(_whole(kind, value, dtype)),
+                          ordered=False)
         return w.peers(_running(kind, value, dtype))
     if len(w.keys) != 1 or w.desc[0]:
         raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
                                 "ORDER BY column")
+    key = w.keys[0]
+    kt = c.dtype(key)
+    if not (kt.is_integer() or kt.is_temporal()) or isinstance(kt, pl.Duration):
+        by_node = node.args["order"].expressions[0].this
+        raise unsupported(node, f"RANGE frames with an offset over ORDER BY {by_node.sql()} "
+                                f"({kind_name(kt) or kt}; integer, DATE, TIME or TIMESTAMP "
+                                "keys only)")
     if isinstance(start, exp.Interval):
-        unit = _unit_of(c, w.keys[0])
+        unit = _unit_of(c, key)
         if unit is None:
             raise error(start, "an INTERVAL frame needs a time ORDER BY column")
         width = interval_ns(start) // unit
     else:
         width = -start
-    by = w.keys[0].to_physical()
-    size = f"{width + 1}i"   # (key - width - 1, key]: closed on the right, integer keys
-    return w.over(_by_range(kind, value, dtype, by, size), ordered=False)
+    if width >= _I64:
+        raise error(spec, f"a RANGE frame offset of {width} is past BIGINT")
+    # (key - width - 1, key]: closed on the right, integer keys; a NULL key's frame is the
+    # NULL keys (its peers), the others' frames hold no NULL key
+    known = key.is_not_null()
+    phys = key.to_physical().cast(pl.Int64)
+    by = phys.fill_null(phys.min().fill_null(0))
+    rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f"{width + 1}i")
+    out = pl.when(known).then(rolled).otherwise(
+        _whole(kind, pl.when(~known).then(value), dtype))
+    if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
+        out = c.fail(out, phys < -_I64 - 1 + width, spec,
+                     f"integer overflow (the frame's start, ORDER BY key - {width})")
+    return w.over(out, ordered=False)
+
+
+def _rebased(c: Compiles, key: pl.Expr, node: exp.Expression) -> pl.Expr | None:
+    """The key's physical integers less their smallest, NULLs as 0 -- so that a window of
+    BIGINT's largest width reaches every smaller key without overflow -- for keys whose
+    values cannot be further apart than that: dates, times, timestamps (for nanoseconds the
+    query fails, named, on keys 292 years apart) and integers narrower than BIGINT; None
+    for other keys."""
+    kt = c.dtype(key)
+    if isinstance(kt, pl.Duration) or not (kt.is_integer() or kt.is_temporal()) or \
+            kt in (pl.Int64, pl.UInt64):
+        return None
+    phys = key.to_physical().cast(pl.Int64)
+    by = (phys - phys.min()).fill_null(0)
+    if isinstance(kt, pl.Datetime) and kt.time_unit == "ns":
+        by = c.fail(by, phys.max() // 2 - phys.min() // 2 >= 2**62, node,
+                    "window ORDER BY timestamps more than 292 years apart")
+    return by
 
 
 def _finite(value: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr | None]:
