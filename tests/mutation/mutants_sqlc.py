@@ -191,4 +191,21 @@ MUTANTS: list[Mutant] = [
            "LIMIT 0 after ORDER BY over several partitions: a raw IndexError (F27)",
            (TRUST.format("limit_0"),
             "tests/query/test_trust.py::test_wide_limit_0_over_many_partitions")),
+    Mutant("sqlc-asof-drops-right-keys", AREA, SQL + "joins.py",
+           "        if kept:\n            combined.query = combined.query.with_columns(*kept)",
+           "        if False:\n            combined.query = combined.query.with_columns(*kept)",
+           "ASOF JOIN drops the right side's equality keys: u.sym a raw KeyError (F28)",
+           (TRUST.format("asof_keeps_right_keys"),)),
+    Mutant("sqlc-using-keys-in-star", AREA, SQL + "scope.py",
+           "               if not c.startswith(\"__\") and not frame.startswith(USING)]",
+           "               if not c.startswith(\"__\")]",
+           "SELECT * over JOIN ... USING shows the right side's copy of each key too",
+           (TRUST.format("star_over_using"),)),
+    Mutant("sqlc-using-right-key-is-left", AREA, SQL + "joins.py",
+           "    combined.qualifiers[alias] = {k: hidden.get(v, v) for k, v in cols.items()}",
+           "    combined.qualifiers[alias] = {k: (left.resolve(exp.column(k)) if k in keys "
+           "else v) for k, v in cols.items()}",
+           "after LEFT JOIN ... USING, u.k reads the left side's key (not NULL where no row "
+           "matched); after ASOF USING, u.time is t's time (F35)",
+           (TRUST.format("left_join_using"), TRUST.format("asof_using_right_time"))),
 ]

@@ -193,6 +193,20 @@ SAME = [
                           "(ORDER BY big DESC) AS e, sum(bidsiz) OVER (ORDER BY ts) AS f "
                           "FROM {t} ORDER BY ts", True),
     ("limit_0", "SELECT bid FROM {t} ORDER BY bid LIMIT 0", True),
+    # F28, F35: ASOF joins keep the right side's keys; USING keys and * over joins
+    ("asof_keeps_right_keys", "SELECT a.ts, b.symbol AS s, b.date AS d, b.ts AS bts, b.bid "
+                              "FROM {t} a ASOF LEFT JOIN {t} b ON a.symbol = b.symbol AND "
+                              "a.date = b.date AND a.ts > b.ts ORDER BY a.ts", True),
+    ("asof_using_right_time", "SELECT a.ts, b.ts AS bts, symbol, b.symbol AS bs, b.bid FROM {t}"
+                              " a ASOF JOIN (SELECT symbol, ts - INTERVAL 1 SECOND AS ts, bid "
+                              "FROM {t}) b USING (symbol, ts) ORDER BY a.ts", True),
+    ("left_join_using", "SELECT a.ts, b.symbol AS bs, symbol, b.bidsiz FROM {t} a LEFT JOIN "
+                        "(SELECT * FROM {t} WHERE bidsiz > 5) b USING (symbol) ORDER BY a.ts",
+     True),
+    ("star_over_join", "SELECT * FROM {t} a JOIN {t} b ON a.bidsiz = b.bidsiz ORDER BY a.ts",
+     True),
+    ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
+                        "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "
