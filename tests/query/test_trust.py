@@ -205,6 +205,36 @@ SAME = [
      True),
     ("star_over_join", "SELECT * FROM {t} a JOIN {t} b ON a.bidsiz = b.bidsiz ORDER BY a.ts",
      True),
+    # F30-F33, F36-F40
+    ("window_of_constants", "SELECT ts, lag('x') OVER (ORDER BY ts) AS a, lead(0.1, 2) OVER "
+                            "(ORDER BY ts) AS b, lag(1.5, 1, 2.5) OVER (ORDER BY ts) AS c, "
+                            "count(NULL) OVER (ORDER BY ts) AS d, sum(7) OVER (ORDER BY ts ROWS "
+                            "BETWEEN 1 PRECEDING AND CURRENT ROW) AS e, lag(bidsiz, 1, 2.5) OVER "
+                            "(ORDER BY ts) AS f, lead(bid, 1, 7) OVER (ORDER BY ts) AS g, "
+                            "lag(name, 2, 'z') OVER (PARTITION BY symbol ORDER BY ts) AS h "
+                            "FROM {t} ORDER BY ts", True),
+    ("grouped_constants", "SELECT 'x' AS k, 1 AS one FROM {t} GROUP BY date", False),
+    ("group_all_constants", "SELECT 2 AS two, NULL AS n FROM {t} GROUP BY ALL", False),
+    ("constant_key_no_rows", "SELECT min(NULL) AS a, count(*) AS n FROM {t} WHERE bid > 100 "
+                             "GROUP BY '2024-01-05'", False),
+    ("constant_key_no_rows_2", "SELECT min(NULL) AS a FROM (SELECT 1 AS x WHERE FALSE) s "
+                               "GROUP BY 'a'", False),
+    ("pivot_count_zero", "SELECT * FROM (PIVOT {t} ON symbol USING count(bid) GROUP BY date) p",
+     False),
+    ("float_functions", "SELECT ts, least(exp(f), 2.5) AS a, sqrt(abs(f)) AS b, "
+                        "ln(abs(f) + 1) AS c, greatest(log10(abs(f) + 2), 0.25) AS d "
+                        "FROM {t} ORDER BY ts", True),
+    ("null_mod_zero", "SELECT ts, bid % 0 AS a, NULL % 0 AS b, NULL // 0 AS c, "
+                      "CASE WHEN bidsiz > 100 THEN bidsiz END % 0 AS d FROM {t} ORDER BY ts",
+     True),
+    ("infinite_timestamps", "SELECT count(*) AS n FROM {t} WHERE ts > CAST('-infinity' AS "
+                            "TIMESTAMP) AND ts < CAST('infinity' AS TIMESTAMP)", False),
+    ("casts_decimal_boolean", "SELECT ts, TRY_CAST(bid AS DECIMAL(10, 2)) AS a, TRY_CAST(name "
+                              "AS BOOLEAN) AS b, CAST('Yes' AS BOOLEAN) AS c, TRY_CAST(f AS "
+                              "DECIMAL(6, 3)) AS d, CAST(bid / 3 AS DECIMAL(18, 4)) AS e FROM "
+                              "{t} WHERE NOT isnan(bid) ORDER BY ts", True),
+    ("least_text_symbol", "SELECT ts, least(name, symbol) AS a, greatest(symbol, 'M') AS b "
+                          "FROM {t} ORDER BY ts", True),
     ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
                         "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
     # NULL-safe comparisons, IS TRUE
@@ -231,6 +261,10 @@ RAISES = [
     ("int_mod_zero", "SELECT bidsiz % 0 AS x FROM {t}", "division by zero in bidsiz % 0"),
     ("cast_range", "SELECT CAST(big AS INTEGER) AS x FROM {t}", "conversion failed"),
     ("cast_text", "SELECT CAST(name AS INTEGER) AS x FROM {t}", "conversion failed"),
+    ("cast_decimal_nan", "SELECT CAST(bid AS DECIMAL(10, 2)) AS x FROM {t}",
+     "conversion failed"),
+    ("timestamp_past_ns", "SELECT count(*) AS x FROM {t} WHERE ts < TIMESTAMP '2300-01-01'",
+     "outside years 1678-2261"),
     ("range_start_overflow", "SELECT sum(bidsiz) OVER (ORDER BY big RANGE BETWEEN 5 PRECEDING "
                              "AND CURRENT ROW) AS x FROM {t}", "integer overflow"),
 ]
@@ -283,6 +317,9 @@ WIDE = [
     ("w_time", "SELECT time_bucket(INTERVAL '7 minutes', time) AS b, EXTRACT(dow FROM date) "
                "AS d, count(*) AS n, round(max(bid) / 3, 1) AS a FROM w WHERE time >= "
                "TIMESTAMP '2016-11-14 09:30:00' GROUP BY ALL", False),
+    # F33: functions of FLOAT columns are DOUBLE
+    ("w_float_functions", "SELECT ts, least(exp(f), 2.5) AS a, greatest(sqrt(abs(f)), 0.5) AS b,"
+                          " ln(abs(f)) AS c, log10(abs(f)) AS d FROM w", False),
     # F26: a constant beside a column in an aggregate (polars read past a filtered literal)
     ("w_arg_of_constant", "SELECT symbol, date, arg_max('f26-a', ts) AS a, arg_min(NULL, bid) "
                           "AS b, arg_min(3, bidsiz) AS c, covar_pop(1.5, bid) AS d, "

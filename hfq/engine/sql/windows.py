@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.sql.casts import sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
 from hfq.engine.sql.literals import kind as kind_name
@@ -134,20 +135,34 @@ def _text(c: Compiles, e: pl.Expr) -> pl.Expr:
     return e.cast(pl.String) if isinstance(c.dtype(e), (pl.Categorical, pl.Enum)) else e
 
 
+def _value(c: Compiles, node: exp.Expression) -> pl.Expr:
+    """A window function's argument, one value per row even when it is a constant (a
+    literal would be one value: shifted or rolled, it is gone)."""
+    value = c.expr(node)
+    return value if node.find(exp.Column) else pl.repeat(value, pl.len())
+
+
 def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.Expr:
     args = args_of(fn)
-    value = c.expr(args[0])
+    value = _value(c, args[0])
     n = count_of(args[1], "lag/lead offset") if len(args) > 1 else 1
-    fill = None
-    if len(args) > 2:
-        if args[2].find(exp.Column):
-            raise unsupported(args[2], f"{name_of(fn)}() with a default that is not a "
-                                       "constant")
-        fill = c.expr(args[2])
     if ignore_nulls:
         raise unsupported(fn, f"IGNORE NULLS with {name_of(fn)}()")
     shift = (n or 0) * (1 if isinstance(fn, exp.Lag) else -1)
-    return w.over(value.shift(shift, fill_value=fill))
+    out = value.shift(shift)
+    if len(args) > 2:   # the default, in the value's type (DuckDB casts it so)
+        if args[2].find(exp.Column):
+            raise unsupported(args[2], f"{name_of(fn)}() with a default that is not a "
+                                       "constant")
+        target = sql_type(c.dtype(value))
+        if target is None:
+            raise unsupported(args[2], f"{name_of(fn)}() with a default, of a "
+                                       f"{c.dtype(value)} value")
+        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, dialect="duckdb")))
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        outside = row < shift if shift >= 0 else row >= pl.len() + shift
+        out = pl.when(outside).then(fill).otherwise(out)
+    return w.over(out)
 
 
 def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
@@ -182,7 +197,7 @@ def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
 
 def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
                 spec: exp.WindowSpec | None, ignore_nulls: bool) -> pl.Expr:
-    value = c.expr(fn.this)
+    value = _value(c, fn.this)
     kind, start, end = _bounds(spec, c)
     if not w.keys or (start is None and end is None):
         pick = value.drop_nulls() if ignore_nulls else value
@@ -202,8 +217,7 @@ def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
 def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, name: str,
                spec: exp.WindowSpec | None) -> pl.Expr:
     args = args_of(fn)
-    if isinstance(fn, exp.Count) and (not args or isinstance(args[0], exp.Star) or
-                                      not args[0].find(exp.Column)):
+    if isinstance(fn, exp.Count) and (not args or isinstance(args[0], exp.Star)):
         value = pl.int_range(pl.len()).is_not_null()   # one per row
         kind = "count"
     else:
@@ -211,7 +225,7 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
             raise unsupported(fn, f"{name}(DISTINCT ...) OVER")
         if len(args) != 1:
             raise unsupported(fn, f"window aggregate {name}() with {len(args)} arguments")
-        value = c.expr(args[0])
+        value = _value(c, args[0])
         kind = _AGG_KINDS.get(name, "")
         if not kind:
             raise unsupported(fn, f"window aggregate {name}()")
