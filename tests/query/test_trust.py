@@ -235,6 +235,16 @@ SAME = [
                               "{t} WHERE NOT isnan(bid) ORDER BY ts", True),
     ("least_text_symbol", "SELECT ts, least(name, symbol) AS a, greatest(symbol, 'M') AS b "
                           "FROM {t} ORDER BY ts", True),
+    # F42, F44
+    ("count_distinct_constant", "SELECT count(DISTINCT 1) AS a, count(DISTINCT 'x') AS b FROM "
+                                "{t} WHERE bid > 100 AND bid < 0", False),
+    ("window_decimal_frames", "SELECT ts, avg(0.0) OVER (ORDER BY name DESC, ts ROWS BETWEEN 1 "
+                              "PRECEDING AND CURRENT ROW) AS a, sum(0.5) OVER (ORDER BY ts ROWS "
+                              "BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS b, max(bidsiz * 0.25) OVER "
+                              "(ORDER BY ts RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT "
+                              "ROW) AS c, sum(bidsiz * 0.1) OVER (ORDER BY ts) AS d, min(bidsiz * "
+                              "0.5) OVER (ORDER BY small RANGE 40000 PRECEDING) AS e FROM {t} "
+                              "ORDER BY ts", True),
     ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
                         "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
     # NULL-safe comparisons, IS TRUE

@@ -105,6 +105,8 @@ class Agg(Plain):
             if len(inner.expressions) != 1:
                 raise unsupported(node, "count(DISTINCT) of several columns")
             x = self.expr(inner.expressions[0])
+            if not inner.expressions[0].find(exp.Column):   # a constant: one value per row
+                x = pl.repeat(x, pl.len())                   # (none over no rows)
             x = x.filter(where) if where is not None else x
             return x.drop_nulls().n_unique().cast(pl.Int64)
         x = self.expr(inner)

@@ -15,6 +15,7 @@ columns (symbol and date) run on the nodes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,7 +246,8 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
                                     "UNBOUNDED PRECEDING AND CURRENT ROW")
         if start > end:
             raise error(spec, "a window frame's start is after its end")
-        return w.over(_sliding(kind, value, dtype, -start, end))
+        f, ft, back = _in_doubles(c, node, kind, value, dtype)
+        return w.over(back(_sliding(kind, f, ft, -start, end)))
     # RANGE frames
     if end != 0:
         raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
@@ -257,7 +259,8 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
             # one ascending time or narrow integer key: a rolling window over every smaller
             # key; the NULL keys come last, peers of each other: their frame is every row
             known = key.is_not_null()
-            rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f"{_I64}i")
+            f, ft, back = _in_doubles(c, node, kind, value, dtype)
+            rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{_I64}i"))
             return w.over(pl.when(known).then(rolled).otherwise(_whole(kind, value, dtype)),
                           ordered=False)
         return w.peers(_running(kind, value, dtype))
@@ -285,13 +288,33 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
     known = key.is_not_null()
     phys = key.to_physical().cast(pl.Int64)
     by = phys.fill_null(phys.min().fill_null(0))
-    rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f"{width + 1}i")
+    f, ft, back = _in_doubles(c, node, kind, value, dtype)
+    rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
     out = pl.when(known).then(rolled).otherwise(
         _whole(kind, pl.when(~known).then(value), dtype))
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, spec,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
     return w.over(out, ordered=False)
+
+
+def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
+                dtype: pl.DataType) -> tuple[pl.Expr, pl.DataType, Callable[[pl.Expr], pl.Expr]]:
+    """A DECIMAL value of a sliding or RANGE frame (polars rolls no DECIMAL) as a DOUBLE,
+    and how to take the frame's sum/min/max back to DECIMAL: rounded to the scale, exact
+    while the result holds fewer than 2^50 units (larger ones fail, named)."""
+    if not isinstance(dtype, pl.Decimal):
+        return value, dtype, lambda e: e
+    scale = dtype.scale or 0
+    target = dtype if kind in ("min", "max") else pl.Decimal(38, scale)
+
+    def back(e: pl.Expr) -> pl.Expr:
+        if kind in ("mean", "count"):
+            return e
+        out = e.round(scale).cast(target)
+        return c.fail(out, e.abs() * 10.0**scale >= 2.0**50, node,
+                      "a DECIMAL window aggregate of 2^50 units or more is not supported")
+    return value.cast(pl.Float64), pl.Float64(), back
 
 
 def _rebased(c: Compiles, key: pl.Expr, node: exp.Expression) -> pl.Expr | None:
