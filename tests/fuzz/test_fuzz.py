@@ -38,6 +38,7 @@ def test_the_fuzz_budget_finds_no_mismatch(tmp_path):
     assert answered >= 0.4 * QUERIES, report.summary()
     if report.found:
         first = report.found[0]
-        ds, sql, out = shrink(campaign, first.dataset, first.sql, first.outcome, seconds=60)
+        ds, sql, out = shrink(campaign, first.dataset, first.sql, first.outcome, seconds=60,
+                            known=campaign.known)
         raise AssertionError(f"{report.mismatches} mismatches\n{report.summary()}\n\n"
                              f"the first, shrunk:\n{markdown('first', ds, sql, out)}")

@@ -20,8 +20,8 @@ import duckdb
 import hfq
 from sqlfuzz import metamorphic
 from sqlfuzz.data import Dataset, load_duckdb, load_hfq, random_dataset
-from sqlfuzz.differential import MISMATCHES, Outcome, run_query
-from sqlfuzz.known import DISABLED
+from sqlfuzz.differential import Outcome, run_query
+from sqlfuzz.known import KNOWN, Known, explain
 from sqlfuzz.queries import QueryGen
 
 __all__ = ["Campaign", "Found", "Report", "duckdb_connections"]
@@ -51,24 +51,30 @@ class Report:
     invalid: collections.Counter[str] = field(default_factory=collections.Counter)
     shapes: collections.Counter[str] = field(default_factory=collections.Counter)
     tags: collections.Counter[str] = field(default_factory=collections.Counter)
-    found: list[Found] = field(default_factory=list)
+    found: list[Found] = field(default_factory=list)   # mismatches no open finding explains
+    known: collections.Counter[str] = field(default_factory=collections.Counter)
 
     @property
     def mismatches(self) -> int:
-        return sum(self.outcomes[s] for s in (*MISMATCHES, "tlp", "norec"))
+        """Mismatches that no open finding explains (``known`` counts the others)."""
+        return len(self.found)
 
     def merge(self, other: Report) -> None:
         self.queries += other.queries
         self.datasets += other.datasets
         self.seconds += other.seconds
-        for name in ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags"):
+        for name in ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags",
+                     "known"):
             getattr(self, name).update(getattr(other, name))
         self.found += other.found
 
     def summary(self) -> str:
         lines = [f"{self.queries} queries on {self.datasets} datasets in {self.seconds:.1f} s: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
-                 f"mismatches: {self.mismatches}"]
+                 f"mismatches: {self.mismatches}" + (
+                     " (besides those of open findings: " + ", ".join(
+                         f"{k} x{v}" for k, v in sorted(self.known.items())) + ")"
+                     if self.known else "")]
         if self.refused:
             lines.append("refused by construct: " + "; ".join(
                 f"{k} x{v}" for k, v in self.refused.most_common(25)))
@@ -95,13 +101,14 @@ class Campaign:
     """Datasets and queries from ``seed``, run against ``db`` (embedded or on a cluster)."""
 
     def __init__(self, db: hfq.Database, *, seed: int, per_dataset: int = 50,
-                 metamorphic_share: float = 0.15, disabled: frozenset[str] = DISABLED,
-                 replicas: int | None = None) -> None:
+                 metamorphic_share: float = 0.15, known: list[Known] | None = None,
+                 disabled: frozenset[str] = frozenset(), replicas: int | None = None) -> None:
         self.db = db
         self.seed = seed
         self.per_dataset = per_dataset
         self.metamorphic_share = metamorphic_share
         self.disabled = disabled
+        self.known = KNOWN if known is None else known
         self.replicas = replicas
         self.cons = duckdb_connections()
 
@@ -147,7 +154,16 @@ class Campaign:
         elif out.status == "invalid":
             report.invalid[out.error[:90]] += 1
         elif out.mismatch:
-            report.found.append(Found(dataset, q.sql, q.ordered, out, tags=q.tags))
+            self.record(report, Found(dataset, q.sql, q.ordered, out, tags=q.tags))
+
+    def record(self, report: Report, found: Found) -> None:
+        """Keep a mismatch, or count it against the open finding that explains it."""
+        fid = explain(found.sql, found.tags, found.outcome.status, found.outcome.detail,
+                      self.known)
+        if fid is None:
+            report.found.append(found)
+        else:
+            report.known[fid] += 1
 
     def one_metamorphic(self, gen: QueryGen, dataset: Dataset, report: Report) -> None:
         check = metamorphic.random_check(gen)
@@ -165,7 +181,7 @@ class Campaign:
                     culprit = Found(dataset, sql, False, out, oracle=check.oracle,
                                     tags=check.tags, related=list(check.queries))
                     break
-            report.found.append(culprit or Found(
+            self.record(report, culprit or Found(
                 dataset, check.queries[0], False, Outcome(check.oracle, result.detail),
                 oracle=check.oracle, tags=check.tags, related=list(check.queries)))
         elif result.status == "refused":

@@ -77,8 +77,10 @@ class Scope:
     def of(self, kind: str) -> list[str]:
         return [c for c, k in self.columns if k == kind]
 
-    def kinds(self) -> set[str]:
-        return {k for _, k in self.columns}
+    def kinds(self) -> list[str]:
+        """The kinds present, in a fixed order (never a set's: a seed must name one query
+        whatever PYTHONHASHSEED is)."""
+        return sorted({k for _, k in self.columns})
 
 
 Production = tuple[str, int, Callable[[int], str]]

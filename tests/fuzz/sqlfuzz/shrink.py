@@ -30,6 +30,7 @@ import hfq
 from sqlfuzz.compare import differ
 from sqlfuzz.data import Dataset, TableSpec
 from sqlfuzz.differential import Outcome, run_duckdb, run_query
+from sqlfuzz.known import Known, explain
 
 __all__ = ["Loader", "order_is_total", "shrink"]
 
@@ -80,9 +81,11 @@ def _signature(out: Outcome) -> tuple[str, str]:
 
 
 class _Checker:
-    def __init__(self, loader: Loader, target: tuple[str, str]) -> None:
+    def __init__(self, loader: Loader, target: tuple[str, str],
+                 known: list[Known] | None) -> None:
         self.loader = loader
         self.target = target
+        self.known = known or []
         self.checks = 0
 
     def __call__(self, sql: str) -> Outcome | None:
@@ -91,6 +94,8 @@ class _Checker:
         out = run_query(self.loader.db, self.loader.cons, sql, ordered=ordered)
         if not out.mismatch or _signature(out) != self.target:
             return None
+        if explain(sql, frozenset(), out.status, out.detail, self.known) is not None:
+            return None   # drifted into an open finding: not the same bug
         answers = [run_duckdb(c, sql) for c in self.loader.cons]
         if any(isinstance(a, BaseException) for a in answers):
             if not all(isinstance(a, BaseException) for a in answers):
@@ -237,16 +242,19 @@ def _with_table(ds: Dataset, spec: TableSpec) -> Dataset:
 
 
 def shrink(loader: Loader, dataset: Dataset, sql: str, outcome: Outcome, *,
-           seconds: float = 120.0) -> tuple[Dataset, str, Outcome]:
+           seconds: float = 120.0, known: list[Known] | None = None
+           ) -> tuple[Dataset, str, Outcome]:
     """The smallest (dataset, sql) found within ``seconds`` that still mismatches like
-    ``outcome``; the loader is left holding the result's dataset."""
+    ``outcome`` (and, given ``known`` open findings, is not explained by one of them: a shrink
+    must not drift from a new bug to a known one); the loader is left holding the result's
+    dataset."""
     deadline = time.monotonic() + seconds
-    check = _Checker(loader, _signature(outcome))
+    check = _Checker(loader, _signature(outcome), known)
     loader.load(dataset)
     canonical = sqlglot.parse_one(sql, read="duckdb").sql(dialect="duckdb")
     if canonical != sql and check(canonical) is not None:
         sql = canonical
-    if check(sql) is None:   # not reproducible on its own (it needs the campaign's state)
+    if check(sql) is None:   # not reproducible on its own, or a known finding after all
         return dataset, sql, outcome
     sql = _shrink_query(sql, check, deadline)
 
