@@ -150,6 +150,30 @@ CASES: list[Case] = [
                 [])], note="arg_min/arg_max skip NULL values", open=True),
     Case("F20", "SELECT substring(sym, -3) AS a, substr(sym, 0, 2) AS b FROM t",
          [Table("t", T3, ONE, (), [(26, D1, "O'Neil")], [])], open=True),
+    Case("F21", "SELECT max(d0) AS m FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("compo", 2), (),
+                [(1, D1, "A", NAN), (2, D2, "B", 1.5)], [])],
+         note="NaN is the largest double", open=True),
+    Case("F21c", "SELECT id, greatest(d0, 1e300) AS g FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ONE, (), [(1, D1, "A", NAN), (2, D2, "B", 1.5)],
+                [])], open=True),
+    Case("F21b", "SELECT max(d0 - d0) AS m FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ONE, (), [(1, D1, "A", INF), (2, D1, "A", 1.0)],
+                [])], open=True),
+    Case("F22", "SELECT id, rank() OVER (ORDER BY h0 DESC) AS r, "
+                "dense_rank() OVER (ORDER BY h0) AS d FROM t",
+         [Table("t", [*T3, ("h0", "SHORT")], ONE, (),
+                [(1, D1, "A", None), (2, D1, "A", 5), (3, D1, "A", None)], [])],
+         note="NULL keys are ranked (last)", open=True),
+    Case("F23", "SELECT ltrim(s0) AS l, rtrim(s0) AS r FROM t",
+         [Table("t", [*T3, ("s0", "STRING")], ONE, (), [(1, D1, "A", " abc ")], [])], open=True),
+    Case("F24", "SELECT EXTRACT(millisecond FROM tm0) AS ms, EXTRACT(microsecond FROM tm0) AS us "
+                "FROM t",
+         [Table("t", [*T3, ("tm0", "TIME")], ONE, (), [(1, D1, "A", dt.time(12, 34, 56, 789000))],
+                [])], open=True),
+    Case("F25", "SELECT count(*) AS n, max(id) AS m FROM t AT (VERSION => 1)",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B"), (3, D1, "B")], [1])],
+         note="version 1 holds the first append only", open=True),
 ]
 
 

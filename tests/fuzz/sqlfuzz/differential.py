@@ -29,7 +29,8 @@ import hfq
 from hfq.errors import HfqError
 from sqlfuzz.compare import Answer, answer_from_arrow, answer_from_polars, differ
 
-__all__ = ["MISMATCHES", "Outcome", "construct", "run_duckdb", "run_hfq", "run_query"]
+__all__ = ["MISMATCHES", "Outcome", "construct", "duckdb_text", "run_duckdb", "run_hfq",
+           "run_query"]
 
 MISMATCHES = ("wrong", "crash", "answered_error")
 #: DuckDB's errors that mean "not this dialect": the text is wrong, not the data
@@ -54,9 +55,19 @@ class Outcome:
         return self.status in MISMATCHES
 
 
+_AT_VERSION = re.compile(r"\b(t|u) AT \(VERSION => (\d+)\)", re.I)
+
+
+def duckdb_text(sql: str) -> str:
+    """The statement for DuckDB: a table read at a version (``t AT (VERSION => 2)``, hfq's
+    time travel) becomes the table DuckDB holds for that version (``t_v2``, see
+    :func:`sqlfuzz.data.load_duckdb`)."""
+    return _AT_VERSION.sub(lambda m: f"{m.group(1)}_v{m.group(2)}", sql)
+
+
 def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str) -> Answer | BaseException:
     try:
-        return answer_from_arrow(con.sql(sql).to_arrow_table())
+        return answer_from_arrow(con.sql(duckdb_text(sql)).to_arrow_table())
     except duckdb.Error as exc:
         return exc
 

@@ -34,6 +34,7 @@ _TIME_LITS = ("TIME '09:30:00'", "TIME '00:00:00'", "TIME '23:59:59'", "TIME '16
 _TS_LITS = ("TIMESTAMP '2024-01-05 09:30:00'", "TIMESTAMP '2024-01-07 00:00:00'",
             "TIMESTAMP '1970-01-01 00:00:00'", "TIMESTAMP '2024-01-05 23:59:59.999999'",
             "TIMESTAMP '2000-01-03 00:00:00'")
+_INFINITE = ("CAST('-infinity' AS TIMESTAMP)", "CAST('infinity' AS TIMESTAMP)")
 _TSTZ_LITS = ("TIMESTAMPTZ '2024-01-05 09:30:00+00'", "TIMESTAMPTZ '2024-01-07 00:00:00+00'",
               "TIMESTAMPTZ '1970-01-01 00:00:00+00'")
 LITERALS = {"int": _INT_LITS, "float": _FLOAT_LITS, "str": _STR_LITS, "date": _DATE_LITS,
@@ -57,6 +58,9 @@ _TRUNC = {"ts": ("second", "minute", "hour", "day", "week", "month", "quarter", 
           "date": ("week", "month", "quarter", "year", "day")}
 _TRUNC["tstz"] = _TRUNC["ts"]
 _LIKE = ("'A%'", "'%b'", "'_'", "'%'", "''", "'%é%'", "'a_b'", "'%B%'", "'a%b'", "'A'")
+
+_SQL_TYPE = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "date": "DATE", "time": "TIME",
+             "ts": "TIMESTAMP", "tstz": "TIMESTAMPTZ", "bool": "BOOLEAN"}
 
 #: tags of aggregate productions (``agg:...``), for the shapes that need one
 AGG_TAGS = "agg:"
@@ -120,7 +124,7 @@ class ExprGen:
             return self.col(kind)
         if self.rng.random() < 0.05 and "lit:null" not in self.disabled:
             self.tags.add("lit:null")
-            return "NULL"
+            return "NULL" if self.rng.random() < 0.5 else f"CAST(NULL AS {_SQL_TYPE[kind]})"
         return self.lit(kind)
 
     def num(self, depth: int) -> str:
@@ -232,6 +236,17 @@ class ExprGen:
             right = e(k, d) if r.random() < 0.5 else self.lit(k)
             return f"({e(k, d)} {op} {right})"
 
+        def cmp_mixed_instants(d: int) -> str:
+            # a DATETIME (TIMESTAMPTZ) column against TIMESTAMP literals (issue 24, item 10)
+            if not self.has("tstz"):
+                return cmp(d)
+            other = r.choice(_TS_LITS + _INFINITE)
+            return f"({self.col('tstz')} {r.choice(('=', '<', '>=', '<>'))} {other})"
+
+        def cmp_decimal(d: int) -> str:
+            a, b, c = (r.choice(("0.1", "0.2", "0.3", "1.1", "2.2", "3.3")) for _ in range(3))
+            return f"(({a} + {b}) {r.choice(('=', '<', '>='))} {c})"
+
         def cmp_string_lit(d: int) -> str:
             ks = [k for k in ("date", "time", "ts", "tstz") if self.has(k)]
             if not ks:
@@ -268,6 +283,8 @@ class ExprGen:
         out: list[Production] = [
             ("cmp", 8, cmp),
             ("cmp:string_literal", 1, cmp_string_lit),
+            ("cmp:mixed_instants", 1, cmp_mixed_instants),
+            ("cmp:decimal_literals", 1, cmp_decimal),
             ("op:and", 2, lambda d: f"({e('bool', d)} AND {e('bool', d)})"),
             ("op:or", 2, lambda d: f"({e('bool', d)} OR {e('bool', d)})"),
             ("op:not", 2, lambda d: f"(NOT {e('bool', d)})"),
@@ -328,10 +345,8 @@ class ExprGen:
             ("op:time_add_interval", 1,
              lambda d: f"({e('time', d)} + {self.rng.choice(_INTERVALS[:5])})"),
         ] + self.generic("time")
-        ts = [k for k in ("ts", "tstz") if self.has(k)]
-        if ts:
-            out.append(("cast:ts_time", 2,
-                        lambda d: f"CAST({e(self.rng.choice(ts), d)} AS TIME)"))
+        if self.has("ts"):   # DuckDB casts no TIMESTAMPTZ to TIME
+            out.append(("cast:ts_time", 2, lambda d: f"CAST({e('ts', d)} AS TIME)"))
         return out
 
     def _ts(self) -> list[Production]:

@@ -40,9 +40,21 @@ def _constant_projection(tree: exp.Expression) -> bool:
         if select.args.get("group") is not None:
             continue
         items = select.expressions
-        if items and not any(i.find(exp.Column, exp.AggFunc, exp.Window, exp.Star)
-                             for i in items):
+        if items and not any(_outside_subqueries(i, (exp.Column, exp.AggFunc, exp.Window,
+                                                     exp.Star)) for i in items):
             return True
+    return False
+
+
+def _outside_subqueries(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
+    """Whether ``node`` holds one of ``kinds`` other than inside a subquery."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kinds):
+            return True
+        stack.extend(c for c in n.iter_expressions()
+                     if not isinstance(c, (exp.Subquery, exp.Select)))
     return False
 
 
@@ -84,6 +96,12 @@ def _window_on_symbol(tree: exp.Expression) -> bool:
 
 def _ordered_window_aggregate(tree: exp.Expression) -> bool:
     return any(isinstance(w.this, exp.AggFunc) and w.args.get("order") is not None
+               for w in tree.find_all(exp.Window))
+
+
+def _rank(tree: exp.Expression) -> bool:
+    return any(isinstance(w.this, (exp.Rank, exp.DenseRank)) or
+               w.this.sql_name().lower() in ("rank", "dense_rank")
                for w in tree.find_all(exp.Window))
 
 
@@ -138,6 +156,13 @@ KNOWN: list[Known] = [
     Known("F18", "round() rounds half to even", text=r"\bround\("),
     Known("F19", "arg_min/arg_max with NULL values", text=r"\barg_(min|max)\("),
     Known("F20", "substr with a start <= 0", text=r"\bsubstr(ing)?\("),
+    Known("F21", "max / greatest skip NaN", text=r"\b(max|greatest|arg_max)\("),
+    Known("F22", "rank / dense_rank of NULL keys", tree=_rank),
+    Known("F23", "ltrim / rtrim trim both sides", text=r"\b[lr]trim\("),
+    Known("F24", "EXTRACT(millisecond | microsecond) leaves out the seconds",
+          text=r"(millisecond|microsecond)"),
+    Known("F25", "AT (VERSION => n) ignored", tags=_tags("clause:at_version"),
+          text=r"\bat \(version"),
 ]
 
 

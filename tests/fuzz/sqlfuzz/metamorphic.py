@@ -168,9 +168,17 @@ def random_check(gen: QueryGen) -> Check:
     return Check("norec", kind, qs, verdict, frozenset(gen.tags))
 
 
+def _same_value(u: Any, v: Any) -> bool:
+    """SQL's DISTINCT: NULL with NULL, NaN with NaN, -0.0 with 0.0, else exact equality (no
+    tolerance: 5e-324 and 0.0 are distinct values)."""
+    if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
+        return True
+    return u == v and (u is None) == (v is None)
+
+
 def _distinct(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
-    for row in _multiset(rows):
-        if not out or not all(_close(u, v, False) for u, v in zip(out[-1], row)):
+    for row in rows:
+        if not any(all(_same_value(u, v) for u, v in zip(kept, row)) for kept in out):
             out.append(row)
     return out

@@ -72,7 +72,7 @@ class QueryGen:
         """One random query (drawn again if every production of a part is switched off)."""
         shapes = [("project", 4), ("aggregate", 2), ("group", 4), ("window", 3), ("join", 3),
                   ("subquery", 2), ("derived", 1.5), ("setop", 1.5), ("star", 0.7),
-                  ("nofrom", 0.7)]
+                  ("nofrom", 0.7), ("pivot", 0.8), ("timetravel", 0.6)]
         for _ in range(50):
             self.tags = set()
             shape = self.rng.choices([s for s, _ in shapes], [w for _, w in shapes])[0]
@@ -275,28 +275,33 @@ class QueryGen:
         scope = Scope(self.t_scope("t").columns + self.u_scope("u").columns, "t.id")
         g = self.gen(scope)
         kind = r.choices(("inner", "left", "full", "right", "semi", "anti", "cross", "asof",
-                          "asof_left", "using"), (4, 3, 1, 1, 1.5, 1.5, 1, 2, 1, 1))[0]
+                          "asof_left", "using", "asof_using"),
+                         (4, 3, 1, 1, 1.5, 1.5, 1, 2, 1, 1, 0.7))[0]
         if not self.use(f"join:{kind}"):
             raise NoProduction()
         eq = [("t.sym", "u.sym")]
         if r.random() < 0.5:
             eq.append(("t.date", "u.date"))
-        if kind not in ("asof", "asof_left") and r.random() < 0.3:
+        if kind not in ("asof", "asof_left", "asof_using") and r.random() < 0.3:
             ints_t = [c for c, k in self.t_cols if k == "int"]
             ints_u = [c for c, k in self.u_cols if k == "int"]
             eq = [(f"t.{r.choice(ints_t)}", f"u.{r.choice(ints_u)}")] if r.random() < 0.5 \
                 else eq + [(f"t.{r.choice(ints_t)}", f"u.{r.choice(ints_u)}")]
         cond = " AND ".join(f"{a} = {b}" for a, b in eq)
-        if kind not in ("asof", "asof_left", "using") and r.random() < 0.2 and \
+        if kind not in ("asof", "asof_left", "using", "asof_using") and r.random() < 0.2 and \
                 self.use("join:theta"):
             cond += f" AND {g.expr('bool', 1)}"
         if kind in ("asof", "asof_left"):
             cond += f" AND t.time {r.choice(('>=', '>', '<=', '<'))} u.time"
             join = f"{'ASOF LEFT JOIN' if kind == 'asof_left' else 'ASOF JOIN'} u ON {cond}"
+        elif kind == "asof_using":
+            keys = [a.split(".")[1] for a, _ in eq if a in ("t.sym", "t.date")] or ["sym"]
+            join = f"ASOF JOIN u USING ({', '.join(keys)}, time)"
         elif kind == "cross":
             join = "CROSS JOIN u"
         elif kind == "using":
-            join = f"JOIN u USING ({', '.join(a.split('.')[1] for a, _ in eq[:2])})"
+            keys = [a.split(".")[1] for a, _ in eq if a in ("t.sym", "t.date")] or ["sym"]
+            join = f"JOIN u USING ({', '.join(keys)})"
         else:
             word = {"inner": r.choice(("JOIN", "INNER JOIN")), "left": "LEFT JOIN",
                     "full": "FULL OUTER JOIN", "right": "RIGHT JOIN", "semi": "SEMI JOIN",
@@ -318,7 +323,8 @@ class QueryGen:
         inner = self.gen(self.u_scope())
         shared = [k for k in ("int", "str", "date", "float", "time") if g.has(k) and inner.has(k)]
         k = r.choice(shared)
-        form = r.choice(("in", "not_in", "scalar", "exists", "scalar_select"))
+        form = r.choice(("in", "not_in", "scalar", "exists", "scalar_select",
+                         "correlated_scalar"))
         if not self.use(f"subq:{form}"):
             raise NoProduction()
         sub_where = self.where(inner, 0.5)
@@ -333,6 +339,13 @@ class QueryGen:
             neg = "NOT " if r.random() < 0.4 else ""
             extra = r.choice(("", " AND u.id > t.id"))
             pred = f"{neg}EXISTS (SELECT 1 FROM u WHERE u.sym = t.sym{extra})"
+        elif form == "correlated_scalar":
+            ug = self.gen(self.u_scope("u"))
+            tg = self.gen(self.t_scope("t"))
+            agg = ug.agg(r.choice(("int", "float")))
+            sub = f"(SELECT {agg} FROM u WHERE u.sym = t.sym)"
+            exprs, names, _ = self.items(tg, r.randint(1, 2))
+            return f"SELECT {self.select_list(exprs, names)}, {sub} AS s FROM t", False
         else:
             exprs, names, _ = self.items(g, r.randint(1, 2))
             sel = self.select_list(exprs, names)
@@ -406,6 +419,48 @@ class QueryGen:
         else:
             sel = "*"
         return f"SELECT {sel} FROM t{self.where(g, 0.7)}", False
+
+    def _pivot(self) -> tuple[str, bool]:
+        r = self.rng
+        g = self.gen(self.t_scope())
+        on = r.choice([c for c, k in self.t_cols if k in ("str", "bool", "date")
+                       and not c.startswith("c")] or ["sym"])
+        kind = r.choice(("int", "float"))
+        agg = r.choice(("sum", "count", "min", "max", "avg"))
+        using = f"{agg}({g.col(kind)})"
+        group = r.choice([g for g in ("date", "sym", "date, sym") if on not in g.split(", ")]
+                         or ["id"])
+        form = r.choice(("statement", "subquery", "in_list"))
+        if not self.use(f"pivot:{form}"):
+            raise NoProduction()
+        if form == "in_list":
+            values = sorted({row[[c for c, _ in self.t_cols].index("sym")]
+                             for row in self.dataset.table("t").rows}) or ["A"]
+            values = r.sample(values, min(len(values), r.randint(1, 3)))
+            lits = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+            return f"SELECT * FROM t PIVOT ({using} FOR sym IN ({lits}) GROUP BY {group})", \
+                False
+        stmt = f"PIVOT t ON {on} USING {using} GROUP BY {group}"
+        if form == "subquery":
+            return f"SELECT * FROM ({stmt}) AS p", False
+        return stmt, False
+
+    def _timetravel(self) -> tuple[str, bool]:
+        """A table read at one of its versions (one per append; 0 is the empty table)."""
+        r = self.rng
+        self.use("clause:at_version")
+        versions = len(self.dataset.table("t").chunks())
+        source = f"t AT (VERSION => {r.randint(0, versions)})"
+        g = self.gen(self.t_scope())
+        if r.random() < 0.4:
+            aggs = [g.agg_expr(k) for k in self.kinds(g.scope, r.randint(1, 2))]
+            names = [f"a{i + 1}" for i in range(len(aggs))]
+            return f"SELECT {self.select_list(aggs, names)} FROM {source}{self.where(g, 0.4)}", \
+                False
+        exprs, names, _ = self.items(g, r.randint(1, 3))
+        order, ordered = self.order_all(names)
+        return f"SELECT {self.select_list(exprs, names)} FROM {source}{self.where(g, 0.5)}" \
+               f"{order}", ordered
 
     def _nofrom(self) -> tuple[str, bool]:
         g = self.gen(Scope([], "1"))
