@@ -36,7 +36,7 @@ from hfq import schema
 from hfq.testing.strategies import EDGE_VALUES
 
 __all__ = ["KIND", "Dataset", "TableSpec", "load_duckdb", "load_hfq", "random_dataset",
-           "to_arrow"]
+           "register", "to_arrow", "widened"]
 
 #: the SQL kind of each hfq type, as the query grammar sees it
 KIND = {"DOUBLE": "float", "FLOAT": "float", "INT": "int", "LONG": "int", "SHORT": "int",
@@ -222,6 +222,19 @@ def widened(table: pa.Table) -> pa.Table:
             col = pc.cast(col, pa.float64())
         cols.append(col)
     return pa.Table.from_arrays(cols, names=table.column_names)
+
+
+def register(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> None:
+    """Register ``spec``'s rows in ``con`` as they are (no hfq in between), with its versions
+    (``<name>_v<k>``: the first k appends): for the fuzzer's own tests, where DuckDB plays
+    both sides."""
+    whole = to_arrow(spec)
+    con.register(spec.name, whole)
+    start = 0
+    con.register(f"{spec.name}_v0", whole.slice(0, 0))
+    for k, chunk in enumerate(spec.chunks(), 1):
+        start += len(chunk)
+        con.register(f"{spec.name}_v{k}", whole.slice(0, start))
 
 
 def load_duckdb(con: duckdb.DuckDBPyConnection, db: hfq.Database, dataset: Dataset,
