@@ -427,11 +427,13 @@ class Database:
         return self.catalog.tables()
 
     # -- queries (hfq.engine) ---------------------------------------------------------------
-    def sql(self, text: str) -> Query:
-        """A lazy query from one SQL ``SELECT`` (DuckDB/Postgres flavour) over this database's
-        tables; ``collect()`` runs it, ``explain()`` shows the plan.  Unsupported SQL, unknown
-        tables or columns and type errors raise :class:`~hfq.errors.SqlError` with the line
-        and column in the text.
+    def sql(self, text: str, *, params: Sequence[Any] | None = None) -> Query:
+        """A lazy query from one SQL ``SELECT`` (DuckDB's dialect and semantics, see
+        ``docs/sql.md``) over this database's tables; ``collect()`` runs it, ``explain()``
+        shows the plan.  ``params``: the values of the ``?`` or ``$1``, ``$2``... placeholders
+        (bound as typed literals, never formatted into the text).  ``FROM t AT (VERSION =>
+        n)`` reads a committed version.  Unsupported SQL, unknown tables or columns and type
+        errors raise :class:`~hfq.errors.SqlError` with the line and column in the text.
 
         Examples
         --------
@@ -445,12 +447,16 @@ class Database:
         """
         from hfq.engine.sql import SqlCache, compile_sql  # lazily: sqlglot loads in ~0.2 s
 
-        def table(name: str) -> Query:
+        def table(name: str, version: int | None = None) -> Query:
             try:
-                return self[name].query()
+                handle = self[name]
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
+            if version is not None and version not in handle.versions():
+                raise QueryError(f"table {name!r} has no version {version}; versions on "
+                                 f"record: {', '.join(map(str, handle.versions()))}")
+            return handle.query(version=version)
 
         def version(name: str) -> tuple[str, int]:
             try:
@@ -461,7 +467,7 @@ class Database:
 
         # a statement seen before, over the same table versions, skips parsing and planning
         cache = self.__dict__.setdefault("_sql_cache", SqlCache())
-        return compile_sql(text, table, cache=cache, version=version)
+        return compile_sql(text, table, params=params, cache=cache, version=version)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node.

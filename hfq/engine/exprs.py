@@ -21,8 +21,8 @@ import polars as pl
 
 from hfq.errors import QueryError
 
-__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "from_tree", "is_rowwise",
-           "local_over", "minute_of_day", "parse_every", "to_tree"]
+__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "fail_where", "from_tree",
+           "is_rowwise", "local_over", "minute_of_day", "parse_every", "raised", "to_tree"]
 
 Tree = Any
 """An expression's JSON tree: nested dicts, lists and strings."""
@@ -225,6 +225,39 @@ def output_name(expr: pl.Expr) -> str:
         return expr.meta.output_name()
     except pl.exceptions.ComputeError as exc:
         raise QueryError(f"cannot tell the name of {expr}; give it one with .alias()") from exc
+
+
+# -- errors raised by the data ------------------------------------------------------------------
+_RAISE = "hfq-error: "
+_RAISED = re.compile(r'\["hfq-error: ((?:[^"\\]|\\.)*)"')
+
+
+def fail_where(value: pl.Expr, bad: pl.Expr, message: str) -> pl.Expr:
+    """``value``, but the query fails with ``message`` when ``bad`` holds on any row (SQL
+    errors raised by the data: integer overflow, division by zero).  Row-wise: polars has
+    no raising expression, so the row's flag becomes a string that cannot be cast to an
+    integer -- which fails the query, and :func:`raised` reads the message back.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> x = pl.col("x")
+    >>> pl.DataFrame({"x": [1, 2]}).select(fail_where(x, x == 0, "zero")).to_series().to_list()
+    [1, 2]
+    >>> try:
+    ...     pl.DataFrame({"x": [1, 0]}).select(fail_where(x, x == 0, "zero"))
+    ... except pl.exceptions.PolarsError as exc:
+    ...     raised(exc)
+    'zero'
+    """
+    flag = pl.when(bad).then(pl.lit(_RAISE + message)).cast(pl.Int8)
+    return pl.when(flag.is_null()).then(value)
+
+
+def raised(exc: BaseException) -> str | None:
+    """The message of a :func:`fail_where` failure inside a polars error, or None."""
+    m = _RAISED.search(str(exc))
+    return m.group(1) if m else None
 
 
 # -- time helpers -------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 import polars as pl
 
 from hfq.catalog.records import Manifest
-from hfq.engine.execute import RunStats, Staged, empty_frame, explain, run, stage
+from hfq.engine.execute import RunStats, Staged, empty_frame, explain, run, run_rows, stage
 from hfq.engine.exprs import Bucket, empty_lazy
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Aggregate, Filter, Op, Rename, Select, Slice, Sort, Unique, WithColumns
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -79,6 +79,19 @@ class TableSource:
         return units
 
 
+@dataclass
+class FrameSource:
+    """Rows given as a frame rather than read from a table (SQL without FROM, VALUES):
+    a query over them runs on the driver."""
+
+    frame: pl.DataFrame
+    name: str = "(no table)"
+
+    @property
+    def schema(self) -> pl.Schema:
+        return self.frame.schema
+
+
 def _resolve(value: IntoExpr, schema: pl.Schema) -> pl.Expr:
     if isinstance(value, Bucket):
         return value.resolve(schema)
@@ -104,7 +117,7 @@ def _exprs(args: Sequence[IntoExpr], named: dict[str, IntoExpr], schema: pl.Sche
 class Query:
     """A lazy query over a table; every method returns a new query."""
 
-    def __init__(self, source: TableSource, ops: tuple[Op, ...] = (),
+    def __init__(self, source: TableSource | FrameSource, ops: tuple[Op, ...] = (),
                  schema: pl.Schema | None = None) -> None:
         self.source = source
         self.ops = ops
@@ -317,10 +330,15 @@ class Query:
     def explain(self) -> str:
         """The node stage, the driver stage, partitions kept and pruned, and an estimate of
         the bytes that travel to the driver."""
+        if isinstance(self.source, FrameSource):
+            return "driver stage (no table):\n" + "\n".join(f"  {op.describe()}"
+                                                             for op in self.ops)
         return explain(self._staged())
 
     def collect(self, *, progress: bool = False) -> pl.DataFrame:
         """Run the query; the answer as a polars DataFrame."""
+        if isinstance(self.source, FrameSource):
+            return run_rows(self.source.frame, self.ops)
         frame, self.last_run = run(self._staged(), progress=progress)
         return frame
 
