@@ -53,6 +53,19 @@ class Report:
     tags: collections.Counter[str] = field(default_factory=collections.Counter)
     found: list[Found] = field(default_factory=list)   # mismatches no open finding explains
     known: collections.Counter[str] = field(default_factory=collections.Counter)
+    next_round: int = 0   # the dataset round a continuation starts at
+
+    _COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known")
+
+    def counts(self) -> dict[str, Any]:
+        """The counts as plain JSON (the mismatches as SQL, status and detail)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in ("queries", "datasets", "seconds",
+                                                             "next_round")}
+        out.update({k: dict(getattr(self, k)) for k in self._COUNTERS})
+        out["found"] = [{"oracle": f.oracle, "status": f.outcome.status, "sql": f.sql,
+                         "detail": f.outcome.detail, "dataset": f.dataset.seed}
+                        for f in self.found]
+        return out
 
     @property
     def mismatches(self) -> int:
@@ -63,8 +76,7 @@ class Report:
         self.queries += other.queries
         self.datasets += other.datasets
         self.seconds += other.seconds
-        for name in ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags",
-                     "known"):
+        for name in self._COUNTERS:
             getattr(self, name).update(getattr(other, name))
         self.found += other.found
 
@@ -102,7 +114,8 @@ class Campaign:
 
     def __init__(self, db: hfq.Database, *, seed: int, per_dataset: int = 50,
                  metamorphic_share: float = 0.15, known: list[Known] | None = None,
-                 disabled: frozenset[str] = frozenset(), replicas: int | None = None) -> None:
+                 disabled: frozenset[str] = frozenset(), replicas: int | None = None,
+                 trace: str | None = None) -> None:
         self.db = db
         self.seed = seed
         self.per_dataset = per_dataset
@@ -111,22 +124,34 @@ class Campaign:
         self.known = KNOWN if known is None else known
         self.replicas = replicas
         self.cons = duckdb_connections()
+        self.trace = open(trace, "a", buffering=1) if trace else None   # noqa: SIM115
+
+    def note(self, text: str) -> None:
+        """The statement about to run, written before it runs (a crash of the process --
+        a segfault in a native library -- leaves it as the trace's last line)."""
+        if self.trace is not None:
+            self.trace.write(text.replace("\n", " ") + "\n")
+            self.trace.flush()
 
     def load(self, dataset: Dataset) -> None:
         load_hfq(self.db, dataset, replicas=self.replicas)
         for con, order in zip(self.cons, ("stored", "reversed", "shuffled")):
             load_duckdb(con, self.db, dataset, order=order)
 
-    def run(self, *, queries: int, seconds: float | None = None,
-            progress: Any = None) -> Report:
+    def run(self, *, queries: int, seconds: float | None = None, progress: Any = None,
+            first_round: int = 0, rounds: int | None = None) -> Report:
+        """Datasets ``first_round``, ``first_round + 1``, ... (at most ``rounds`` of them)
+        until ``queries`` have run or ``seconds`` have passed."""
         report = Report()
         started = time.perf_counter()
-        round_ = 0
-        while report.queries < queries:
+        round_ = first_round
+        while report.queries < queries and (rounds is None or round_ < first_round + rounds):
             if seconds is not None and time.perf_counter() - started > seconds:
                 break
             dataset = random_dataset(self.seed * 1000 + round_)
             round_ += 1
+            report.next_round = round_
+            self.note(f"-- dataset {dataset.seed}")
             self.load(dataset)
             report.datasets += 1
             rng = random.Random(dataset.seed)
@@ -136,6 +161,7 @@ class Campaign:
                     self.one_metamorphic(gen, dataset, report)
                 else:
                     self.one_differential(gen, dataset, report)
+            report.seconds = time.perf_counter() - started
             if progress is not None:
                 progress(report)
         report.seconds = time.perf_counter() - started
@@ -143,6 +169,7 @@ class Campaign:
 
     def one_differential(self, gen: QueryGen, dataset: Dataset, report: Report) -> None:
         q = gen.query()
+        self.note(q.sql)
         out = run_query(self.db, self.cons, q.sql, ordered=q.ordered)
         report.queries += 1
         report.outcomes[out.status] += 1
@@ -167,6 +194,7 @@ class Campaign:
 
     def one_metamorphic(self, gen: QueryGen, dataset: Dataset, report: Report) -> None:
         check = metamorphic.random_check(gen)
+        self.note(" ;; ".join(check.queries))
         result = check.run(self.db)
         report.queries += len(check.queries)
         report.outcomes[f"{check.oracle}:{result.status}"] += 1
