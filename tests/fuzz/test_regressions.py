@@ -14,6 +14,9 @@ The findings are described in ``/work/notes/sql-findings.md``.
 from __future__ import annotations
 
 import datetime as dt
+import pathlib
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import pytest
@@ -194,3 +197,31 @@ def test_finding(case: Case, tmp_path):
     out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql))
     allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set())
     assert out.status in allowed, f"{case.id}: {out.status}: {out.detail}\n{case.note}"
+
+
+_ARG_MAX_OF_A_CONSTANT = """
+import sys, tempfile
+sys.path.insert(0, {here!r})
+import hfq, datetime as dt
+from sqlfuzz.data import Dataset, TableSpec, load_hfq
+db = hfq.connect(tempfile.mkdtemp())
+rows = [(k, dt.date(2024, 1, 5 + k % 3), "A", [1, 1, 2, None, 3][k % 5]) for k in range(40)]
+load_hfq(db, Dataset(0, [TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
+                                         ("i0", "INT")], ("hash", 1), (), rows, [])]))
+for k in range(60):
+    sql = f"SELECT i0 AS k, arg_max('日本株{{k}}', id) AS a FROM t GROUP BY i0"
+    db.sql(sql).collect().to_arrow()
+print("ok")
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="finding F26 is open")
+def test_no_segfault_on_arg_max_of_a_constant():
+    """F26: arg_max of a string literal in a GROUP BY crashed the process (a polars 2.1
+    out-of-bounds read); run in a child process, three times (the crash is likely, not sure,
+    in one)."""
+    code = _ARG_MAX_OF_A_CONSTANT.format(here=str(pathlib.Path(__file__).parent))
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, f"the process died ({proc.returncode}): {proc.stderr[-500:]}"

@@ -36,7 +36,7 @@ from hfq import schema
 from hfq.testing.strategies import EDGE_VALUES
 
 __all__ = ["KIND", "Dataset", "TableSpec", "load_duckdb", "load_hfq", "random_dataset",
-           "register", "to_arrow", "widened"]
+           "register", "register_hfq_table", "to_arrow", "widened"]
 
 #: the SQL kind of each hfq type, as the query grammar sees it
 KIND = {"DOUBLE": "float", "FLOAT": "float", "INT": "int", "LONG": "int", "SHORT": "int",
@@ -239,18 +239,26 @@ def register(con: duckdb.DuckDBPyConnection, spec: TableSpec) -> None:
 
 def load_duckdb(con: duckdb.DuckDBPyConnection, db: hfq.Database, dataset: Dataset,
                 *, order: str = "stored") -> None:
-    """Register in ``con`` the rows ``db`` holds for each table, in ``order``: ``stored``
-    (hfq's scan order), ``reversed`` or ``shuffled`` (a float answer that depends on the
-    order of the rows is checked against several).  Each version of a table (one per
-    append) is registered too, as ``<name>_v<k>``: the oracle of hfq's time travel."""
+    """Register in ``con`` the rows ``db`` holds for each table of ``dataset`` (see
+    :func:`register_hfq_table`)."""
     for spec in dataset.tables:
-        for k in range(len(spec.chunks()) + 1):
-            con.register(f"{spec.name}_v{k}", widened(db[spec.name].scan(version=k).to_arrow()))
-        table = widened(db[spec.name].to_arrow())
-        if order == "reversed" and table.num_rows:
-            table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))
-        elif order == "shuffled" and table.num_rows:
-            idx = list(range(table.num_rows))
-            random.Random(dataset.seed).shuffle(idx)
-            table = table.take(pa.array(idx))
-        con.register(spec.name, table)
+        register_hfq_table(con, db, spec.name, versions=len(spec.chunks()), order=order,
+                           seed=dataset.seed)
+
+
+def register_hfq_table(con: duckdb.DuckDBPyConnection, db: hfq.Database, name: str, *,
+                       versions: int, order: str = "stored", seed: int = 0) -> None:
+    """Register in ``con`` the rows table ``name`` of ``db`` holds, in ``order``: ``stored``
+    (hfq's scan order), ``reversed`` or ``shuffled`` (a float answer that depends on the
+    order of the rows is checked against several).  Each version (one per append, 0 the empty
+    table) is registered too, as ``<name>_v<k>``: the oracle of hfq's time travel."""
+    for k in range(versions + 1):
+        con.register(f"{name}_v{k}", widened(db[name].scan(version=k).to_arrow()))
+    table = widened(db[name].to_arrow())
+    if order == "reversed" and table.num_rows:
+        table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))
+    elif order == "shuffled" and table.num_rows:
+        idx = list(range(table.num_rows))
+        random.Random(seed).shuffle(idx)
+        table = table.take(pa.array(idx))
+    con.register(name, table)

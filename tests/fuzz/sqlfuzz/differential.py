@@ -55,7 +55,7 @@ class Outcome:
         return self.status in MISMATCHES
 
 
-_AT_VERSION = re.compile(r"\b(t|u) AT \(VERSION => (\d+)\)", re.I)
+_AT_VERSION = re.compile(r"\b(\w+) AT \(VERSION => (\d+)\)", re.I)
 
 
 def duckdb_text(sql: str) -> str:

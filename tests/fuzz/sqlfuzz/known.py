@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-__all__ = ["KNOWN", "Known", "explain"]
+__all__ = ["KNOWN", "Known", "explain", "skip"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Known:
     tree: Callable[[exp.Expression], bool] | None = None
     outcome: Callable[[str, str], bool] | None = None   # (status, detail)
     text: str = ""   # a regex searched in the lower-cased SQL
+    crashes: bool = False   # the process dies: such a query is not run at all (``skip``)
 
 
 def _constant_projection(tree: exp.Expression) -> bool:
@@ -114,9 +115,26 @@ def _tags(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _arg_of_constant(tree: exp.Expression) -> bool:
+    """arg_min/arg_max whose value names no column (``arg_max('x', id)``)."""
+    return any(not node.this.find(exp.Column) for node in tree.find_all(exp.ArgMax, exp.ArgMin))
+
+
 KNOWN: list[Known] = [
-    # every finding F1-F25 was fixed on sql@2d0d372 (F23 refused by name); new ones go here
+    # F1-F25 were fixed on sql@2d0d372 (F23 refused by name)
+    Known("F26", "arg_min/arg_max of a constant in GROUP BY: the process segfaults (polars)",
+          tree=_arg_of_constant, crashes=True),
+    Known("F27", "LIMIT 0 raises IndexError",
+          outcome=lambda status, detail: status == "crash" and detail.startswith("IndexError"),
+          text=r"\blimit 0\b"),
 ]
+
+
+def skip(sql: str, known: list[Known] | None = None) -> str | None:
+    """The id of the open finding whose queries kill the process, when ``sql`` is one (the
+    campaign does not run it), else None."""
+    table = [k for k in (KNOWN if known is None else known) if k.crashes]
+    return explain(sql, frozenset(), "", "", table) if table else None
 
 
 def explain(sql: str, tags: frozenset[str], status: str, detail: str,
