@@ -178,6 +178,52 @@ CASES: list[Case] = [
     Case("F25", "SELECT count(*) AS n, max(id) AS m FROM t AT (VERSION => 1)",
          [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B"), (3, D1, "B")], [1])],
          note="version 1 holds the first append only"),
+    # -- against sql@2d0d372 ---------------------------------------------------------------
+    Case("F27", "SELECT id FROM t ORDER BY id LIMIT 0",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B"), (3, D1, "B")], [1])],
+         open=True),
+    Case("F28", "SELECT t.id, u.date, u.sym, u.id AS uid FROM t "
+                "ASOF JOIN u ON t.sym = u.sym AND t.date = u.date AND t.time >= u.time",
+         [Table("t", [*T3, ("time", "SECOND")], ONE, (), [(1, D1, "A", dt.time(9, 30))], []),
+          Table("u", [*T3, ("time", "SECOND")], ONE, (), [(7, D1, "A", dt.time(9, 0))], [])],
+         note="ASOF joins keep the right side's key columns", open=True),
+    Case("F29", "SELECT id, sum(id) OVER (ORDER BY dt0 RANGE BETWEEN INTERVAL '90 minutes' "
+                "PRECEDING AND CURRENT ROW) AS s FROM t",
+         [Table("t", [*T3, ("dt0", "DATETIME")], ONE, (),
+                [(1, D1, "A", None), (2, D1, "A", dt.datetime(2024, 1, 5, 9, 30, tzinfo=UTC)),
+                 (3, D1, "A", None)], [])],
+         note="NULL order keys are peers of each other in a RANGE frame", open=True),
+    Case("F30", "SELECT id, lag('x') OVER (ORDER BY id) AS a, lead(0.1, 2) OVER (ORDER BY id) "
+                "AS b, lag(1.5, 1, 2.5) OVER (ORDER BY id) AS c, count(NULL) OVER (ORDER BY id) "
+                "AS d, sum(7) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS e "
+                "FROM t",
+         [Table("t", T3, ONE, (), [(1, D1, "A"), (2, D1, "A"), (3, D2, "B")], [])],
+         note="window functions of constants", open=True),
+    Case("F31", "SELECT 'x' AS k FROM t GROUP BY date",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "A"), (3, D2, "B")], [])],
+         note="one row per group", open=True),
+    Case("F32", "PIVOT t ON dd0 USING count(id) GROUP BY sym",
+         [Table("t", [*T3, ("dd0", "DATE")], ONE, (),
+                [(1, D1, "A", D2), (2, D1, "B", None)], [])],
+         note="a count of no rows is 0 in a PIVOT too", open=True),
+    Case("F33", "SELECT id, least(exp(f0), 2.5) AS e, greatest(f0 / 3, 0.1) AS g FROM t",
+         [Table("t", [*T3, ("f0", "FLOAT")], ONE, (), [(1, D1, "A", -0.75), (2, D1, "A", 2.5)],
+                [])], note="functions of FLOAT computed in DOUBLE, as DuckDB", open=True),
+    Case("F34", "SELECT id, count(d0) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) "
+                "AS n FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ONE, (), [(1, D1, "A", None), (2, D1, "A", 1.0),
+                                                      (3, D1, "A", None)], [])],
+         note="count(x) over a ROWS frame skips NULL x", open=True),
+    Case("F35", "SELECT t.id, u.time AS ut, t.time AS tt FROM t "
+                "ASOF JOIN u USING (sym, date, time)",
+         [Table("t", [*T3, ("time", "TIME")], ONE, (), [(32, D1, "..", dt.time(9, 30, 0, 250000))],
+                []),
+          Table("u", [*T3, ("time", "TIME")], ONE, (), [(21, D1, "..", dt.time(0, 0, 0, 500000))],
+                [])],
+         note="after ASOF ... USING, u.time is the right side's time", open=True),
+    Case("F36", "SELECT min(NULL) AS m FROM t GROUP BY '2024-01-05'",
+         [Table("t", T3, ONE, (), [], [])],
+         note="no rows, no groups (a constant key too)", open=True),
 ]
 
 

@@ -115,6 +115,49 @@ def _tags(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _range_interval(tree: exp.Expression) -> bool:
+    return any(str(w.args["spec"].args.get("kind") or "").upper() == "RANGE" and
+               isinstance(w.args["spec"].args.get("start"), exp.Interval)
+               for w in tree.find_all(exp.Window) if w.args.get("spec") is not None)
+
+
+def _window_of_constant(tree: exp.Expression) -> bool:
+    """A window function whose first argument names no column (``lag('x')``,
+    ``sum(7) OVER ...``); ``count(*)`` and argument-less functions are not."""
+    for w in tree.find_all(exp.Window):
+        fn = w.this
+        args = [a for a in fn.iter_expressions() if not isinstance(a, exp.Star)]
+        if args and not args[0].find(exp.Column):
+            return True
+    return False
+
+
+def _grouped_constants(tree: exp.Expression) -> bool:
+    for select in tree.find_all(exp.Select):
+        if select.args.get("group") is None:
+            continue
+        items = select.expressions
+        if items and not any(_outside_subqueries(i, (exp.Column, exp.AggFunc, exp.Window,
+                                                     exp.Star)) for i in items):
+            return True
+    return False
+
+
+def _count_over_rows(tree: exp.Expression) -> bool:
+    return any(isinstance(w.this, exp.Count) and w.args.get("spec") is not None and
+               str(w.args["spec"].args.get("kind") or "").upper() == "ROWS"
+               for w in tree.find_all(exp.Window))
+
+
+def _constant_key(tree: exp.Expression) -> bool:
+    for group in tree.find_all(exp.Group):
+        for key in group.expressions:
+            if not key.find(exp.Column) and not (isinstance(key, exp.Literal) and
+                                                 not key.is_string):
+                return True
+    return False
+
+
 def _arg_of_constant(tree: exp.Expression) -> bool:
     """arg_min/arg_max whose value names no column (``arg_max('x', id)``)."""
     return any(not node.this.find(exp.Column) for node in tree.find_all(exp.ArgMax, exp.ArgMin))
@@ -127,6 +170,19 @@ KNOWN: list[Known] = [
     Known("F27", "LIMIT 0 raises IndexError",
           outcome=lambda status, detail: status == "crash" and detail.startswith("IndexError"),
           text=r"\blimit 0\b"),
+    Known("F28", "ASOF joins drop the right side's key columns -> KeyError",
+          outcome=lambda status, detail: status == "crash" and
+          detail.startswith("KeyError: 'u.")),
+    Known("F29", "RANGE frames with an INTERVAL over NULL order keys", tree=_range_interval),
+    Known("F30", "window functions of constants", tree=_window_of_constant),
+    Known("F31", "a grouped SELECT of constants returns one row", tree=_grouped_constants),
+    Known("F32", "PIVOT count of no rows is NULL", text=r"\bpivot\b.*\bcount\("),
+    Known("F33", "least/greatest of FLOAT functions in 32 bits",
+          text=r"\b(least|greatest)\("),
+    Known("F34", "count(x) over a ROWS frame counts NULLs", tree=_count_over_rows),
+    Known("F35", "ASOF ... USING: the right side's time is the left's",
+          text=r"asof (left )?join u using"),
+    Known("F36", "GROUP BY a constant over no rows gives a row", tree=_constant_key),
 ]
 
 

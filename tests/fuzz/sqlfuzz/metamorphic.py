@@ -142,7 +142,7 @@ def random_check(gen: QueryGen) -> Check:
             groups: dict[Any, list[Any]] = {}
             for part in ans[1:]:
                 for row in part.rows:
-                    slot = groups.setdefault(_sort_key(row[:nkeys]),
+                    slot = groups.setdefault(_group_key(row[:nkeys]),
                                              [row[:nkeys], [[] for _ in fns]])
                     for i, v in enumerate(row[nkeys:]):
                         slot[1][i].append(v)
@@ -166,6 +166,13 @@ def random_check(gen: QueryGen) -> Check:
         return None if kept == true else \
             f"WHERE p keeps ids {sorted(kept.elements())}, p is TRUE for {sorted(true.elements())}"
     return Check("norec", kind, qs, verdict, frozenset(gen.tags))
+
+
+def _group_key(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """GROUP BY's notion of one key: NaNs together, -0.0 with 0.0, else exact."""
+    return tuple(("nan",) if isinstance(v, float) and math.isnan(v) else
+                 (type(v).__name__ if v is not None else "null", v + 0.0
+                  if isinstance(v, float) else v) for v in values)
 
 
 def _same_value(u: Any, v: Any) -> bool:
