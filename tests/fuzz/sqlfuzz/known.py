@@ -183,6 +183,8 @@ KNOWN: list[Known] = [
     Known("F35", "ASOF ... USING: the right side's time is the left's",
           text=r"asof (left )?join u using"),
     Known("F36", "GROUP BY a constant over no rows gives a row", tree=_constant_key),
+    Known("F37", "NULL % 0 on doubles is NaN", text=r"%\s*0\b"),
+    Known("F38", "comparisons with +-infinity timestamps", text=r"infinity"),
 ]
 
 
