@@ -61,7 +61,7 @@ def _shared_quotes() -> Any:
 def _stop_shared_ray() -> None:
     """Stop the shared embedded Ray if it runs (the database and its table stay usable)."""
     quotes = _session.get("quotes")
-    if quotes is not None and quotes.db._runtime is not None:
+    if quotes is not None and quotes.db.session.running:
         quotes.db.close()
 
 
@@ -81,7 +81,7 @@ def _doctest_names(request: pytest.FixtureRequest,
             doctest_namespace.update(hfq=hfq, pl=pl, pa=pa, quotes=quotes, db=quotes.db,
                                      tmp=str(request.getfixturevalue("tmp_path")))
             if _NEEDS_RAY.search(source):
-                quotes.db.runtime   # noqa: B018 - starts the shared Ray, once
+                quotes.db.session.runtime()   # starts the shared Ray, once
     yield
 
 

@@ -288,7 +288,7 @@ def flips(args: argparse.Namespace) -> None:
             for kind, n in trials:
                 for _ in range(n):
                     f = rng.choice(fragments)
-                    path = os.path.join(db.store.root, f.file)
+                    path = os.path.join(db.session.store.root, f.file)
                     good = damage_file(path, rng, kind)
                     try:
                         for name, run, want, strict in _reads(t, symbol, full, point, total):
@@ -327,14 +327,14 @@ def replicas(args: argparse.Namespace) -> None:
             t.append(taq(seed=7, rows=3000))
             cases.append((codec, db, t, canonical(t.to_arrow()), bid_sum(t),
                           list(t.snapshot().fragments())))
-        roots = {i.name: i.root for i in db.runtime.infos()}
+        roots = {i.name: i.root for i in db.session.runtime().infos()}
         for trial, kind in enumerate(kinds):
             codec, db, t, full, total, fragments = cases[trial % len(cases)]
             f = rng.choice(fragments)
             node = rng.choice(sorted(roots))
             path = os.path.join(roots[node], f.file)
             damage_file(path, rng, kind)
-            where = "driver's node" if node == db.nodes.local else "other node"
+            where = "driver's node" if node == db.session.nodes.local else "other node"
             for name, run, want in (("scan", functools.partial(_full, t), full),
                                     ("map_reduce", functools.partial(bid_sum, t), total)):
                 outcome = classify(run, want, f.file)
@@ -537,7 +537,8 @@ def _check_after_kill(s: Section, op: str, fault: str, t: hfq.Table, old_version
 
 
 def _leftovers_embedded(t: hfq.Table, root: str) -> list[str]:
-    referenced = {f.file for m in t.db.catalog.kept_manifests(t.name) for f in m.fragments()}
+    catalog = t.db.session.catalog
+    referenced = {f.file for m in catalog.kept_manifests(t.name) for f in m.fragments()}
     return sorted(f for f in files_under(root)
                   if ".tmp~" in f or (f.startswith(f"{t.name}/data/") and f not in referenced))
 
@@ -545,9 +546,9 @@ def _leftovers_embedded(t: hfq.Table, root: str) -> list[str]:
 def _leftovers_cluster(t: hfq.Table, roots: dict[str, str]) -> list[str]:
     """Files on a node that no kept version places on that node (and temporaries)."""
     placed: dict[str, set[str]] = {n: set() for n in roots}
-    for m in t.db.catalog.kept_manifests(t.name):
+    for m in t.db.session.catalog.kept_manifests(t.name):
         for f in m.fragments():
-            for n in t.db.nodes.holders(f):
+            for n in t.db.session.nodes.holders(f):
                 placed.setdefault(n, set()).add(f.file)
     out = []
     for node, root in roots.items():
@@ -574,8 +575,8 @@ def _kills_cluster(args: argparse.Namespace, s: Section) -> None:
             t.append(taq(seed=20 + i, rows=800))
             oracle[name] = canonical(t.to_arrow())
         cluster.add_node()
-        db.cluster_nodes()
-        roots = {i.name: i.root for i in db.runtime.infos()}
+        db.session.nodes_for(start=True)
+        roots = {i.name: i.root for i in db.session.runtime().infos()}
         for r in range(rounds):
             # rebalance: a node holding nothing joined; kill the driver before each commit
             if "rebalance.copy.before_commit" in placed:
@@ -597,10 +598,10 @@ def _kills_cluster(args: argparse.Namespace, s: Section) -> None:
                     # copies on the driver's node: a driver repairs those itself (the other
                     # nodes repair theirs in their servers, where the point does not crash it)
                     bad = []
-                    local = db.nodes.local
+                    local = db.session.nodes.local
                     for n in names:
                         mine = [f for f in db[n].refresh().snapshot().fragments()
-                                if local in db.nodes.holders(f)]
+                                if local in db.session.nodes.holders(f)]
                         if not mine:
                             continue
                         f = rng.choice(mine)
@@ -621,7 +622,7 @@ def _kills_cluster(args: argparse.Namespace, s: Section) -> None:
                                               before_verify=db.repair)
                     db.repair()
                     for n, f, node in bad:
-                        placed_here = any(g.file == f.file and node in db.nodes.holders(g)
+                        placed_here = any(g.file == f.file and node in db.session.nodes.holders(g)
                                           for g in db[n].refresh().snapshot().fragments())
                         if placed_here and not _intact(os.path.join(roots[node], f.file),
                                                        f.crc32):
@@ -629,8 +630,8 @@ def _kills_cluster(args: argparse.Namespace, s: Section) -> None:
                                     f"{node} {f.file}")
             if r + 1 < rounds:   # a fresh joiner for the next round
                 cluster.add_node()
-                db.cluster_nodes()
-                roots = {i.name: i.root for i in db.runtime.infos()}
+                db.session.nodes_for(start=True)
+                roots = {i.name: i.root for i in db.session.runtime().infos()}
             db.rebalance()
         if "rebalance.copy.before_commit" not in placed:
             s.notes.append("rebalance.copy.before_commit not placed: no rebalance kills")
@@ -900,10 +901,10 @@ def nodes(args: argparse.Namespace) -> None:
             def damage_a_copy() -> None:
                 """Flip a bit of one copy on the driver's node: repair has a copy to replace,
                 here, where the point holds it (other nodes repair in their servers)."""
-                roots = {i.name: i.root for i in db.runtime.infos()}
-                local = db.nodes.local
+                roots = {i.name: i.root for i in db.session.runtime().infos()}
+                local = db.session.nodes.local
                 f = rng.choice([f for f in t.refresh().snapshot().fragments()
-                                if local in db.nodes.holders(f)])
+                                if local in db.session.nodes.holders(f)])
                 damage_file(os.path.join(roots[local], f.file), rng, "flip")
 
             # run before the node dies, so that the call has work to do
@@ -935,7 +936,7 @@ def nodes(args: argparse.Namespace) -> None:
                 for when in ("before", "during") if name in during else ("before",):
                     if cluster.nodes[victim] is None:
                         victim = cluster.add_node()
-                        db.cluster_nodes()
+                        db.session.nodes_for(start=True)
                         db.rebalance()
                     if name in prepare:
                         prepare[name]()
@@ -1001,10 +1002,10 @@ def _call_with_node_killed(cluster: Any, victim: int, call: Callable[[], Any],
 
 
 def _replicas_ok(db: hfq.Database, t: hfq.Table) -> tuple[str, bool]:
-    alive = set(db.cluster_nodes().alive())
+    alive = set(db.session.nodes_for(start=True).alive())
     want = min(2, len(alive))
     short = [f.file for f in t.refresh().snapshot().fragments()
-             if len(set(db.nodes.holders(f)) & alive) < want]
+             if len(set(db.session.nodes.holders(f)) & alive) < want]
     return ("all replicas on live nodes" if not short else
             f"{len(short)} files short of replicas"), not short
 

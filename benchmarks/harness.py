@@ -499,7 +499,7 @@ def clear_node_caches(db) -> int:
     clear_process_caches()
     # each node's server, the driver's own node included (Nodes.call_each would run that one
     # in this process, which holds no node cache)
-    servers = [db.runtime.server(name) for name in db.runtime.alive()]
+    servers = [db.session.runtime().server(name) for name in db.session.runtime().alive()]
     return sum(ray.get([s.call.remote(take_node_cache, ()) for s in servers]))
 
 

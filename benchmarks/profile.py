@@ -75,8 +75,8 @@ def profile_day(bench: Bench, repeats: int) -> None:
     if not os.path.exists(root):
         taq_table(bench, root, "zstd").db.load_csv("quotes", make_csv(bench), progress=False)
     table = hfq.connect(root)["quotes"]
-    scan = table.scan(dates=DAY)
-    units, store, logical = scan.plan.units, scan.nodes.store, scan.manifest.schema.arrow
+    scan = table.session.plan_read(table.snapshot(), dates=DAY)   # what the read plans
+    units, store, logical = scan.plan.units, table.session.store, scan.manifest.schema.arrow
     frags = [(u, f) for u in units for f in u.fragments]
     buffers = [load_file(store, f.file) for _, f in frags]
     ipcs = [ipc.open_file(pa.BufferReader(b)).read_all() for b in buffers]
@@ -116,7 +116,7 @@ def profile_day(bench: Bench, repeats: int) -> None:
     show(f"day -> pandas, {scan.plan.rows:,} rows, {len(frags)} files, one thread "
          f"(the stages' CPU time)", stages)
     print(f"  sum of stages {sum(s for _, s in stages):.3f} s; the real to_pandas on "
-          f"{scan.settings.threads} threads {whole:.3f} s; pickle.load (categoricals) "
+          f"{table.session.settings.threads} threads {whole:.3f} s; pickle.load (categoricals) "
           f"{peer:.3f} s (hfq {peer / whole:.2f}x)")
 
 
@@ -197,8 +197,8 @@ def profile_cluster(bench: Bench, repeats: int) -> None:
     data = cluster_data(bench)
     db = session(bench).connect(2)
     table = session(bench).table("quotes_r1", data, replicas=1)
-    nodes = db.cluster_nodes()
-    scan = table.scan(dates=DAY)
+    nodes = db.session.nodes_for(start=True)
+    scan = table.session.plan_read(table.snapshot(), dates=DAY)   # what the read plans
     units = scan.plan.units
     local = [u for u in units if nodes.local in nodes.unit_holders(u)]
     remote = [u for u in units if nodes.local not in nodes.unit_holders(u)]
@@ -237,9 +237,9 @@ def profile_spread(bench: Bench, repeats: int) -> None:
     data = cluster_data(bench)
     db = session(bench).connect(1, cpus=2)
     table = session(bench).table("quotes_2cpu", data, replicas=1)
-    roots = [i.root for i in db.runtime.infos()]
-    scan = table.scan(dates=DAY, columns=["time", "bid", "ofr"])
-    store, logical = scan.nodes.store, scan.manifest.schema.arrow
+    roots = [i.root for i in db.session.runtime().infos()]
+    scan = table.session.plan_read(table.snapshot(), dates=DAY, columns=["time", "bid", "ofr"])
+    store, logical = db.session.nodes.store, scan.manifest.schema.arrow
     records = [f for u in scan.plan.units for f in u.fragments]
 
     def read_all() -> list[Any]:

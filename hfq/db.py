@@ -11,29 +11,22 @@ from typing import TYPE_CHECKING, Any, cast
 import polars as pl
 
 from hfq import config, faults
-from hfq.catalog import Catalog, remove_table_files
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
-from hfq.config import Settings, check_compression
-from hfq.errors import (
-    CsvError,
-    DuplicateLoadError,
-    HfqError,
-    QueryError,
-    SchemaMismatchError,
-    TableNotFoundError,
-)
+from hfq.config import Settings
+from hfq.errors import HfqError, QueryError, TableNotFoundError
 from hfq.ingest.csv import LoadReport
 from hfq.ingest.csv import load_csv as _load_csv
-from hfq.partition import Compo, Scheme, check_scheme
+from hfq.partition import Compo, Scheme
 from hfq.runtime.node import NodeInfo, node_identity
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.placement import rebalanced, replica_count
 from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
+from hfq.session import Session
 from hfq.storage.store import open_store
 from hfq.table import Table
-from hfq.write import Write, merge_small_fragments
+from hfq.write import Write
 
 if TYPE_CHECKING:
     from hfq.engine.query import Query
@@ -74,68 +67,38 @@ class Database:
 
     def __init__(self, root: str, *, storage_options: dict | None = None,
                  settings: Settings | None = None, runtime: Runtime | None = None,
-                 local: tuple[str, str] | None = None, default_node: str | None = None) -> None:
-        self.settings = settings or config.get()
-        self.store = open_store(str(root), storage_options or {})
-        self.store.makedirs("")
-        self.catalog = Catalog(self.store)
+                 local: tuple[str, str] | None = None, default_node: str | None = None,
+                 user: str | None = None) -> None:
+        local_store = (local[0], open_store(local[1])) if local else None
+        self.session = Session(open_store(str(root), storage_options or {}),
+                               settings=settings, runtime=runtime, local=local_store,
+                               default_node=default_node, user=user)
+        """This database's catalog, nodes and settings (:class:`hfq.session.Session`): what
+        the layers below the facade work with."""
         self._handles: weakref.WeakSet[Table] = weakref.WeakSet()
-        self.catalog.on_commit(self._committed)
-        self.catalog.on_files(self._replicate_catalog)
+        self.session.catalog.on_commit(self._committed)
         self.recovered: list[dict[str, str]] = []
         """What ``hfq.connect(..., recover=True)`` found and did (see :meth:`check`)."""
-        self._runtime = runtime
-        name: str | None
-        if runtime is None:   # embedded: the root is this process's node
-            name = node_identity(self.store)
-            self.nodes = Nodes(name, self.store, None)
-        else:
-            name, local_root = local if local else (None, None)
-            self.nodes = Nodes(name, open_store(local_root) if local_root else None, runtime,
-                               default=default_node)
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this database was opened with (:class:`hfq.config.Settings`).
+
+        Examples
+        --------
+        >>> hfq.connect(tmp, compression="lz4").settings.compression
+        'lz4'
+        """
+        return self.session.settings
 
     def __repr__(self) -> str:
-        where = "embedded" if self._runtime is None or self._runtime.owned else "cluster"
-        nodes, tables = len(self.nodes.alive()), len(self.tables())
-        return (f"<hfq.Database {self.store.url!r} ({where}, {_plural(nodes, 'node')}): "
+        s = self.session
+        where = "embedded" if s.embedded or (s.running and s.runtime().owned) else "cluster"
+        nodes, tables = len(s.nodes.alive()), len(self.tables())
+        return (f"<hfq.Database {s.store.url!r} ({where}, {_plural(nodes, 'node')}): "
                 f"{_plural(tables, 'table')}>")
 
     # -- cluster ------------------------------------------------------------------------------
-    @property
-    def runtime(self) -> Runtime:
-        """The Ray runtime (for an embedded database: started now if it is not running).
-
-        Examples
-        --------
-        >>> runtime = db.runtime        # embedded: starts a one-node Ray on first use (seconds)
-        >>> runtime.alive() == [db.nodes.local]          # one hfq node: this machine's root
-        True
-        """
-        if self._runtime is None:
-            if not self.store.local:
-                raise HfqError(f"compute on the nodes needs a local root; {self.store.url} is "
-                               "not one")
-            from hfq.runtime import connect  # lazily: it imports Ray
-            self._runtime = connect.embedded(self.store.root, cpus=self.settings.threads,
-                                             cache_bytes=self.settings.cache_bytes)
-            if self._runtime.alive() != [self.nodes.local]:
-                raise HfqError(f"the embedded node server did not find node "
-                               f"{self.nodes.local} at {self.store.root}")
-            self.nodes.runtime = self._runtime
-        return self._runtime
-
-    def cluster_nodes(self) -> Nodes:
-        """The nodes, with the runtime started and the list of live nodes refreshed.
-
-        Examples
-        --------
-        >>> nodes = db.cluster_nodes()
-        >>> len(nodes.alive()), nodes.alive()[0] == nodes.local   # embedded: just this one
-        (1, True)
-        """
-        self.runtime.refresh()
-        return self.nodes
-
     def node_info(self) -> pl.DataFrame:
         """One row per live node: name, root, Ray node id, CPUs, partitions and bytes held.
 
@@ -147,16 +110,17 @@ class Database:
         >>> info["files"].item(), info["bytes"].item() == quotes.partitions()["bytes"].sum()
         (4, True)
         """
-        infos = self.runtime.infos() if self._runtime is not None else []
+        s = self.session
+        infos = s.runtime().infos() if s.running else []
         held: dict[str, list[int]] = {}
         for name in self.tables():
-            for fragment in self.catalog.snapshot(name).fragments():
-                for node in self.nodes.holders(fragment):
+            for fragment in s.snapshot(name).fragments():
+                for node in s.nodes.holders(fragment):
                     entry = held.setdefault(node, [0, 0])
                     entry[0] += 1
                     entry[1] += fragment.bytes
         if not infos:   # embedded: local is the root's node (None only if attached, no live node)
-            infos = [NodeInfo(cast(str, self.nodes.local), self.store.root)]
+            infos = [NodeInfo(cast(str, s.nodes.local), s.store.root)]
         return pl.DataFrame([{"node": i.name, "root": i.root, "ray_node_id": i.ray_node_id,
                               "cpus": i.cpus, "files": held.get(i.name, [0, 0])[0],
                               "bytes": held.get(i.name, [0, 0])[1]} for i in infos],
@@ -183,12 +147,13 @@ class Database:
         >>> quotes.refresh().version
         1
         """
-        nodes = self.cluster_nodes()
+        s = self.session
+        nodes = s.nodes_for(start=True)
         # a node holding no file of any table joined: one holding nothing of a table alone
         # may just be off that table's placement (bars next to their source partitions)
-        used = {n for name in self.tables() for f in self.catalog.snapshot(name).fragments()
+        used = {n for name in self.tables() for f in s.snapshot(name).fragments()
                 for n in nodes.holders(f)}
-        return {name: _rebalance(self, name, nodes, used) for name in (tables or self.tables())}
+        return {name: _rebalance(s, name, nodes, used) for name in (tables or self.tables())}
 
     def repair(self, tables: Iterable[str] | None = None) -> list[dict[str, str]]:
         """Check every copy of every file on the live nodes holding it (size and CRC-32)
@@ -209,17 +174,18 @@ class Database:
         >>> db.repair()
         []
         >>> f = next(iter(t.snapshot().fragments()))
-        >>> os.remove(os.path.join(db.store.root, f.file))   # one node: no other copy
+        >>> os.remove(os.path.join(db.session.store.root, f.file))   # one node: no other copy
         >>> [(r["problem"], r["action"][:12]) for r in db.repair()]
         [('damaged or missing', 'not repaired')]
         """
         rows: list[dict[str, str]] = []
+        s = self.session
         for name in (tables or self.tables()):
             by_node: dict[str, list[Fragment]] = {}
-            for fragment in self.catalog.snapshot(name).fragments():
-                for node in self.nodes.holders(fragment):
+            for fragment in s.snapshot(name).fragments():
+                for node in s.nodes.holders(fragment):
                     by_node.setdefault(node, []).append(fragment)
-            found = self.nodes.repair(by_node)
+            found = s.nodes.repair(by_node)
             rows += [{**r, "table": r["table"] or name} for r in found]
         return rows
 
@@ -253,10 +219,11 @@ class Database:
         >>> db["t"].append(pa.table({"x": [4]}))   # the lost number 2 is not reused
         3
         """
+        s = self.session
         fetch = None
-        if self._runtime is not None:
-            nodes = self.cluster_nodes()
-            others = [n for n in nodes.alive() if n != self._catalog_node]
+        if s.running:
+            nodes = s.nodes_for(start=True)
+            others = [n for n in nodes.alive() if n != s.catalog_node]
 
             def fetch(rels: list[str]) -> dict[str, list[bytes]]:
                 out: dict[str, list[bytes]] = {}
@@ -269,41 +236,20 @@ class Database:
             if repair:
                 listed = nodes.call_each(StoreCall(catalog_files), names=others)
                 lacking = sorted({r for names in listed.values() for r in names} -
-                                 set(catalog_files(self.store)))
-                adopted = self.catalog.adopt(fetch(lacking)) if lacking else []
+                                 set(catalog_files(s.store)))
+                adopted = s.catalog.adopt(fetch(lacking)) if lacking else []
                 if adopted:
                     log.warning("catalog: %d files gathered from the nodes' copies into %s",
-                                len(adopted), self.store.url)
-        rows = self.catalog.check(repair=repair, fetch=fetch)
-        if repair and self._runtime is not None:
-            mine = set(catalog_files(self.store))
+                                len(adopted), s.store.url)
+        rows = s.catalog.check(repair=repair, fetch=fetch)
+        if repair and s.running:
+            mine = set(catalog_files(s.store))
             for node, names in nodes.call_each(StoreCall(catalog_files), names=others).items():
                 missing = sorted(mine - set(names))
                 if missing:
                     nodes.call(node, StoreCall(write_catalog_files),
-                               read_catalog_files(self.store, missing))
+                               read_catalog_files(s.store, missing))
         return rows
-
-    def _replicate_catalog(self, written: dict[str, bytes], removed: list[str]) -> None:
-        """Copy what the catalog wrote (and remove what it removed) on every other live node:
-        a lost head disk loses no committed version (:meth:`check` gathers them back)."""
-        if self._runtime is None:
-            return
-        others = [n for n in self.nodes.alive() if n != self._catalog_node]
-        if not others:
-            return
-        try:
-            self.nodes.call_each(StoreCall(write_catalog_files), written, removed, names=others)
-        except Exception as exc:  # noqa: BLE001 - the commit stands; check(repair=True) copies
-            log.warning("catalog: copying %d files to the nodes failed (%s); "
-                        "db.check(repair=True) copies them", len(written), exc)
-
-    @property
-    def _catalog_node(self) -> str | None:
-        """The node whose root holds the catalog (it needs no copy), if any."""
-        if not self.store.local or not self.store.exists(".hfq-node"):
-            return None
-        return node_identity(self.store)
 
     def close(self) -> None:
         """Stop the embedded Ray cluster if this database started it.
@@ -318,10 +264,7 @@ class Database:
         >>> mydb.tables()
         []
         """
-        if self._runtime is not None and self._runtime.owned:
-            self._runtime.shutdown()
-            self._runtime = None
-            self.nodes.runtime = None
+        self.session.close()
 
     # -- tables -------------------------------------------------------------------------------
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
@@ -370,28 +313,10 @@ class Database:
         Traceback (most recent call last):
         hfq.errors.TableExistsError: table 'quotes' already exists in ...; drop it first ...
         """
-        if not isinstance(schema, Schema):
-            raise TypeError(f"schema must be an hfq Schema (e.g. hfq.schemas.TAQ), "
-                            f"not {type(schema).__name__}")
-        check_scheme(partition_by, schema.names)
-        sort_by = tuple(sort_by)
-        for column in (*sort_by, date_column, symbol_column):
-            if column is not None and column not in schema:
-                raise SchemaMismatchError(f"column {column!r} is not in the schema; columns: "
-                                          f"{', '.join(schema.names)}")
-        if replicas is not None and (not isinstance(replicas, int) or replicas < 1):
-            raise ValueError(f"replicas must be a positive int, not {replicas!r}")
-        if compact_after is not None and (not isinstance(compact_after, int) or
-                                          compact_after < 2):
-            raise ValueError(f"compact_after must be an int >= 2, not {compact_after!r}")
-        if compression is not None:
-            check_compression(compression, f"table {name!r}: compression")
-        options = {k: v for k, v in (("date_column", date_column),
-                                     ("symbol_column", symbol_column),
-                                     ("replicas", replicas),
-                                     ("compact_after", compact_after),
-                                     ("compression", compression)) if v}
-        manifest = self.catalog.create(name, schema, partition_by, sort_by, options)
+        manifest = self.session.create_table(
+            name, schema, partition_by=partition_by, sort_by=sort_by, date_column=date_column,
+            symbol_column=symbol_column, replicas=replicas, compact_after=compact_after,
+            compression=compression)
         return self._handle(Table(self, name, manifest))
 
     def __getitem__(self, name: str) -> Table:
@@ -407,14 +332,10 @@ class Database:
             pinned = handle.snapshot()
             if handle.name == manifest.table and pinned.table_id == manifest.table_id and \
                     pinned.version < manifest.version:
-                handle.refresh_to(manifest)
+                handle._refresh_to(manifest)
 
     def __contains__(self, name: str) -> bool:
-        try:
-            self.catalog.snapshot(name)
-        except TableNotFoundError:
-            return False
-        return True
+        return self.session.exists(name)
 
     def tables(self) -> list[str]:
         """The names of the tables, sorted.
@@ -424,7 +345,7 @@ class Database:
         >>> db.tables()
         ['quotes']
         """
-        return self.catalog.tables()
+        return self.session.tables()
 
     # -- queries (hfq.engine) ---------------------------------------------------------------
     def sql(self, text: str, *, params: Sequence[Any] | None = None) -> Query:
@@ -445,22 +366,26 @@ class Database:
         >>> db.sql("SELECT count(*) AS n FROM quotes WHERE bid > 0").collect()["n"][0] > 0
         True
         """
+        from hfq.engine.query import make_query
         from hfq.engine.sql import SqlCache, compile_sql  # lazily: sqlglot loads in ~0.2 s
 
         def table(name: str, version: int | None = None) -> Query:
             try:
-                handle = self[name]
+                m = self.session.snapshot(name)
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
-            if version is not None and version not in handle.versions():
-                raise QueryError(f"table {name!r} has no version {version}; versions on "
-                                 f"record: {', '.join(map(str, handle.versions()))}")
-            return handle.query(version=version)
+            if version is not None and version != m.version:
+                versions = self.session.catalog.versions(name)
+                if version not in versions:
+                    raise QueryError(f"table {name!r} has no version {version}; versions on "
+                                     f"record: {', '.join(map(str, versions))}")
+                m = self.session.snapshot(name, version)
+            return make_query(self.session, name, m)
 
         def version(name: str) -> tuple[str, int]:
             try:
-                m = self[name].snapshot()
+                m = self.session.snapshot(name)
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}") from None
             return m.table_id, m.version
@@ -480,10 +405,7 @@ class Database:
         >>> mydb.tables(), "scratch" in mydb
         ([], False)
         """
-        self.catalog.drop(name)
-        if name in self:   # re-created meanwhile: the old files are vacuum's job
-            return
-        self.nodes.call_each(StoreCall(remove_table_files), name)
+        self.session.drop_table(name)
 
     # -- ingest -------------------------------------------------------------------------------
     def load_csv(self, table: str, paths: str | Iterable[str], *, on_error: str = "raise",
@@ -514,41 +436,14 @@ class Database:
         >>> mydb.load_csv("quotes", path, duplicates="skip").rows     # loaded already
         0
         """
-        if duplicates not in ("raise", "append", "skip"):
-            raise ValueError(f"duplicates must be 'raise', 'append' or 'skip', "
-                             f"not {duplicates!r}")
-        base = self.catalog.snapshot(table)
-        files = _fingerprints(paths, self.store.storage_options)
-        loaded = {r.sha256: r for r in self.catalog.loads(base)}
-        fresh: list[tuple[str, str, int, str]] = []
-        for full, path, size, sha in files:
-            earlier = loaded.get(sha) or next(((p, s, h) for _, p, s, h in fresh if h == sha),
-                                              None)
-            if earlier is None or duplicates == "append":
-                fresh.append((full, path, size, sha))
-            elif duplicates == "raise":
-                where = (f"version {earlier.version} (from {earlier.path})"
-                         if not isinstance(earlier, tuple) else f"this load ({earlier[0]})")
-                raise DuplicateLoadError(
-                    f"{path}: its content ({size:,} bytes, SHA-256 {sha[:16]}...) is already "
-                    f"in table {table!r}, loaded by {where}; pass duplicates='append' to load "
-                    "it again or duplicates='skip' to leave it out")
-        if not fresh:
-            log.info("load_csv %s: every file was loaded before; nothing to do", table)
-            return LoadReport(table=table, files=[], version=base.version)
-        with Write(self.catalog, self.nodes, base, self.settings, sync=sync) as write:
-            for _, path, size, sha in fresh:
-                write.txn.record_load(path, size, sha)
-            report = _load_csv(write, [full for full, *_ in fresh], settings=self.settings,
-                               storage_options=self.store.storage_options, on_error=on_error,
-                               reject_path=reject_path, progress=progress, **csv_options)
-        merge_small_fragments(write)   # the table's compact_after policy
-        return report
+        return _load_csv(self.session, table, paths, on_error=on_error,
+                         reject_path=reject_path, progress=progress, sync=sync,
+                         duplicates=duplicates, **csv_options)
 
 
 def connect(root: str | None = None, *, address: str | None = None,
             catalog: str | None = None, storage_options: dict | None = None,
-            recover: bool = False, **settings: Any) -> Database:
+            recover: bool = False, user: str | None = None, **settings: Any) -> Database:
     """Open an hfq database: embedded at ``root``, or on the Ray cluster at ``address``.
 
     Embedded (no ``address``): ``root`` defaults to ``HFQ_ROOT`` or ``./hfq_data``; a one-node
@@ -565,6 +460,9 @@ def connect(root: str | None = None, *, address: str | None = None,
     every table opens at its newest intact version; what was found is logged and kept in
     ``db.recovered``.
 
+    ``user``: who this handle's commits are made by (default: ``HFQ_USER``, else the login
+    name).
+
     Examples
     --------
     >>> import hfq, tempfile
@@ -574,7 +472,7 @@ def connect(root: str | None = None, *, address: str | None = None,
     """
     if recover:
         db = connect(root, address=address, catalog=catalog, storage_options=storage_options,
-                     **settings)
+                     user=user, **settings)
         db.recovered = db.check(repair=True)
         for row in db.recovered:
             log.warning("catalog: table %s version %s: %s -> %s", row["table"],
@@ -585,7 +483,7 @@ def connect(root: str | None = None, *, address: str | None = None,
         if catalog is not None:
             raise ValueError("catalog= is for clusters (with address=); embedded, pass root")
         return Database(root or snapshot.root, storage_options=storage_options,
-                        settings=snapshot)
+                        settings=snapshot, user=user)
     if root is not None:
         raise ValueError("with address=, each node's root is its HFQ_NODE_ROOT; pass "
                          "catalog= to put the catalog somewhere other than the head node")
@@ -607,7 +505,7 @@ def connect(root: str | None = None, *, address: str | None = None,
     db = Database(catalog, storage_options=storage_options, settings=snapshot,
                   runtime=runtime,
                   local=(local, local_root) if local and local_root is not None else None,
-                  default_node=head)
+                  default_node=head, user=user)
     if not db.tables():
         _warn_of_copies_elsewhere(db)
     return db
@@ -616,8 +514,8 @@ def connect(root: str | None = None, *, address: str | None = None,
 def _warn_of_copies_elsewhere(db: Database) -> None:
     """An empty catalog while other nodes hold copies of one: most likely a new head after
     the old one's disk was lost -- say so, and how to bring the tables back."""
-    nodes = db.cluster_nodes()
-    others = [n for n in nodes.alive() if n != db._catalog_node]
+    nodes = db.session.nodes_for(start=True)
+    others = [n for n in nodes.alive() if n != db.session.catalog_node]
     if not others:
         return
     try:
@@ -628,39 +526,9 @@ def _warn_of_copies_elsewhere(db: Database) -> None:
     if tables:
         log.warning("the catalog at %s holds no table, but nodes %s hold copies of the catalog "
                     "of %s (a new head after a lost disk?): hfq.connect(..., recover=True) or "
-                    "`hfq check --repair` brings them back", db.store.url,
+                    "`hfq check --repair` brings them back", db.session.store.url,
                     ", ".join(sorted(n for n, names in listed.items() if names)),
                     ", ".join(tables[:10]) + (" ..." if len(tables) > 10 else ""))
-
-
-def _fingerprints(paths: str | Iterable[str], storage_options: dict[str, Any]
-                  ) -> list[tuple[str, str, int, str]]:
-    """(URL to load, path, size, SHA-256 of the bytes) of each file ``paths`` names."""
-    import hashlib
-
-    import fsspec
-    patterns = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") \
-        else list(paths)
-    out = []
-    for pattern in patterns:
-        opened = fsspec.open_files(str(pattern), mode="rb", **storage_options)
-        if not opened:
-            raise CsvError(f"no file matches {str(pattern)!r}", path=str(pattern))
-        for f in opened:
-            protocols = f.fs.protocol if isinstance(f.fs.protocol, tuple) else (f.fs.protocol,)
-            url = f.path if "file" in protocols else f.full_name
-            digest, size = hashlib.sha256(), 0
-            try:
-                with f.fs.open(f.path, "rb") as fh:
-                    while chunk := fh.read(1 << 24):
-                        digest.update(chunk)
-                        size += len(chunk)
-            except FileNotFoundError:
-                raise   # as the load itself says it (the CLI's one-line error)
-            except OSError as exc:
-                raise CsvError(f"{url}: cannot be read ({exc})", path=url) from exc
-            out.append((url, url, size, digest.hexdigest()))
-    return out
 
 
 def _is_node_root(root: str, name: str) -> bool:
@@ -673,16 +541,16 @@ def _is_node_root(root: str, name: str) -> bool:
         return False
 
 
-def _rebalance(db: Database, name: str, nodes: Nodes, used: set[str]) -> int:
+def _rebalance(session: Session, name: str, nodes: Nodes, used: set[str]) -> int:
     """Copy each partition to where :func:`~hfq.runtime.placement.rebalanced` puts it over
     the live nodes (``used``: the nodes holding files of some table; the others joined),
     then commit the move."""
-    m = db.catalog.snapshot(name)
+    m = session.snapshot(name)
     alive = nodes.alive()
     k = replica_count(m.options.get("replicas"), alive, name)
     new = [n for n in alive if n not in used]
     copies: dict[str, list[tuple[Fragment, Sequence[str]]]] = {}
-    with Write(db.catalog, nodes, m, db.settings) as write:
+    with Write(session, m) as write:
         for path, part in m.partitions.items():
             target = rebalanced(path, nodes.common_holders(part.fragments), alive, new, k)
             for fragment in part.fragments:

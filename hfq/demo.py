@@ -245,7 +245,7 @@ def _analytics(db: Any, quotes: Any, workdir: str, dates: list[str],
     import polars as pl
 
     from hfq import analytics as ha
-    db.cluster_nodes().alive()   # start the embedded one-node cluster outside the timings
+    db.session.nodes_for(start=True)   # start the embedded one-node cluster outside the timings
     echo("5. spread by minute over the week (numba kernel per partition, merged) ...")
     ha.spread_by_minute(quotes, progress=False)   # first run: compile / load the kernel
     t_spread, curve = _timed(lambda: ha.spread_by_minute(quotes, progress=False))

@@ -9,6 +9,7 @@ valid choices are.
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
     "CommitConflictError",
     "CorruptPartitionError",
     "CsvError",
@@ -158,6 +159,17 @@ class NodeUnavailableError(HfqError, RuntimeError):
 class QueryError(HfqError, ValueError):
     """A query that cannot run: an unknown column or table, a type error, an operation the
     engine does not support; the message names it and the valid choices."""
+
+
+class ArgumentError(SchemaMismatchError, QueryError):
+    """A bad argument to a read -- ``dates=``, ``symbols=``, ``columns=``, ``where=``,
+    ``version=`` -- on any path (``scan``, ``query``, ``to_*``, ``map_reduce``); ``argument``
+    names it.  It is also a :class:`SchemaMismatchError` and a :class:`QueryError`, which the
+    two read paths raised before they became one."""
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
 
 
 class SqlError(QueryError):

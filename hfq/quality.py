@@ -1,7 +1,7 @@
 """Market-data quality: per symbol-day counts of the defects tick data carries, computed where
 the partitions are, and :func:`clean_quotes`, the filter the analytics examples use.
 
-:func:`quality_report` (``Table.quality``, ``hfq quality TABLE``) counts, for every (symbol,
+:func:`report` (``Table.quality``, ``hfq quality TABLE``) counts, for every (symbol,
 date) of a quotes table:
 
 =================  =======  ===============================================================
@@ -66,15 +66,16 @@ import polars as pl
 import pyarrow as pa
 
 from hfq.errors import QueryError, SchemaMismatchError
+from hfq.query.plan import filter_columns
 from hfq.query.read import MapTask
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from hfq.table import Table
+    from hfq.session import TableLike
 
 __all__ = ["CHECKS", "SENTINELS", "QualityReport", "Rules", "clean_quotes", "parse_time",
-           "quality_report", "symbol_days"]
+           "report", "symbol_days"]
 
 SENTINELS: tuple[float, ...] = (214748.3647,)
 """Prices that mean "no price" in TAQ files: 2**31 - 1 in units of 1e-4."""
@@ -335,7 +336,7 @@ class _PartitionQuality:
 
 @dataclass(frozen=True)
 class QualityReport:
-    """What :func:`quality_report` returns: ``by_symbol_day`` (polars, one row per symbol-day),
+    """What :func:`report` returns: ``by_symbol_day`` (polars, one row per symbol-day),
     :meth:`summary`, :meth:`plot` (a PNG), and ``str()`` (the summary as text)."""
 
     table: str
@@ -474,10 +475,12 @@ class QualityReport:
         return fig
 
 
-def quality_report(table: Table, dates: Any = None, symbols: Iterable[str] | str | None = None,
-                   *, rules: Rules | None = None, version: int | None = None,
-                   progress: bool | None = None, **rule_args: Any) -> QualityReport:
-    """The quality counts of ``table`` per symbol-day (``Table.quality`` calls this).
+def report(table: TableLike, dates: Any = None, symbols: Iterable[str] | str | None = None,
+           *, rules: Rules | None = None, version: int | None = None,
+           progress: bool | None = None, **rule_args: Any) -> QualityReport:
+    """The quality counts of ``table`` per symbol-day (``Table.quality`` is sugar for it),
+    computed next to the data: on the node servers when a runtime is running, else in this
+    process (:meth:`hfq.session.Session.nodes_for`).
 
     ``dates`` / ``symbols`` select as in ``Table.scan``; ``rules`` (or its fields as keywords:
     ``session=("09:30", "16:00")``, ``max_ratio=1.2``, ``jump_k=10`` ...) say what counts.
@@ -486,7 +489,7 @@ def quality_report(table: Table, dates: Any = None, symbols: Iterable[str] | str
     """
     rules = rules or Rules(**rule_args)
     m = table.snapshot(version)
-    date, symbol = table.filter_columns(m)
+    date, symbol = filter_columns(m)
     need = {"symbol (SYMBOL)": symbol, "date (DATE)": date, "bid": rules.bid,
             "ofr": rules.ofr, "time": rules.time}
     lacking = [what for what, col in need.items() if col is None or col not in m.schema]
@@ -506,19 +509,16 @@ def quality_report(table: Table, dates: Any = None, symbols: Iterable[str] | str
                                   f"times; {'; '.join(wrong)} (choose columns with bid=, ofr=, "
                                   "time=)")
     finish = all(level.column in (symbol, date) for level in m.partition_by.levels())
-    scan = table.scan(dates=dates, symbols=symbols, version=m.version)
-    units = scan.plan.units
-    db = table.db
-    nodes = db.cluster_nodes() if db.nodes.runtime is not None else db.nodes
+    session = table.session
+    read = session.plan_read(m, dates=dates, symbols=symbols)
+    units = read.plan.units
     parts: dict[int, pl.DataFrame] = {}
 
     def arrive(i: int, value: pl.DataFrame) -> None:
         parts[i] = value
 
-    nodes.run_units(MapTask(scan.spec, _PartitionQuality(rules, symbol, date, finish)), units,
-                    arrive, here=True, threads=db.settings.threads,
-                    progress=db.settings.show_progress(progress),
-                    label=f"quality {table.name}")
+    session.run_units(MapTask(read.spec, _PartitionQuality(rules, symbol, date, finish)),
+                      units, arrive, progress=progress, label=f"quality {table.name}")
     ordered: Sequence[pl.DataFrame] = [parts[i] for i in range(len(units))]
     frame = pl.concat([p for p in ordered if p.height]) if any(p.height for p in ordered) \
         else None

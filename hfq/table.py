@@ -12,16 +12,15 @@ from hfq import faults
 from hfq.catalog.files import list_changed_files, live_writer, sweep_changed
 from hfq.catalog.records import Fragment, Manifest
 from hfq.catalog.vacuum import vacuum_scope
-from hfq.errors import CorruptPartitionError, SchemaMismatchError
+from hfq.errors import ArgumentError, CorruptPartitionError
 from hfq.ingest.frames import iter_arrow_batches
-from hfq.quality import QualityReport, quality_report
-from hfq.query.plan import Filters, default_columns, normalize_dates
-from hfq.query.read import MapTask, PartitionFunction
-from hfq.reduce import as_reducer
+from hfq.quality import QualityReport
+from hfq.quality import report as quality_report
+from hfq.query.read import PartitionFunction
 from hfq.runtime.task import StoreCall
-from hfq.scan import Scan
 from hfq.schema import Schema
-from hfq.write import PartitionWriter, Write, merge_small_fragments
+from hfq.session import Session
+from hfq.write import Write, merge_small_fragments
 
 if TYPE_CHECKING:
     import pandas
@@ -56,9 +55,12 @@ class Table:
 
     def __init__(self, db: Database, name: str, manifest: Manifest | None = None) -> None:
         self.db = db
+        """The :class:`~hfq.Database` this handle came from."""
+        self.session: Session = db.session
+        """The database's session (catalog, nodes, settings), for code below the facade."""
         self.name = name
         # raises TableNotFoundError for an unknown name
-        self._manifest = manifest or db.catalog.snapshot(name)
+        self._manifest = manifest or self.session.snapshot(name)
 
     def __repr__(self) -> str:
         m = self._manifest
@@ -79,35 +81,29 @@ class Table:
         >>> theirs.version, theirs.refresh().version
         (0, 1)
         """
-        self._manifest = self.db.catalog.snapshot(self.name)
+        self._manifest = self.session.snapshot(self.name)
         return self
 
-    def refresh_to(self, manifest: Manifest) -> None:
-        """Pin this handle to ``manifest`` (a version of this table just committed).
-
-        Examples
-        --------
-        >>> handle = db["quotes"]
-        >>> handle.refresh_to(quotes.snapshot(0))        # pinned to the empty version 0
-        >>> handle.version, len(handle), handle.refresh().version
-        (0, 0, 1)
-        """
+    def _refresh_to(self, manifest: Manifest) -> None:
+        """Pin this handle to ``manifest`` (a version of this table just committed)."""
         self._manifest = manifest
 
     def snapshot(self, version: int | None = None) -> Manifest:
-        """The manifest of this handle's version (or of ``version``).
+        """The catalog's record of this handle's version (or of ``version``): an internal
+        object, for code below the facade; users read :attr:`version`, :attr:`schema`,
+        :meth:`partitions`.
 
         Examples
         --------
-        >>> m = quotes.snapshot()
-        >>> m.version, m.rows, len(m.partitions), m.sort_by
-        (1, 10000, 4, ('symbol', 'time'))
-        >>> quotes.snapshot(0).rows                       # an earlier version
-        0
+        >>> quotes.snapshot().version, quotes.snapshot(0).rows    # an earlier version
+        (1, 0)
         """
         if version is None or version == self._manifest.version:
             return self._manifest
-        return self.db.catalog.snapshot(self.name, version)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ArgumentError(f"version=: a committed version number, not {version!r}",
+                                argument="version")
+        return self.session.snapshot(self.name, version)
 
     @property
     def schema(self) -> Schema:
@@ -141,7 +137,7 @@ class Table:
         >>> quotes.versions()            # 0: created, 1: appended
         [0, 1]
         """
-        return self.db.catalog.versions(self.name)
+        return self.session.catalog.versions(self.name)
 
     def __len__(self) -> int:
         return self._manifest.rows
@@ -169,7 +165,7 @@ class Table:
         # built column by column through Arrow: cheap per partition (issue 16)
         cols: dict[str, list[Any]] = {c: [] for c in ("partition", "key", "rows", "bytes",
                                                       "files", "nodes", "checksum")}
-        holders = self.db.nodes.common_holders
+        holders = self.session.nodes.common_holders
         for path, part in m.partitions.items():
             fragments = part.fragments
             cols["partition"].append(path)
@@ -209,8 +205,7 @@ class Table:
         (5094, [5000, 94])
         """
         base = self._manifest
-        with self._write(base, sync=sync) as write, \
-                PartitionWriter(write.files, self.db.nodes, base, self.db.settings) as rows:
+        with Write(self.session, base, sync=sync) as write, write.rows() as rows:
             for batch in iter_arrow_batches(data):
                 rows.write(base.schema.conform(batch, where=f"append to {self.name!r}"))
             write.stage_all(rows.flush())
@@ -235,19 +230,19 @@ class Table:
         multi = {p: v for p, v in base.partitions.items() if len(v.fragments) > 1}
         if not multi:
             return base.version
-        with self._write(base) as write, \
-                PartitionWriter(write.files, self.db.nodes, base, self.db.settings) as rows:
+        with Write(self.session, base) as write, write.rows() as rows:
             for path, part in multi.items():
-                rows.write(Scan(self.db.nodes, base.only(path), self.db.settings, columns=None,
-                                where=None, filters=Filters()).to_arrow())
+                rows.write(self._read_all(base.only(path)))
                 write.replace(path, [f.file for f in part.fragments])
             write.stage_all(rows.flush())
             faults.point("compact.before_commit")
             self._manifest = write.commit("compact")
         return self._manifest.version
 
-    def _write(self, base: Manifest, *, sync: bool = False) -> Write:
-        return Write(self.db.catalog, self.db.nodes, base, self.db.settings, sync=sync)
+    def _read_all(self, manifest: Manifest) -> pa.Table:
+        """Every row of ``manifest`` (one partition's, to compact it)."""
+        from hfq.engine.query import plain_query  # the engine loads on a table's first read
+        return plain_query(self.session, self.name, manifest).to_arrow()
 
     # -- maintenance --------------------------------------------------------------------------
     def verify(self) -> int:
@@ -262,7 +257,7 @@ class Table:
         4
         """
         m = self.refresh()._manifest
-        nodes = self.db.nodes
+        nodes = self.session.nodes
         alive = set(nodes.alive())
         by_node: dict[str, list[Fragment]] = {}
         for fragment in m.fragments():
@@ -294,8 +289,8 @@ class Table:
         >>> t.vacuum(keep_versions=1, grace_s=0), t.versions()
         ({'files_removed': 8, 'versions_forgotten': 3}, [3])
         """
-        grace = self.db.settings.orphan_grace_s if grace_s is None else grace_s
-        catalog, nodes = self.db.catalog, self.db.nodes
+        grace = self.session.settings.orphan_grace_s if grace_s is None else grace_s
+        catalog, nodes = self.session.catalog, self.session.nodes
         forgotten = 0
         if keep_versions is not None:
             forgotten = catalog.forget_versions(self.name, keep_versions, grace)
@@ -340,32 +335,9 @@ class Table:
         >>> quotes.map_reduce(None, hr.Max(on="bid"), symbols="IBM", where=pl.col("ofr") > 0)
         62.75
         """
-        reducer = as_reducer(reduce)
-        if map_fn is None:
-            map_fn = reducer.accumulate
-            if columns is None:
-                columns = reducer.columns() or None
-        scan = self.scan(columns=columns, where=where, dates=dates, symbols=symbols,
-                         version=version)
-        units = scan.plan.units
-        state = reducer.identity()
-        if not units:
-            return reducer.finalize(state)
-        nodes = self.db.cluster_nodes()
-        results: dict[int, Any] = {}
-        nxt = 0
-
-        def arrive(i: int, value: Any) -> None:
-            nonlocal state, nxt
-            results[i] = value
-            while nxt in results:   # merge in partition order: deterministic answers
-                state = reducer.merge(state, results.pop(nxt))
-                nxt += 1
-
-        nodes.run_units(MapTask(scan.spec, map_fn), units, arrive, small_results=True,
-                        progress=self.db.settings.show_progress(progress),
-                        label=f"map {self.name}")
-        return reducer.finalize(state)
+        return self.session.map_reduce(self.snapshot(version), map_fn, reduce,
+                                       columns=columns, where=where, dates=dates,
+                                       symbols=symbols, progress=progress)
 
     # -- quality (hfq.quality) ----------------------------------------------------------------
     def quality(self, dates: Any = None, symbols: Iterable[str] | str | None = None, *,
@@ -397,8 +369,11 @@ class Table:
     # -- reading ------------------------------------------------------------------------------
     def scan(self, *, columns: Sequence[str] | None = None, where: pl.Expr | None = None,
              dates: Any = None, symbols: Iterable[str] | str | None = None,
-             version: int | None = None) -> Scan:
-        """Plan a read; call ``to_arrow()``, ``to_polars()``, ``to_pandas()`` or ``explain()``.
+             version: int | None = None) -> Query:
+        """A lazy read: a :class:`~hfq.Query` of ``columns`` of the rows passing ``where``,
+        ``dates`` and ``symbols``; ``to_arrow()``, ``to_polars()``, ``to_pandas()``,
+        ``count()``, ``to_csv()`` or ``explain()`` run it, and it chains like any query.
+        A bad argument raises :class:`~hfq.errors.ArgumentError` naming it.
 
         Parameters
         ----------
@@ -422,20 +397,13 @@ class Table:
         32
         >>> s.to_polars().row(0)
         ('IBM', datetime.time(9, 31, 49), 62.75)
+        >>> quotes.scan(columns=["nope"])       # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        hfq.errors.ArgumentError: columns=: table 'quotes' has no column 'nope'; the columns are ...
         """
-        m = self.snapshot(version)
-        date_col, symbol_col = self.filter_columns(m)
-        lo, hi = normalize_dates(dates)
-        if (lo or hi) and date_col is None:
-            raise SchemaMismatchError(f"table {self.name!r} has no DATE column for dates=")
-        if isinstance(symbols, str):
-            symbols = [symbols]
-        syms = None if symbols is None else tuple(dict.fromkeys(symbols))
-        if syms is not None and symbol_col is None:
-            raise SchemaMismatchError(f"table {self.name!r} has no SYMBOL column for symbols=")
-        filters = Filters(date_col, lo, hi, symbol_col, syms)
-        return Scan(self.db.nodes, m, self.db.settings, columns=columns, where=where,
-                    filters=filters)
+        from hfq.engine.query import plain_query  # the engine loads on a table's first read
+        return plain_query(self.session, self.name, self.snapshot(version), columns=columns,
+                           where=where, dates=dates, symbols=symbols)
 
     # -- queries (hfq.engine) -----------------------------------------------------------------
     def query(self, *, dates: Any = None, symbols: Iterable[str] | str | None = None,
@@ -452,10 +420,8 @@ class Table:
         >>> q.head(2).collect().rows()        # the busiest symbols of the day
         [('WMT', 1980), ('DIA', 457)]
         """
-        from hfq.engine import make_query  # the engine loads on a table's first query
-        m = self.snapshot(version)
-        date_col, symbol_col = self.filter_columns(m)
-        return make_query(self.db, self.name, m, date_col, symbol_col, dates=dates,
+        from hfq.engine.query import make_query  # the engine loads on a table's first query
+        return make_query(self.session, self.name, self.snapshot(version), dates=dates,
                           symbols=symbols)
 
     def to_arrow(self, **scan_args: Any) -> pa.Table:
@@ -482,7 +448,7 @@ class Table:
 
     def to_pandas(self, **scan_args: Any) -> pandas.DataFrame:
         """``scan(**scan_args).to_pandas()``: the matching rows as pandas (see
-        :meth:`Scan.to_pandas` for the dtypes).
+        :meth:`Query.to_pandas` for the dtypes).
 
         Examples
         --------
@@ -493,16 +459,3 @@ class Table:
         1    IBM 0 days 09:37:58  62.43
         """
         return self.scan(**scan_args).to_pandas()
-
-    @staticmethod
-    def filter_columns(m: Manifest) -> tuple[str | None, str | None]:
-        """The columns ``dates=`` and ``symbols=`` filter on (None: the table has none).
-
-        Examples
-        --------
-        >>> hfq.Table.filter_columns(quotes.snapshot())
-        ('date', 'symbol')
-        """
-        date_col, symbol_col = default_columns(m.schema, m.sort_by)
-        return (m.options.get("date_column", date_col),
-                m.options.get("symbol_column", symbol_col))

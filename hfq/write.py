@@ -36,6 +36,7 @@ from hfq.errors import HfqError, ManifestError, WriteError
 from hfq.partition import key_path
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.task import NodeContext
+from hfq.session import Session
 from hfq.storage.encoding import SMALL_ROWS
 from hfq.storage.fragment import Encoded, encode_fragment, prepare_fragments, put_file
 from hfq.storage.sort import sort_keys, sort_rows
@@ -240,20 +241,21 @@ class Write:
     >>> db = hfq.connect(tempfile.mkdtemp())
     >>> t = db.create_table("t", hfq.schema.Schema({"x": hfq.schema.LONG}),
     ...                     partition_by=hfq.Hash("x", 2))
-    >>> with Write(db.catalog, db.nodes, t.snapshot(), db.settings) as w:
-    ...     f = w.files.write(db.nodes, "h0", [0], pa.table({"x": [2, 4]}))
+    >>> with Write(db.session, t.snapshot()) as w:
+    ...     f = w.files.write(w.nodes, "h0", [0], pa.table({"x": [2, 4]}))
     ...     w.stage("h0", [0], f)
     ...     w.commit("append").version
     1
     """
 
-    def __init__(self, catalog: Catalog, nodes: Nodes, base: Manifest, settings: Settings, *,
-                 sync: bool = False) -> None:
-        self.catalog = catalog
-        self.nodes = nodes
+    def __init__(self, session: Session, base: Manifest, *, sync: bool = False) -> None:
+        self.session = session
+        self.catalog = session.catalog
+        self.nodes = session.nodes
         self.base = base
         self.sync = sync
-        settings = table_settings(settings, base)
+        settings = table_settings(session.settings, base)
+        catalog = self.catalog
         self.txn = Transaction(catalog, base)
         begin_transaction(self.txn.id)
         self.files = FileWriter(base.table, self.txn.namer, base.sort_by,
@@ -264,6 +266,11 @@ class Write:
 
     def __enter__(self) -> Write:
         return self
+
+    def rows(self, *, budget: int | None = None) -> PartitionWriter:
+        """A :class:`PartitionWriter` for this change's rows (stage its :meth:`flush`)."""
+        return PartitionWriter(self.files, self.nodes, self.base, self.files.settings,
+                               budget=budget)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
@@ -535,7 +542,7 @@ def merge_small_fragments(write: Write) -> Manifest | None:
     logical = committed.schema.arrow
     nodes = write.nodes
     try:
-        with Write(write.catalog, nodes, committed, write.files.settings) as merge:
+        with Write(write.session, committed) as merge:
             for path, (key, small) in due.items():
                 rows = pa.concat_tables(nodes.read_file(f, logical) for f in small)
                 merge.stage(path, key, merge.files.write(nodes, path, key, rows,

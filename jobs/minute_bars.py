@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     db = connect(args)
     try:
         table = db[args.table]
-        db.cluster_nodes().alive()
+        db.session.nodes_for(start=True).alive()
         started = time.perf_counter()
         rows = ha.minute_bars(table, dest, bar=args.bar, progress=False, **selection(args))
         seconds = time.perf_counter() - started

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     db = connect(args)
     try:
         table = db[args.table]
-        db.cluster_nodes().alive()
+        db.session.nodes_for(start=True).alive()
         started = time.perf_counter()
         fit = ha.ols(table, y=pl.sql_expr(args.y).alias(args.y), x=x,   # named as written
                      where=clean_quotes() if args.where is None else

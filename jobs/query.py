@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> dict:
                 frame.write_csv(args.out)
             else:
                 frame.write_parquet(args.out)
-        version = write_frame(query.source, args.write, frame) if args.write else None
+        version = write_frame(query.source.session, query.source.manifest, args.write,
+                              frame) if args.write else None
         result = {
             "job": "query", "query": args.query, "rows": frame.height,
             "columns": frame.columns, "head": frame.head(args.head).to_dicts(),

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> dict:
         dates = tuple(args.dates) if args.dates else None
         columns = ["bid", "ofr"]
         partitions = len(table.scan(columns=columns, dates=dates, version=version).plan.units)
-        nodes = db.cluster_nodes().alive()      # (embedded: starts Ray now, not in the timing)
+        # (embedded: starts Ray now, not in the timing)
+        nodes = db.session.nodes_for(start=True).alive()
         started = time.perf_counter()
         total = table.map_reduce(partial, hr.Sum(), columns=columns, dates=dates,
                                  version=version, progress=False)

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> dict:
     db = connect(args)
     try:
         table = db[args.table]
-        db.cluster_nodes().alive()      # (embedded: starts Ray now, not in the timing)
+        db.session.nodes_for(start=True)      # (embedded: starts Ray now, not in the timing)
         started = time.perf_counter()
         curve = ha.spread_by_minute(table, start=args.start, end=args.end,
                                     max_ratio=args.max_ratio, progress=False, **selection(args))

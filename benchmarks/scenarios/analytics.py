@@ -125,7 +125,7 @@ def scenario_analytics(bench: Bench) -> None:
     sess = session(bench)
     db = sess.connect(1, cpus=2)
     table = sess.table("quotes_2cpu", data, replicas=1)
-    cores = sum(i.cpus for i in db.runtime.infos())
+    cores = sum(i.cpus for i in db.session.runtime().infos())
     con = duckdb.connect()
     con.execute("SET threads = 2")
     con.register("source", data.table)
@@ -295,7 +295,7 @@ def spread_cold(bench: Bench, db, name: str, data, path: str) -> list[str]:
     import duckdb
 
     from hfq import analytics as ha
-    roots = [i.root for i in db.runtime.infos()]
+    roots = [i.root for i in db.session.runtime().infos()]
     opened: dict = {}
 
     def prepare() -> None:

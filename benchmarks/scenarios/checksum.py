@@ -62,7 +62,7 @@ def measure_codec(root: str, rows: int, codec: str, repeats: int) -> list[dict[s
 
     def check_all() -> None:
         for record in records:
-            real(fragment.load_file(db.store, record.file), record, None)
+            real(fragment.load_file(db.session.store, record.file), record, None)
 
     check_all()
     check_s = statistics.median(_timed(check_all) for _ in range(repeats))

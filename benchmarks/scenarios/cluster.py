@@ -159,19 +159,19 @@ def scenario_overhead(bench: Bench) -> None:
         sess.tables["small"] = table
     table = sess.tables["small"]
     parts, rows = len(table.snapshot().partitions), len(table)
-    stores = {i.name: open_store(i.root) for i in db.runtime.infos()}
-    local = db.nodes.local
+    stores = {i.name: open_store(i.root) for i in db.session.runtime().infos()}
+    local = db.session.nodes.local
 
     def on_cluster():
         return rows, table.map_reduce(one_per_partition, hr.Sum(), columns=["bid"],
                                       progress=False)
 
     def in_process():
-        scan = table.scan(columns=["bid"])
+        scan = table.session.plan_read(table.snapshot(), columns=["bid"])
         reducer = hr.Sum()
         state = reducer.identity()
         for unit in scan.plan.units:
-            holders = db.nodes.unit_holders(unit)
+            holders = db.session.nodes.unit_holders(unit)
             store = stores[local if local in holders else holders[0]]
             frame = pl.from_arrow(read_unit(store, scan.spec, unit))
             state = reducer.merge(state, one_per_partition(frame))
@@ -205,7 +205,7 @@ def scenario_scan_kernel(bench: Bench) -> None:
     sess = session(bench)
     db = sess.connect(2)
     table = sess.table("quotes", data, replicas=2)
-    cpus = sum(i.cpus for i in db.runtime.infos())
+    cpus = sum(i.cpus for i in db.session.runtime().infos())
     bid, ofr, tod = data.arrays
     spread_kernel(bid[:8], ofr[:8], tod[:8], OPEN_NS, CLOSE_NS)   # compile (or load) first
 
@@ -241,7 +241,7 @@ def scenario_cluster_read(bench: Bench) -> None:
     day = [k[0] == DAY for k in parts["key"].to_list()]
     day_rows = sum(r for r, d in zip(parts["rows"], day) if d)
     remote = sum(r for r, d, n in zip(parts["rows"], day, parts["nodes"].to_list())
-                 if d and db.nodes.local not in n)
+                 if d and db.session.nodes.local not in n)
     source = data.table.filter(pc.equal(data.table.column("date"),
                                         pa_date(DAY)))
     frame = table.scan(dates=DAY).to_pandas()

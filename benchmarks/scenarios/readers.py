@@ -173,7 +173,7 @@ def build_stores(bench: Bench, base: str) -> tuple[dict[str, str], list[tuple[st
     from arcticdb.version_store.library import WritePayload
 
     from hfq.demo import trading_days
-    from hfq.scan import _pandas_ready  # what Scan.to_pandas gives, a ticker at a time
+    from hfq.engine.read import pandas_ready  # what Query.to_pandas gives, a ticker at a time
     files = make_csv(bench)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(base)
@@ -211,7 +211,7 @@ def build_stores(bench: Bench, base: str) -> tuple[dict[str, str], list[tuple[st
         assert len(np.unique(codes[starts])) == len(starts), "a ticker's rows are not contiguous"
         payloads: list = []
         for start, stop in zip(starts, [*starts[1:], len(codes)]):
-            group = _pandas_ready(day_arrow.slice(start, stop - start)).to_pandas(
+            group = pandas_ready(day_arrow.slice(start, stop - start)).to_pandas(
                 date_as_object=False).astype(
                 {"symbol": object, "ex": object, "mmid": object})
             symbol = group["symbol"].iat[0]

@@ -166,7 +166,7 @@ def writes(t: Any, root: str | None, day: int, rows_per_day: int, appends: int
     (days ``day``, ``day + 1``, ...: the median time and bytes), then the usual vacuum;
     bytes written from ``root``'s files (when local)."""
     from hfq.catalog.catalog import VACUUM_STATE
-    store = t.db.catalog.store
+    store = t.db.session.catalog.store
     store.remove(f"quotes/{VACUUM_STATE}")
     start = time.perf_counter()
     t.vacuum(grace_s=0)

@@ -29,14 +29,15 @@ import pyarrow as pa
 
 from hfq.catalog.records import Fragment
 from hfq.errors import SchemaMismatchError
-from hfq.query.plan import Unit
+from hfq.query.plan import Unit, filter_columns
 from hfq.query.read import PartitionFunction
 from hfq.runtime.task import NodeContext
 from hfq.schema import DOUBLE, LONG, Schema
+from hfq.session import map_reduce
 from hfq.write import FileWriter, Write
 
 if TYPE_CHECKING:
-    from hfq.table import Table
+    from hfq.session import TableLike
 
 __all__ = ["minute_bars"]
 
@@ -56,7 +57,7 @@ def bar_seconds(bar: str) -> int:
     return seconds
 
 
-def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = None,
+def minute_bars(table: TableLike, dest: str, *, dates: Any = None, symbols: Any = None,
                 bar: str = "1m", time: str = "time", progress: bool | None = None,
                 compression: str | None = "lz4") -> int:
     """Aggregate ``table`` into ``bar``-long bars stored in table ``dest`` (created with the
@@ -79,12 +80,12 @@ def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = No
     ['symbol', 'date', 'time', 'bid', 'ofr', 'open', 'high', 'low', 'close', 'count']
     >>> quotes.db.close()
     """
-    db = table.db
+    session = table.session
     source = table.snapshot()
     kind = _kind(source.schema, table.name)
     if time not in source.schema:
         raise SchemaMismatchError(f"table {table.name!r} has no time column {time!r}")
-    date_col, symbol_col = table.filter_columns(source)
+    date_col, symbol_col = filter_columns(source)
     keys = [c for c in source.schema.names
             if c in {lvl.column for lvl in source.partition_by.levels()} | {date_col, symbol_col}
             and c != time]
@@ -92,21 +93,21 @@ def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = No
                      *((c, LONG if c in ("count", "volume") else DOUBLE)
                        for c in (_QUOTE_BARS if kind == "quotes" else _TRADE_BARS))])
     sort_by = tuple(c for c in (symbol_col, time) if c)
-    if dest not in db:
-        db.create_table(dest, schema, partition_by=source.partition_by, sort_by=sort_by,
+    if not session.exists(dest):
+        session.create_table(dest, schema, partition_by=source.partition_by, sort_by=sort_by,
                         date_column=date_col, symbol_column=symbol_col,
                         replicas=source.options.get("replicas"), compression=compression)
-    base = db[dest].snapshot()
+    base = session.snapshot(dest)
     if base.schema != schema or base.partition_by != source.partition_by:
         raise SchemaMismatchError(
             f"table {dest!r} exists with schema {base.schema} partitioned by "
             f"{base.partition_by}; {kind} bars of {table.name!r} need {schema} partitioned by "
             f"{source.partition_by}")
-    scan = table.scan(columns=None, dates=dates, symbols=symbols, version=source.version)
-    paths = {u.partition for u in scan.plan.units}
-    filters = scan.spec.filters
+    read = session.plan_read(source, dates=dates, symbols=symbols)
+    paths = {u.partition for u in read.plan.units}
+    filters = read.spec.filters
     columns = list(dict.fromkeys([*keys, time, *_inputs(kind)]))
-    with Write(db.catalog, db.nodes, base, db.settings) as write:
+    with Write(session, base) as write:
         task = _BarsTask(
             kind=kind, keys=keys, time=time, bar_ns=bar_seconds(bar) * 1_000_000_000,
             schema=schema, files=dataclasses.replace(write.files, alike=True),
@@ -117,7 +118,7 @@ def minute_bars(table: Table, dest: str, *, dates: Any = None, symbols: Any = No
             symbols=filters.symbols,
             sorted_by_symbol=symbol_col if tuple(source.sort_by[:2]) == (symbol_col, time)
             else None)
-        written = table.map_reduce(task, lambda a, b: a + b, columns=columns, dates=dates,
+        written = map_reduce(table, task, lambda a, b: a + b, columns=columns, dates=dates,
                                    symbols=symbols, version=source.version,
                                    progress=progress) or []
         rows = 0

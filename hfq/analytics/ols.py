@@ -27,9 +27,10 @@ import polars as pl
 
 from hfq.errors import HfqError
 from hfq.reduce import OLSMoments
+from hfq.session import map_reduce
 
 if TYPE_CHECKING:
-    from hfq.table import Table
+    from hfq.session import TableLike
 
 __all__ = ["OLSFit", "expr_text", "ols"]
 
@@ -102,7 +103,7 @@ class OLSFit:
         return self.summary()
 
 
-def ols(table: Table, y: pl.Expr | str,
+def ols(table: TableLike, y: pl.Expr | str,
         x: Mapping[str, pl.Expr | str] | Sequence[pl.Expr | str] | pl.Expr | str, *,
         where: pl.Expr | None = None, dates: Any = None, symbols: Any = None,
         intercept: bool = True, robust: str | None = None, version: int | None = None,
@@ -138,7 +139,7 @@ def ols(table: Table, y: pl.Expr | str,
     z_exprs.append(y_expr.cast(pl.Float64).alias("__y"))
     used = [*z_exprs, *([] if where is None else [where])]
     columns = list(dict.fromkeys(c for e in used for c in e.meta.root_names()))
-    version = table.version if version is None else version
+    version = table.snapshot().version if version is None else version
     # ``where`` is evaluated by the kernels' inputs (a mask), not by the scan: no filtered copy
     scan = {"columns": columns, "dates": dates, "symbols": symbols, "version": version,
             "progress": progress}
@@ -152,7 +153,7 @@ def ols(table: Table, y: pl.Expr | str,
         n, hi, lo, c = ols_moments(*columns(df, z_exprs, where)) if got is None else got
         return (n, hi, lo, c) if n else OLSMoments().identity()
 
-    state = table.map_reduce(moments, OLSMoments().merge, **scan)
+    state = map_reduce(table, moments, OLSMoments().merge, **scan)
     p = len(names)
     k = p + intercept
     n = 0 if state is None else state[0]
@@ -180,7 +181,7 @@ def ols(table: Table, y: pl.Expr | str,
             return ols_residuals(*columns(df, z_exprs, where), shift_hi, shift_lo, beta,
                                  intercept) if got is None else got
 
-        ssr, meat = table.map_reduce(residuals, lambda a, b: (a[0] + b[0], a[1] + b[1]),
+        ssr, meat = map_reduce(table, residuals, lambda a, b: (a[0] + b[0], a[1] + b[1]),
                                      **scan)
     df_resid = n - k
     sigma2 = ssr / df_resid

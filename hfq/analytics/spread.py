@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from hfq.session import map_reduce
+
 if TYPE_CHECKING:
-    from hfq.table import Table
+    from hfq.session import TableLike
 
 __all__ = ["spread_by_minute"]
 
@@ -25,7 +27,7 @@ def _time(value: str | dt.time) -> dt.time:
     return value if isinstance(value, dt.time) else dt.time.fromisoformat(value)
 
 
-def spread_by_minute(table: Table, *, dates: Any = None, symbols: Any = None,
+def spread_by_minute(table: TableLike, *, dates: Any = None, symbols: Any = None,
                      start: str | dt.time = "09:30:00", end: str | dt.time = "15:59:59",
                      max_ratio: float = 1.2, engine: str = "numba",
                      progress: bool | None = None) -> pl.DataFrame:
@@ -73,7 +75,7 @@ def _ns(t: dt.time) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000_000 + t.microsecond * 1000
 
 
-def _numba(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any, symbols: Any,
+def _numba(table: TableLike, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any, symbols: Any,
            progress: bool | None) -> pl.DataFrame:
     from hfq.analytics.kernels import MINUTES, floats, spread_minutes, time_ns
     lo_ns, hi_ns, ratio = _ns(lo), _ns(hi), float(max_ratio)
@@ -91,14 +93,14 @@ def _numba(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any,
               ) -> tuple[np.ndarray, np.ndarray]:
         return a[0] + b[0], a[1] + b[1]
 
-    sums, counts = table.map_reduce(per_minute, merge, columns=["time", "bid", "ofr"],
+    sums, counts = map_reduce(table, per_minute, merge, columns=["time", "bid", "ofr"],
                                     dates=dates, symbols=symbols, progress=progress) or (
         np.zeros(stop - first), np.zeros(stop - first, dtype=np.int64))
     return pl.DataFrame({"minute": np.arange(first, stop, dtype=np.int32), "sum": sums,
                          "n": counts})
 
 
-def _polars(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any,
+def _polars(table: TableLike, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any,
             symbols: Any, progress: bool | None) -> pl.DataFrame | None:
     bid, ofr, time = pl.col("bid"), pl.col("ofr"), pl.col("time")
     where = (time.is_between(lo, hi) & (ofr > bid) & (bid > 0) & (ofr / bid < max_ratio))
@@ -111,5 +113,5 @@ def _polars(table: Table, lo: dt.time, hi: dt.time, max_ratio: float, dates: Any
         return pl.concat([a, b]).group_by("minute").agg(pl.col("sum").sum(),
                                                         pl.col("n").sum())
 
-    return table.map_reduce(per_minute, merge, columns=["time", "bid", "ofr"], where=where,
+    return map_reduce(table, per_minute, merge, columns=["time", "bid", "ofr"], where=where,
                             dates=dates, symbols=symbols, progress=progress)

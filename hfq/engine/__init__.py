@@ -6,6 +6,6 @@ See :class:`~hfq.engine.query.Query` (from :meth:`hfq.Table.query`) and
 """
 
 from hfq.engine.exprs import Bucket, bucket, minute_of_day
-from hfq.engine.query import GroupBy, Query, make_query
+from hfq.engine.query import GroupBy, Query
 
-__all__ = ["Bucket", "GroupBy", "Query", "bucket", "make_query", "minute_of_day"]
+__all__ = ["Bucket", "GroupBy", "Query", "bucket", "minute_of_day"]

@@ -94,10 +94,10 @@ class CoPartitioned(Op):
     ops: tuple[Op, ...]   # the right query's own operations
     table: str
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
-        if ctx is None:   # planning: the output's columns
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
+        if at is None:   # planning: the output's columns
             return self.op.apply(lf)
-        node, unit = ctx
+        node, unit = at
         pairs = unit.parts if isinstance(unit, BatchUnit) else (unit,)
         if not all(isinstance(p, PairUnit) for p in pairs):
             raise QueryError(f"co-partitioned join with {self.table!r}: partition "
@@ -164,7 +164,7 @@ def co_partitioned(op: Op, src: Any, intact: bool, index: int,
     right = getattr(op, "right", None)
     rsrc = getattr(right, "source", None)
     if join is None or not intact or pairs is None or rsrc is None or \
-            getattr(rsrc, "ctx", None) is not src.ctx:
+            getattr(getattr(rsrc, "session", None), "catalog", None) is not src.session.catalog:
         return None
     scheme = src.manifest.partition_by
     if rsrc.manifest.partition_by != scheme:

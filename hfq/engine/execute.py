@@ -63,7 +63,7 @@ from hfq.storage.cache import PartitionCache, process_cache
 if TYPE_CHECKING:
     from hfq.engine.query import Query, TableSource
 
-__all__ = ["NodeStage", "Staged", "empty_frame", "run", "run_rows", "stage"]
+__all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "run_rows", "stage"]
 
 
 STREAM_ROWS = 200_000
@@ -429,7 +429,7 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     columns = [c for c in m.schema.names if needed is None or c in needed]
     if not columns:   # count(*) and the like: read the narrowest column
         columns = [m.schema.names[0]]
-    lo, hi, symbols = _hints(node_ops, src)
+    lo, hi, symbols = hints(node_ops, src)
     filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
     plan = make_plan(m, columns, filters, None)
     spec = ReadSpec(m.schema, m.sort_by, columns, None, [], filters)
@@ -471,7 +471,7 @@ def _day(value: Any) -> str | None:
 _FLIP = {"Gt": "Lt", "GtEq": "LtEq", "Lt": "Gt", "LtEq": "GtEq", "Eq": "Eq"}
 
 
-def _hints(node_ops: Sequence[Op], src: TableSource
+def hints(node_ops: Sequence[Op], src: TableSource
            ) -> tuple[str | None, str | None, tuple | None]:
     """Date bounds and symbols implied by the filters at the start of the node stage,
     intersected with the query's ``dates=``/``symbols=``."""
@@ -547,7 +547,7 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
     src = staged.source
     stats = RunStats(partitions=len(staged.units))
     task = NodeStage(staged.spec, tuple(staged.node_ops), src.name,
-                     int(src.ctx.settings.cache_bytes))
+                     int(src.session.settings.cache_bytes))
     units = batched(staged)
     frames: list[pl.DataFrame | None] = [None] * len(units)
 
@@ -558,9 +558,8 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
     if inline is not None:
         frames = list(inline)
     elif units:
-        nodes = src.nodes()
-        nodes.run_units(task, units, arrive, here=True, threads=src.threads(),
-                        progress=progress, label=f"query {src.name}")
+        src.session.run_units(task, units, arrive, progress=progress,
+                              label=f"query {src.name}")
     missing = [u.partition for u, f in zip(units, frames) if f is None]
     if missing:   # the runtime reports every unit or raises: never a partial answer
         raise QueryError(f"query on table {src.name!r}: no result for partitions "

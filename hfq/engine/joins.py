@@ -51,7 +51,7 @@ class Join(Op):
     keep_keys: bool = False
     """Keep the right side's key columns (SQL: both sides' columns stay addressable)."""
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = _right_lazy(self.right)
         if self.how == "cross":
             return lf.join(right, how="cross", maintain_order="left")
@@ -95,7 +95,7 @@ class AsofJoin(Op):
     allow_exact_matches: bool = True
     keep_unmatched: bool = True
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = _right_lazy(self.right).with_columns(pl.lit(True).alias(_MATCH))
         if isinstance(self.right, pl.DataFrame):   # run: sort only what is out of order
             left = lf.collect()
@@ -187,7 +187,7 @@ class WindowJoin(Op):
     aggs: tuple[tuple[str, str, str], ...]
     prevailing: bool = True
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         if not isinstance(self.right, pl.DataFrame):   # planning: the output's schema
             return self.no_rows(lf)
         return window_join_frames(lf.collect(), self).lazy()

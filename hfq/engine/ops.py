@@ -24,8 +24,8 @@ GROUP = "__g"
 class Op:
     """One step of a plan."""
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
-        """This step on ``lf``; ``ctx``: the node and unit when run on a node."""
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
+        """This step on ``lf``; ``at``: the node and unit when run on a node."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -91,7 +91,7 @@ def plain_name(expr: pl.Expr) -> str | None:
 class Filter(Op):
     predicate: pl.Expr
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.filter(self.predicate)
 
     def describe(self) -> str:
@@ -108,7 +108,7 @@ class Filter(Op):
 class WithColumns(Op):
     exprs: tuple[pl.Expr, ...]
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.with_columns(self.exprs)
 
     def describe(self) -> str:
@@ -136,7 +136,7 @@ class WithColumns(Op):
 class Select(Op):
     exprs: tuple[pl.Expr, ...]
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.select(self.exprs)
 
     def describe(self) -> str:
@@ -166,7 +166,7 @@ class Aggregate(Op):
     """Groups in order of first appearance; False when nothing after depends on the rows'
     order (SQL without ORDER BY, as polars' default): polars groups faster."""
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         schema = lf.collect_schema()
         aggs = [widen(a, schema) for a in self.aggs]
         if not self.keys:
@@ -201,7 +201,7 @@ class PartialAgg(Op):
     plan: AggPlan
     ordered: bool = True   # as Aggregate.ordered (a group's states merge in partition order)
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         keys = self.keys or (pl.lit(0).alias(GROUP),)
         return lf.group_by(keys, maintain_order=self.ordered).agg(self.plan.partial)
 
@@ -227,7 +227,7 @@ class MergeAgg(Op):
     empty: Callable[[], pl.DataFrame] | None
     ordered: bool = True   # as Aggregate.ordered
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         names = self.plan.key_names or [GROUP]
         merged = lf.group_by(names, maintain_order=self.ordered).agg(self.plan.merge) \
             .with_columns(self.plan.final) \
@@ -248,7 +248,7 @@ class Sort(Op):
     descending: tuple[bool, ...]
     nulls_last: tuple[bool, ...]
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.sort(list(self.by), descending=list(self.descending),
                        nulls_last=list(self.nulls_last), maintain_order=True)
 
@@ -265,7 +265,7 @@ class Slice(Op):
     offset: int
     length: int | None
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.slice(self.offset, self.length)
 
     def describe(self) -> str:
@@ -282,7 +282,7 @@ class TopN(Op):
     sort: Sort
     n: int
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         key, desc = self.sort.by[0], self.sort.descending[0]
         dtype = lf.select(key.alias("_")).collect_schema()["_"]
         if self.n <= 0 or not (dtype.is_numeric() or dtype.is_temporal()):
@@ -306,7 +306,7 @@ class TopN(Op):
 class Unique(Op):
     subset: tuple[str, ...] | None
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.unique(list(self.subset) if self.subset else None, keep="first",
                          maintain_order=True)
 
@@ -326,7 +326,7 @@ class Unique(Op):
 class Rename(Op):
     mapping: tuple[tuple[str, str], ...]
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.rename(dict(self.mapping))
 
     def describe(self) -> str:

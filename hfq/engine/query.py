@@ -24,28 +24,53 @@ Examples
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
+import pyarrow as pa
 
 from hfq.catalog.records import Manifest
-from hfq.engine.execute import RunStats, Staged, empty_frame, explain, run, run_rows, stage
+from hfq.engine.execute import (
+    RunStats,
+    Staged,
+    empty_frame,
+    explain,
+    hints,
+    run,
+    run_rows,
+    stage,
+)
 from hfq.engine.exprs import Bucket, empty_lazy
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
-from hfq.engine.ops import Aggregate, Filter, Op, Rename, Select, Slice, Sort, Unique, WithColumns
+from hfq.engine.ops import (
+    Aggregate,
+    Filter,
+    Op,
+    Rename,
+    Select,
+    Slice,
+    Sort,
+    Unique,
+    WithColumns,
+    plain_name,
+)
+from hfq.engine.read import PlainRead, pandas_ready, plain_schema
 from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
 from hfq.errors import QueryError
+from hfq.query.plan import Filters, Plan
+from hfq.session import Session, check_columns, check_where, read_filters
 
 if TYPE_CHECKING:
     import pandas
-    import pyarrow as pa
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["FrameSource", "GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource", "make_query", "plain_query", "reuse"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -54,9 +79,9 @@ IntoExpr = Any
 @dataclass
 class TableSource:
     """The table a query reads: one pinned version, the ``dates=``/``symbols=`` of the query,
-    and the database (``ctx``) whose nodes run it."""
+    and the session whose nodes run it."""
 
-    ctx: Any
+    session: Session
     name: str
     manifest: Manifest
     date_column: str | None
@@ -64,16 +89,21 @@ class TableSource:
     date_lo: str | None = None
     date_hi: str | None = None
     symbols: tuple | None = None
-    schema: pl.Schema = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.schema = empty_frame(self.manifest.schema.arrow).schema
+    @functools.cached_property
+    def schema(self) -> pl.Schema:
+        return empty_frame(self.manifest.schema.arrow).schema
+
+    def filters(self) -> Filters:
+        """The query's ``dates=``/``symbols=`` as read filters."""
+        return Filters(self.date_column, self.date_lo, self.date_hi, self.symbol_column,
+                       self.symbols)
 
     def nodes(self) -> Nodes:
-        return cast("Nodes", self.ctx.nodes)
+        return self.session.nodes
 
     def threads(self) -> int:
-        return int(self.ctx.settings.threads)
+        return int(self.session.settings.threads)
 
     def bind_units(self, units: list[Any]) -> list[Any]:
         return units
@@ -115,38 +145,111 @@ def _exprs(args: Sequence[IntoExpr], named: dict[str, IntoExpr], schema: pl.Sche
 
 
 class Query:
-    """A lazy query over a table; every method returns a new query."""
+    """A lazy query over a table; every method returns a new query, nothing runs until one of
+    ``collect``/``to_polars``, ``to_arrow``, ``to_pandas``, ``iter_arrow``, ``count``,
+    ``to_csv`` or ``write``.
+
+    A query that only filters rows (row-wise predicates) and keeps columns -- what
+    :meth:`hfq.Table.scan` builds, ``t.query(...)`` with nothing chained, ``SELECT a, b FROM
+    t WHERE ...`` -- is a *plain read*: it runs through the fast paths of reads (point reads
+    in this thread, large reads copied into place, other nodes' files sent as stored).
+    Anything else runs as node and driver stages (:meth:`explain` shows which).
+
+    Examples
+    --------
+    >>> q = quotes.scan(symbols="IBM", columns=["symbol", "time", "bid"])   # a plain read
+    >>> q.count(), q.explain().splitlines()[0]
+    (41, 'scan quotes @ version 1')
+    >>> daily = q.group_by("symbol").agg(hi=pl.col("bid").max())   # node and driver stages
+    >>> daily.collect().rows(), daily.explain().splitlines()[0]
+    ([('IBM', 62.75)], 'query on quotes @ version 1')
+    """
 
     def __init__(self, source: TableSource | FrameSource, ops: tuple[Op, ...] = (),
-                 schema: pl.Schema | None = None) -> None:
+                 schema: pl.Schema | None = None, *, fixed: int = 0,
+                 read: tuple[list[str], pl.Expr | None] | None = None) -> None:
         self.source = source
-        self.ops = ops
-        self._schema = schema if schema is not None else source.schema
+        self._ops: tuple[Op, ...] | None = None if read is not None else ops
+        self._schema = schema
+        self._fixed = fixed
+        """The first ``fixed`` ops are the source's ``dates=``/``symbols=`` filters."""
+        self._read = read
+        """``(columns, where)`` of a query made by ``scan()``: its ops are built on demand."""
         self.last_run: RunStats | None = None
-        # the staged plan, made once: the query reads pinned versions, so it never changes
-        self._memo: list[Staged] = []
+        # the staged plan (or the plain read), made once: the query reads pinned versions
+        self._memo: list[Staged | PlainRead] = []
 
     def __repr__(self) -> str:
         return f"<hfq.Query on {self.source.name}: {len(self.ops)} operation(s)>"
 
     # -- schema ---------------------------------------------------------------------------------
     @property
+    def ops(self) -> tuple[Op, ...]:
+        """The logical plan's operations, in order (what :meth:`explain` splits between
+        the nodes and the driver).
+
+        Examples
+        --------
+        >>> [type(op).__name__ for op in quotes.query().filter(pl.col("bid") > 0).ops]
+        ['Filter']
+        """
+        if self._ops is None:
+            assert self._read is not None and isinstance(self.source, TableSource)
+            columns, where = self._read
+            q = _source_query(self.source)
+            if where is not None:
+                q = q.filter(where)
+            if columns != q.columns:
+                q = q.select(columns)
+            self._ops, self._schema, self._fixed = q.ops, q.schema, q._fixed
+        return self._ops
+
+    @property
     def schema(self) -> pl.Schema:
-        """The result's column names and polars types."""
+        """The result's column names and polars types.
+
+        Examples
+        --------
+        >>> quotes.query().select("symbol", "bid").schema
+        Schema([('symbol', Categorical), ('bid', Float64)])
+        """
+        if self._schema is None:
+            if self._read is not None and self._ops is None:
+                self._schema = self.source.schema
+                columns = self._read[0]
+                if columns != self._schema.names():
+                    self._schema = pl.Schema({c: self._schema[c] for c in columns})
+            else:
+                self._schema = check_schema_all(self.ops, self.source.schema)
         return self._schema
 
     @property
     def columns(self) -> list[str]:
-        return self._schema.names()
+        """The result's column names.
+
+        Examples
+        --------
+        >>> quotes.query().select("symbol", "bid").columns
+        ['symbol', 'bid']
+        """
+        return self.schema.names()
 
     def _then(self, op: Op) -> Query:
-        return Query(self.source, (*self.ops, op), check_schema(op, self._schema))
+        return Query(self.source, (*self.ops, op), check_schema(op, self.schema),
+                     fixed=self._fixed)
 
     # -- building -------------------------------------------------------------------------------
     def filter(self, *predicates: IntoExpr, **equal: Any) -> Query:
         """Keep the rows where every predicate holds (nulls count as false);
-        ``name=value`` tests equality."""
-        parts = list(_exprs(predicates, {}, self._schema))
+        ``name=value`` tests equality.
+
+        Examples
+        --------
+        >>> q = quotes.query(dates="2007-08-01", symbols=["IBM", "MSFT"])
+        >>> q.filter(pl.col("bid") > 62, symbol="IBM").count()
+        3
+        """
+        parts = list(_exprs(predicates, {}, self.schema))
         parts += [pl.col(k) == v for k, v in equal.items()]
         if not parts:
             raise QueryError("filter() needs at least one predicate")
@@ -158,55 +261,124 @@ class Query:
     where = filter
 
     def with_columns(self, *exprs: IntoExpr, **named: IntoExpr) -> Query:
-        """Add or replace columns; window expressions (``.over(...)``) keep every row."""
-        return self._then(WithColumns(_exprs(exprs, named, self._schema)))
+        """Add or replace columns; window expressions (``.over(...)``) keep every row.
+
+        Examples
+        --------
+        >>> q = quotes.query(symbols="IBM").with_columns(mid=(pl.col("bid") + pl.col("ofr")) / 2)
+        >>> q.select("symbol", "mid").head(2).collect().rows()
+        [('IBM', 62.754999999999995), ('IBM', 62.435)]
+        """
+        return self._then(WithColumns(_exprs(exprs, named, self.schema)))
 
     def select(self, *exprs: IntoExpr, **named: IntoExpr) -> Query:
-        """Keep these columns or expressions; all aggregates give one row."""
-        return self._then(Select(_exprs(exprs, named, self._schema)))
+        """Keep these columns or expressions; all aggregates give one row.
+
+        Examples
+        --------
+        >>> quotes.query().select("symbol", spread=pl.col("ofr") - pl.col("bid")).columns
+        ['symbol', 'spread']
+        """
+        return self._then(Select(_exprs(exprs, named, self.schema)))
 
     def rename(self, mapping: dict[str, str]) -> Query:
+        """Rename columns: ``{"old": "new"}``.
+
+        Examples
+        --------
+        >>> quotes.query().rename({"bid": "b"}).columns[:5]
+        ['symbol', 'date', 'time', 'b', 'ofr']
+        """
         return self._then(Rename(tuple(mapping.items())))
 
     def group_by(self, *keys: IntoExpr, **named: IntoExpr) -> GroupBy:
-        """Group by columns, expressions or :func:`hfq.bucket`; then call ``.agg(...)``."""
-        resolved = _exprs(keys, named, self._schema)
+        """Group by columns, expressions or :func:`hfq.bucket`; then call ``.agg(...)``.
+
+        Examples
+        --------
+        >>> q = quotes.query(dates="2007-08-01", symbols=["IBM", "MSFT"]).group_by("symbol")
+        >>> q.agg(n=pl.len(), hi=pl.col("bid").max()).sort("symbol").collect().rows()
+        [('IBM', 32, 62.75), ('MSFT', 111, 23.15)]
+        """
+        resolved = _exprs(keys, named, self.schema)
         if not resolved:
             raise QueryError("group_by() needs at least one key")
         return GroupBy(self, resolved)
 
     def agg(self, *aggs: IntoExpr, **named: IntoExpr) -> Query:
-        """Aggregates over all rows (one row)."""
-        return self._then(Aggregate((), _exprs(aggs, named, self._schema)))
+        """Aggregates over all rows (one row).
+
+        Examples
+        --------
+        >>> q = quotes.query(dates="2007-08-01", symbols=["IBM", "MSFT"])
+        >>> q.agg(n=pl.len()).collect().rows()
+        [(143,)]
+        """
+        return self._then(Aggregate((), _exprs(aggs, named, self.schema)))
 
     def sort(self, by: IntoExpr | Sequence[IntoExpr], *more: IntoExpr,
              descending: bool | Sequence[bool] = False,
              nulls_last: bool | Sequence[bool] = False) -> Query:
-        """Sort by columns or expressions (stable: ties keep their order)."""
-        keys = _exprs([by, *more], {}, self._schema)
+        """Sort by columns or expressions (stable: ties keep their order).
+
+        Examples
+        --------
+        >>> q = quotes.query(dates="2007-08-01", symbols=["IBM", "MSFT"])
+        >>> q.sort("bid", descending=True).head(1).select("symbol", "bid").collect().rows()
+        [('IBM', 62.75)]
+        """
+        keys = _exprs([by, *more], {}, self.schema)
         desc = _flags(descending, len(keys), "descending")
         last = _flags(nulls_last, len(keys), "nulls_last")
         return self._then(Sort(keys, desc, last))
 
     def head(self, n: int = 5) -> Query:
+        """The first ``n`` rows (in the order the steps before give; sort first for a
+        defined order).
+
+        Examples
+        --------
+        >>> quotes.query(symbols="IBM").head(3).count()
+        3
+        """
         return self.slice(0, n)
 
     limit = head
 
     def slice(self, offset: int, length: int | None = None) -> Query:
+        """``length`` rows (None: all the rest) from row ``offset``.
+
+        Examples
+        --------
+        >>> quotes.query(symbols="IBM").slice(1, 2).select("time").collect()["time"].to_list()
+        [datetime.time(9, 37, 58), datetime.time(9, 38, 52)]
+        """
         if offset < 0 or (length is not None and length < 0):
             raise QueryError("slice() takes a non-negative offset and length")
         return self._then(Slice(offset, length))
 
     def unique(self, subset: str | Sequence[str] | None = None) -> Query:
-        """Distinct rows (over ``subset`` when given; the first of each kept)."""
+        """Distinct rows (over ``subset`` when given; the first of each kept).
+
+        Examples
+        --------
+        >>> quotes.query(symbols=["IBM", "MSFT"]).unique("symbol").count()
+        2
+        """
         cols = None if subset is None else ((subset,) if isinstance(subset, str)
                                             else tuple(subset))
         return self._then(Unique(cols))
 
     def top_k(self, k: int, *, by: IntoExpr | Sequence[IntoExpr],
               descending: bool | Sequence[bool] = True) -> Query:
-        """The ``k`` rows with the largest ``by`` (or smallest, ``descending=False``)."""
+        """The ``k`` rows with the largest ``by`` (or smallest, ``descending=False``).
+
+        Examples
+        --------
+        >>> q = quotes.query(dates="2007-08-01", symbols=["IBM", "MSFT"])
+        >>> q.top_k(2, by="ofrsiz").select("symbol", "ofrsiz").collect().rows()
+        [('MSFT', 71), ('IBM', 54)]
+        """
         return self.sort(by, descending=descending, nulls_last=True).head(k)
 
     # -- joins ----------------------------------------------------------------------------------
@@ -215,7 +387,15 @@ class Query:
              right_on: IntoExpr | Sequence[IntoExpr] = None) -> Query:
         """Join with ``other`` (a query or a polars DataFrame, run once and broadcast to the
         nodes: keep it small): ``how`` is inner, left, full, semi, anti or cross; columns of
-        ``other`` that clash get the suffix ``_right``."""
+        ``other`` that clash get the suffix ``_right``.
+
+        Examples
+        --------
+        >>> counts = quotes.query(dates="2007-08-01").group_by("symbol").agg(n=pl.len())
+        >>> q = quotes.query(dates="2007-08-01").join(counts, on="symbol")
+        >>> q.select("symbol", "n").head(1).collect().rows()
+        [('A', 13)]
+        """
         if how not in ("inner", "left", "full", "semi", "anti", "cross"):
             raise QueryError(f"how={how!r}: use inner, left, full, semi, anti or cross")
         if how == "cross":
@@ -224,7 +404,7 @@ class Query:
         rk = right_on if right_on is not None else on
         if lk is None or rk is None:
             raise QueryError("join() needs on= (or left_on= and right_on=)")
-        lefts = _exprs([lk], {}, self._schema)
+        lefts = _exprs([lk], {}, self.schema)
         rights = _exprs([rk], {}, other.schema)
         if len(lefts) != len(rights):
             raise QueryError(f"join(): {len(lefts)} left keys but {len(rights)} right keys")
@@ -240,7 +420,15 @@ class Query:
         """For each row, the row of ``other`` with equal ``by`` keys whose ``on`` value is
         the last at or before it (``strategy="backward"``, kdb+ ``aj``), the first at or
         after it (``"forward"``) or the nearest (``"nearest"``); ``tolerance`` bounds the
-        distance; ``keep_unmatched=False`` drops rows without a match (SQL ``ASOF JOIN``)."""
+        distance; ``keep_unmatched=False`` drops rows without a match (SQL ``ASOF JOIN``).
+
+        Examples
+        --------
+        >>> trades = quotes.query(symbols="IBM").select("symbol", "time", px="bid").head(2)
+        >>> q = trades.join_asof(quotes.query(symbols="IBM"), on="time", by="symbol")
+        >>> q.select("time", "px", "ofr").collect().rows()
+        [(datetime.time(9, 31, 49), 62.75, 62.76), (datetime.time(9, 37, 58), 62.43, 62.44)]
+        """
         if strategy not in ("backward", "forward", "nearest"):
             raise QueryError(f"strategy={strategy!r}: use backward, forward or nearest")
         lo, ro = left_on or on, right_on or on
@@ -261,7 +449,18 @@ class Query:
         ``other`` with equal ``by`` keys and time in ``[t + window[0], t + window[1]]``
         (timedeltas or ints in the column's unit).  ``aggs``: ``{"name": ("sum", "size")}``
         with sum, count, mean, min, max, first or last.  ``kind="wj"`` also counts the row
-        in effect at the window's start; ``"wj1"`` only rows inside the window."""
+        in effect at the window's start; ``"wj1"`` only rows inside the window.
+
+        Examples
+        --------
+        >>> import datetime as dt
+        >>> ibm = quotes.query(symbols="IBM", dates="2007-08-01")
+        >>> q = ibm.window_join(quotes.query(symbols="IBM"), on="time", by="symbol",
+        ...                     window=(dt.timedelta(minutes=-5), dt.timedelta(0)),
+        ...                     aggs={"n": ("count", "bid")})
+        >>> q.select("time", "n").head(2).collect().rows()
+        [(datetime.time(9, 31, 49), 1), (datetime.time(9, 37, 58), 2)]
+        """
         if kind not in ("wj", "wj1"):
             raise QueryError(f"kind={kind!r}: use 'wj' or 'wj1'")
         lo_col, ro_col = left_on or on, right_on or on
@@ -285,14 +484,30 @@ class Query:
               columns: Sequence[Any], aggregate: str = "first") -> Query:
         """One row per ``index``, one column per value of ``on`` listed in ``columns`` (in
         that order), holding ``aggregate`` (first, last, sum, mean, min, max, len) of
-        ``values``; runs on the driver."""
+        ``values``; runs on the driver.
+
+        Examples
+        --------
+        >>> days = quotes.query(symbols=["IBM", "MSFT"]).group_by("date", "symbol")
+        >>> q = days.agg(n=pl.len()).pivot("symbol", index="date", values="n",
+        ...                                columns=["IBM", "MSFT"])
+        >>> q.sort("date").collect().rows()
+        [(datetime.date(2007, 8, 1), 32, 111), (datetime.date(2007, 8, 2), 9, 85)]
+        """
         if aggregate not in ("first", "last", "sum", "mean", "min", "max", "len", "median"):
             raise QueryError(f"aggregate={aggregate!r} is not supported")
         return self._then(Pivot(on, _names(index), values, tuple(columns), aggregate))
 
     def unpivot(self, on: str | Sequence[str], *, index: str | Sequence[str],
                 variable_name: str = "variable", value_name: str = "value") -> Query:
-        """Columns ``on`` become rows of (``variable_name``, ``value_name``)."""
+        """Columns ``on`` become rows of (``variable_name``, ``value_name``).
+
+        Examples
+        --------
+        >>> q = quotes.query(symbols="IBM").select("time", "bid", "ofr").head(1)
+        >>> q.unpivot(["bid", "ofr"], index="time").collect().rows()
+        [(datetime.time(9, 31, 49), 'bid', 62.75), (datetime.time(9, 31, 49), 'ofr', 62.76)]
+        """
         return self._then(Unpivot(_names(on), _names(index), variable_name, value_name))
 
     def fill(self, on: str, every: str, *, by: str | Sequence[str] = (),
@@ -300,62 +515,321 @@ class Query:
              ) -> Query:
         """The rows on a regular grid of ``every`` over ``on`` (per ``by`` group, from its
         first to its last bucket), the last value of each bucket, gaps filled ``forward``,
-        ``backward``, ``linear`` or with a ``constant`` ``value``."""
+        ``backward``, ``linear`` or with a ``constant`` ``value``.
+
+        Examples
+        --------
+        >>> q = quotes.query(symbols="IBM", dates="2007-08-01")
+        >>> q.fill("time", "1h", by="symbol", columns="bid").head(2).collect().rows()
+        [('IBM', datetime.time(9, 0), 61.73), ('IBM', datetime.time(10, 0), 61.66)]
+        """
         if method not in ("forward", "backward", "linear", "constant"):
             raise QueryError(f"method={method!r}: use forward, backward, linear or constant")
         return self._then(Fill(on, every, _names(by), _names(columns), method, value))
 
     def sample(self, fraction: float, *, seed: int = 0) -> Query:
         """About ``fraction`` of the rows, the same ones for the same seed and data
-        wherever each partition runs."""
+        wherever each partition runs.
+
+        Examples
+        --------
+        >>> quotes.query().sample(0.1, seed=1).count()
+        984
+        """
         if not 0.0 <= fraction <= 1.0:
             raise QueryError(f"fraction must be in [0, 1], not {fraction!r}")
         return self._then(Sample(fraction, seed))
 
     def pipe(self, fn: Callable[..., Query], *args: Any, **kwargs: Any) -> Query:
+        """``fn(self, *args, **kwargs)``: a step of your own in a chain.
+
+        Examples
+        --------
+        >>> quotes.query().pipe(lambda q, n: q.head(n), 3).count()
+        3
+        """
         return fn(self, *args, **kwargs)
 
     # -- running --------------------------------------------------------------------------------
+    def _plain(self) -> PlainRead | None:
+        """This query as a plain read (see the class), or None."""
+        if self._memo:
+            got = self._memo[0]
+            return got if isinstance(got, PlainRead) else None
+        src = self.source
+        if isinstance(src, FrameSource):
+            return None
+        if self._read is not None:
+            columns, where = self._read
+            read = src.session.plan_read(src.manifest, columns=columns, where=where,
+                                         filters=src.filters())
+        else:
+            found = _plain_parts(self.ops[self._fixed:], self.source.schema.names())
+            if found is None:
+                return None
+            columns, where = found
+            lo, hi, symbols = hints(self.ops[self._fixed:], src)
+            filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
+            read = src.session.plan_read(src.manifest, columns=columns, where=where,
+                                         filters=filters)
+        plain = PlainRead(src.session, read)
+        self._memo.append(plain)
+        return plain
+
     def _staged(self) -> Staged:
         if not self._memo:
-            self._memo.append(stage(self))
-        return self._memo[0]
+            if self._plain() is None:
+                self._memo.append(stage(self))
+        got = self._memo[0]
+        return got if isinstance(got, Staged) else stage(self)
 
-    def fresh(self) -> Query:
-        """The same query with its own ``last_run`` (sharing the staged plan)."""
-        q = Query(self.source, self.ops, self._schema)
-        q._memo = self._memo
-        return q
+    @property
+    def plan(self) -> Plan:
+        """The partitions this query reads, kept and pruned (the read of its node stage).
+
+        Examples
+        --------
+        >>> plan = quotes.scan(dates="2007-08-01", symbols="IBM").plan
+        >>> len(plan.units), plan.partitions_total, plan.rows
+        (1, 4, 3126)
+        """
+        plain = self._plain()
+        return plain.plan if plain is not None else self._staged().plan
 
     def explain(self) -> str:
-        """The node stage, the driver stage, partitions kept and pruned, and an estimate of
-        the bytes that travel to the driver."""
+        """What runs: for a plain read, the partitions and record batches kept and pruned,
+        rows and bytes; otherwise the node stage, the driver stage and an estimate of the
+        bytes that travel to the driver.
+
+        Examples
+        --------
+        >>> q = quotes.scan(columns=["time", "bid"], dates="2007-08-01", symbols="IBM")
+        >>> print(q.explain())                    # doctest: +ELLIPSIS
+        scan quotes @ version 1
+          columns: time, bid
+          partitions: 1 kept, 3 pruned of 4
+          record batches: 1 kept of 4
+          rows to read: 3,126 (before row filters); bytes on disk: ...
+          dates: 2007-08-01 .. 2007-08-01 on date
+          symbols: 'IBM' on symbol
+            date=v2007-08-01/symbol=h0: 3,126 rows, 1 file(s)
+        >>> print(quotes.query().group_by("symbol").agg(pl.len()).explain())  # doctest: +ELLIPSIS
+        query on quotes @ version 1
+        node stage (each partition, on a node holding it):
+        ...
+        """
         if isinstance(self.source, FrameSource):
             return "driver stage (no table):\n" + "\n".join(f"  {op.describe()}"
                                                              for op in self.ops)
-        return explain(self._staged())
+        plain = self._plain()
+        return plain.explain() if plain is not None else explain(self._staged())
 
     def collect(self, *, progress: bool = False) -> pl.DataFrame:
-        """Run the query; the answer as a polars DataFrame."""
+        """Run the query; the answer as a polars DataFrame (SYMBOL and CHAR columns
+        categorical).
+
+        Examples
+        --------
+        >>> df = quotes.scan(symbols="IBM", columns=["symbol", "date", "bid"]).collect()
+        >>> df.shape, df.schema["symbol"], df["date"].n_unique()
+        ((41, 3), Categorical, 2)
+        """
         if isinstance(self.source, FrameSource):
             return run_rows(self.source.frame, self.ops)
+        plain = self._plain()
+        if plain is not None:
+            started = time.perf_counter()
+            frame = plain.to_polars()
+            self.last_run = RunStats(len(plain.plan.units), frame.height,
+                                     int(frame.estimated_size()),
+                                     time.perf_counter() - started)
+            return frame
         frame, self.last_run = run(self._staged(), progress=progress)
         return frame
 
     to_polars = collect
 
     def to_arrow(self) -> pa.Table:
-        return self.collect().to_arrow()
+        """The answer as one Arrow table (a plain read: chunked by partition).
+
+        Examples
+        --------
+        >>> day = quotes.scan(dates="2007-08-02", columns=["symbol", "bid"]).to_arrow()
+        >>> day.num_rows, day["bid"].num_chunks, day.schema.field("bid").type   # 2 partitions
+        (5000, 2, DataType(double))
+        """
+        plain = self._plain()
+        return plain.to_arrow() if plain is not None else self.collect().to_arrow()
 
     def to_pandas(self) -> pandas.DataFrame:
-        return self.collect().to_pandas()
+        """The answer as pandas, with no per-row Python objects: SYMBOL and CHAR columns
+        categoricals, DATE columns ``datetime64``, times of day (SECOND, TIME)
+        ``timedelta64`` since midnight.
+
+        Examples
+        --------
+        >>> df = quotes.scan(symbols="IBM", columns=["symbol", "date", "time"]).to_pandas()
+        >>> df.dtypes.astype(str).to_dict()
+        {'symbol': 'category', 'date': 'datetime64[ms]', 'time': 'timedelta64[s]'}
+        """
+        plain = self._plain()
+        if plain is not None:
+            return plain.to_pandas()
+        return pandas_ready(self.collect().to_arrow()).to_pandas(date_as_object=False)
+
+    def iter_arrow(self) -> Iterator[pa.Table]:
+        """The answer piece by piece: a plain read yields one Arrow table per partition, in
+        partition order, reading ahead in parallel; any other query runs first and yields
+        its answer.
+
+        Examples
+        --------
+        >>> for part in quotes.scan(dates="2007-08-01", columns=["symbol"]).iter_arrow():
+        ...     print(part.num_rows, part["symbol"][0])
+        3126 A
+        1874 AAPL
+        """
+        plain = self._plain()
+        if plain is not None:
+            yield from plain.iter_arrow()
+        else:
+            yield self.collect().to_arrow()
+
+    def iter_batches(self) -> Iterator[pa.RecordBatch]:
+        """The answer as Arrow record batches (see :meth:`iter_arrow`).
+
+        Examples
+        --------
+        >>> sum(b.num_rows for b in quotes.scan(dates="2007-08-01").iter_batches())
+        5000
+        """
+        for table in self.iter_arrow():
+            yield from table.to_batches()
+
+    def count(self) -> int:
+        """The number of rows of the answer, reading only what it needs: a plain read without
+        a row filter whose partitions match as a whole is answered by the catalog.
+
+        Examples
+        --------
+        >>> quotes.scan(dates="2007-08-02").count()           # from the catalog
+        5000
+        >>> quotes.scan(where=pl.col("bid") > 0).count()      # reads the bid column
+        9941
+        >>> quotes.query().filter(pl.col("bid") > 0).unique("symbol").count()
+        48
+        """
+        plain = self._plain()
+        if plain is not None:
+            return plain.count()
+        return int(self.agg(pl.len().alias("n")).collect()["n"][0])
+
+    def to_csv(self, path: str) -> int:
+        """Write the answer as CSV (ISO dates and times; what hfq writes, a CSV load reads
+        back unchanged), streaming a plain read; returns the rows written.
+
+        Examples
+        --------
+        >>> ibm = quotes.scan(symbols="IBM", columns=["date", "time", "bid", "ofr"])
+        >>> ibm.to_csv(f"{tmp}/ibm.csv")
+        41
+        >>> from pathlib import Path
+        >>> print(*Path(f"{tmp}/ibm.csv").read_text().splitlines()[:3], sep="\\n")
+        "date","time","bid","ofr"
+        2007-08-01,09:31:49,62.75,62.76
+        2007-08-01,09:37:58,62.43,62.44
+        """
+        plain = self._plain()
+        if plain is not None:
+            return plain.to_csv(path)
+        import pyarrow.csv as pacsv
+        table = self.collect().to_arrow()
+        schema = plain_schema(table.schema)
+        with pacsv.CSVWriter(path, schema) as writer:
+            writer.write_table(table.cast(schema))
+        return table.num_rows
 
     def write(self, name: str, **options: Any) -> int:
         """Run the query and store the answer as table ``name`` through the one write path
         (created when missing; see :func:`hfq.engine.write.write_frame`); returns its
-        version."""
+        version.
+
+        Examples
+        --------
+        >>> mydb = hfq.connect(tmp)
+        >>> t = mydb.create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+        >>> _ = t.append(quotes.to_arrow(symbols="IBM"))
+        >>> t.query().group_by("date").agg(n=pl.len()).write("daily")
+        1
+        >>> mydb["daily"].to_polars().sort("date").rows()
+        [(datetime.date(2007, 8, 1), 32), (datetime.date(2007, 8, 2), 9)]
+        """
         from hfq.engine.write import write_frame
-        return write_frame(self.source, name, self.collect(), **options)
+        if not isinstance(self.source, TableSource):
+            raise QueryError("write(): a query without a table (SELECT without FROM) has no "
+                             "database to write to")
+        return write_frame(self.source.session, self.source.manifest, name, self.collect(),
+                           **options)
+
+
+def reuse(query: Query) -> Query:
+    """The same query with its own ``last_run``, sharing the plan made already (what a cache
+    of compiled statements hands out).
+
+    Examples
+    --------
+    >>> q = quotes.scan(symbols="IBM")
+    >>> q.count() == reuse(q).count() and reuse(q)._memo is q._memo
+    True
+    """
+    q = Query(query.source, query._ops or (), query._schema, fixed=query._fixed,
+              read=query._read if query._ops is None else None)
+    q._memo = query._memo
+    return q
+
+
+def _source_query(src: TableSource) -> Query:
+    """The query of ``src`` alone: its ``dates=``/``symbols=`` also as row filters (pruning
+    alone keeps whole batches)."""
+    q = Query(src)
+    if src.date_lo or src.date_hi:
+        col = pl.col(cast(str, src.date_column))
+        if isinstance(src.schema[cast(str, src.date_column)], pl.Datetime):
+            col = col.dt.date()
+        if src.date_lo:
+            q = q.filter(col >= dt.date.fromisoformat(src.date_lo))
+        if src.date_hi:
+            q = q.filter(col <= dt.date.fromisoformat(src.date_hi))
+    if src.symbols is not None:
+        q = q.filter(pl.col(cast(str, src.symbol_column)).is_in(list(src.symbols)))
+    q._fixed = len(q.ops)
+    return q
+
+
+def _plain_parts(ops: Sequence[Op], names: list[str]
+                 ) -> tuple[list[str], pl.Expr | None] | None:
+    """``(columns, where)`` when ``ops`` are row-wise filters, then at most a projection of
+    distinct source columns; None otherwise."""
+    where: pl.Expr | None = None
+    columns = list(names)
+    for i, op in enumerate(ops):
+        if isinstance(op, Filter) and op.local(frozenset()):
+            where = op.predicate if where is None else where & op.predicate
+            continue
+        if isinstance(op, Select) and i == len(ops) - 1:
+            picked = [plain_name(e) for e in op.exprs]
+            if all(p is not None and p in names for p in picked) and \
+                    len(set(picked)) == len(picked) and picked:
+                columns = cast(list[str], picked)
+                continue
+        return None
+    return columns, where
+
+
+def check_schema_all(ops: Sequence[Op], schema: pl.Schema) -> pl.Schema:
+    for op in ops:
+        schema = check_schema(op, schema)
+    return schema
 
 
 def check_schema(op: Op, schema: pl.Schema) -> pl.Schema:
@@ -421,41 +895,36 @@ class GroupBy:
         return self.query._then(Aggregate(self.keys, exprs))
 
     def len(self, name: str = "len") -> Query:
+        """The rows of each group, in column ``name``.
+
+        Examples
+        --------
+        >>> q = quotes.query().group_by("symbol").len().sort("len", descending=True)
+        >>> q.head(1).collect().rows()
+        [('WMT', 4733)]
+        """
         return self.agg(pl.len().alias(name))
 
 
-def day_range(dates: Any) -> tuple[str | None, str | None]:
-    from hfq.query.plan import normalize_dates
-    try:
-        return normalize_dates(dates)
-    except ValueError as exc:
-        raise QueryError(str(exc)) from exc
+def plain_query(session: Session, name: str, manifest: Manifest, *,
+                columns: Sequence[str] | None = None, where: pl.Expr | None = None,
+                dates: Any = None, symbols: Iterable[str] | str | None = None) -> Query:
+    """The plain read of ``columns`` of the rows passing ``where``/``dates``/``symbols``
+    (what :meth:`hfq.Table.scan` returns); bad arguments raise
+    :class:`~hfq.errors.ArgumentError` naming the argument."""
+    filters = read_filters(manifest, dates=dates, symbols=symbols)
+    cols = check_columns(manifest, columns)
+    check_where(manifest, where)
+    src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
+                      filters.date_lo, filters.date_hi, filters.symbols)
+    return Query(src, read=(cols, where))
 
 
-def make_query(ctx: Any, name: str, manifest: Manifest, date_column: str | None,
-               symbol_column: str | None, *, dates: Any = None,
+def make_query(session: Session, name: str, manifest: Manifest, *, dates: Any = None,
                symbols: Iterable[str] | str | None = None) -> Query:
-    """A query over one pinned version of a table (what :meth:`hfq.Table.query` returns)."""
-    lo, hi = day_range(dates)
-    if (lo or hi) and date_column is None:
-        raise QueryError(f"table {name!r} has no date column for dates=")
-    if isinstance(symbols, str):
-        symbols = [symbols]
-    syms = None if symbols is None else tuple(dict.fromkeys(symbols))
-    if syms is not None and symbol_column is None:
-        raise QueryError(f"table {name!r} has no symbol column for symbols=")
-    src = TableSource(ctx, name, manifest, date_column, symbol_column, lo, hi, syms)
-    q = Query(src)
-    # the explicit filters are also row filters (pruning alone keeps whole batches)
-    if lo or hi:
-        col = pl.col(cast(str, date_column))
-        dtype = src.schema[cast(str, date_column)]
-        if isinstance(dtype, pl.Datetime):
-            col = col.dt.date()
-        if lo:
-            q = q.filter(col >= dt.date.fromisoformat(lo))
-        if hi:
-            q = q.filter(col <= dt.date.fromisoformat(hi))
-    if syms is not None:
-        q = q.filter(pl.col(cast(str, symbol_column)).is_in(list(syms)))
-    return q
+    """A query over one pinned version of a table (what :meth:`hfq.Table.query` returns);
+    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`."""
+    filters = read_filters(manifest, dates=dates, symbols=symbols)
+    src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
+                      filters.date_lo, filters.date_hi, filters.symbols)
+    return _source_query(src)

@@ -26,7 +26,7 @@ class Pivot(Op):
     columns: tuple[Any, ...]
     agg: str = "first"
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         cells = lf.group_by([*self.index, self.on], maintain_order=True).agg(
             getattr(pl.col(self.values), self.agg)().alias(self.values))
         return cells.pivot(on=self.on, on_columns=list(self.columns), index=list(self.index),
@@ -52,7 +52,7 @@ class Unpivot(Op):
     variable: str = "variable"
     value: str = "value"
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         return lf.unpivot(on=list(self.on), index=list(self.index),
                           variable_name=self.variable, value_name=self.value)
 
@@ -85,7 +85,7 @@ class Fill(Op):
     method: str = "forward"
     value: Any = None
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         schema = lf.collect_schema()
         dtype = schema[self.on]
         step = parse_every(self.every)
@@ -137,8 +137,8 @@ class Sample(Op):
     fraction: float
     seed: int
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
-        unit = ctx[1] if ctx is not None else None
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
+        unit = at[1] if at is not None else None
         part = unit.partition if unit is not None else ""
         salt = int.from_bytes(hashlib.blake2b(f"{self.seed}/{part}".encode(),
                                               digest_size=8).digest(), "little") >> 1
@@ -168,7 +168,7 @@ class Combine(Op):
     how: str
     types: tuple[tuple[str, Any], ...]
 
-    def apply(self, lf: pl.LazyFrame, ctx: Any = None) -> pl.LazyFrame:
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = self.right.lazy() if isinstance(self.right, pl.DataFrame) else \
             pl.LazyFrame(schema=self.right.schema)
         names = [n for n, _ in self.types]

@@ -7,9 +7,11 @@ from typing import Any
 import polars as pl
 
 from hfq import schema as hs
+from hfq.catalog.records import Manifest
 from hfq.errors import QueryError, TableExistsError
 from hfq.partition import Compo, Hash, Scheme
-from hfq.write import PartitionWriter, Write
+from hfq.session import Session
+from hfq.write import Write
 
 __all__ = ["column_type", "write_frame"]
 
@@ -31,30 +33,28 @@ def column_type(dtype: pl.DataType) -> hs.ColumnType:
     raise QueryError(f"a column of type {dtype} cannot be stored in an hfq table")
 
 
-def write_frame(source: Any, name: str, frame: pl.DataFrame, *,
+def write_frame(session: Session, base: Manifest, name: str, frame: pl.DataFrame, *,
                 partition_by: Scheme | Compo | None = None,
                 sort_by: tuple[str, ...] | None = None, mode: str = "create") -> int:
-    """Store ``frame`` as table ``name`` of the source's database; returns the version.
+    """Store ``frame`` as table ``name`` of ``session``'s database; returns the version.
 
     ``mode="create"`` makes a new table (an error if it exists), ``"append"`` adds to an
     existing one, ``"replace"`` drops it first.  The partition scheme and sort order default
-    to the source table's when the answer has their columns, else one hash level on the
-    first column."""
+    to those of ``base`` (the table the answer came from) when the answer has their columns,
+    else one hash level on the first column."""
     if mode not in ("create", "append", "replace"):
         raise QueryError(f"mode must be 'create', 'append' or 'replace', not {mode!r}")
-    db = source.ctx
-    if mode == "replace" and name in db:
-        db.drop_table(name)
+    if mode == "replace" and session.exists(name):
+        session.drop_table(name)
     if mode == "append":
-        table = db[name]
+        m = session.snapshot(name)
     else:
-        if name in db:
+        if session.exists(name):
             raise TableExistsError(f"table {name!r} exists; write(..., mode='append') adds "
                                    "to it, mode='replace' replaces it")
         frame = frame.with_columns(pl.col(c).cast(pl.Int64) for c, t in frame.schema.items()
                                    if t in (pl.UInt32, pl.UInt64))
         schema = hs.Schema([(c, column_type(t)) for c, t in frame.schema.items()])
-        base = source.manifest
         cols = set(frame.columns)
         if partition_by is None:
             levels = [lvl.column for lvl in base.partition_by.levels()]
@@ -62,11 +62,9 @@ def write_frame(source: Any, name: str, frame: pl.DataFrame, *,
                 schema[c] == base.schema[c] for c in levels) else Hash(frame.columns[0], 8)
         if sort_by is None:
             sort_by = tuple(c for c in base.sort_by if c in cols)
-        table = db.create_table(name, schema, partition_by=partition_by, sort_by=sort_by)
-    m = table.snapshot()
+        m = session.create_table(name, schema, partition_by=partition_by, sort_by=sort_by)
     arrow = m.schema.conform(frame.to_arrow(), where=f"write to {name!r}")
-    with Write(db.catalog, db.nodes, m, db.settings) as write, \
-            PartitionWriter(write.files, db.nodes, m, db.settings) as rows:
+    with Write(session, m) as write, write.rows() as rows:
         rows.write(arrow)
         write.stage_all(rows.flush())
         return write.commit("query").version

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import logging
 import re
 import sys
 import time
@@ -30,13 +31,17 @@ from hfq import faults
 from hfq.catalog.records import Manifest
 from hfq.config import Settings
 from hfq.errors import CsvError
+from hfq.ingest.files import CsvFile, Ledger, expand, open_file
 from hfq.ingest.parse import check_field, dates_of, invalid, times_of, timestamps_of
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.task import NodeContext
 from hfq.schema import Schema
-from hfq.write import FileWriter, PartitionWriter, Write
+from hfq.session import Session
+from hfq.write import FileWriter, PartitionWriter, Write, merge_small_fragments
 
 __all__ = ["LoadReport", "load_csv", "load_files"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -52,6 +57,8 @@ class LoadReport:
     rejected: int = 0
     reject_path: str | None = None
     per_file: dict[str, int] = field(default_factory=dict)
+    nodes: dict[str, list[str]] = field(default_factory=dict)
+    """The files each node parsed."""
 
     @property
     def rows_per_s(self) -> float:
@@ -80,20 +87,27 @@ class _FileContext:
     exact_ints: bool
     """Integer columns are read by Arrow, which takes ``0x10`` for 16: blocks holding
     ``0x``/``0X`` get the exact check."""
+    text_nulls: bool = True
+    """The ``nulls`` are null in text columns too (else text as it is)."""
 
 
-def load_csv(write: Write, paths: str | Iterable[str], *, settings: Settings,
-             storage_options: dict[str, Any] | None = None, on_error: str = "raise",
-             reject_path: str | None = None, progress: bool | None = None,
-             delimiter: str = ",", header: bool = True,
-             null_values: Iterable[str] = ("",)) -> LoadReport:
-    """Load CSV files into the table of ``write`` and commit them as one version.
+def load_csv(session: Session, table: str, paths: str | Iterable[str], *,
+             on_error: str = "raise", reject_path: str | None = None,
+             progress: bool | None = None, sync: bool = False, duplicates: str = "raise",
+             storage_options: dict[str, Any] | None = None, delimiter: str = ",",
+             header: bool = True, null_values: Iterable[str] = ("",),
+             empty_text: str = "null") -> LoadReport:
+    """Load CSV files into ``table`` and commit them as one version (what
+    :meth:`hfq.Database.load_csv` does).
 
-    On a cluster the files are shared out among the nodes (by size), each node parses its
-    files and writes the partitions to the nodes that hold them, and the driver commits all of
-    it as one version; the paths must be readable from every node (a shared disk or a URL).
-    Any error (a bad value, a node dying) leaves the table as it was: ``write`` removes what
-    was written.
+    The paths and globs are expanded once, here; the files found -- with
+    ``storage_options`` -- are what the nodes open.  On a cluster the files are shared out
+    among the nodes (by size), each node parses its files and writes the partitions to the
+    nodes that hold them, and the driver commits all of it as one version; the paths must be
+    readable from every node (a shared disk or a URL).  Each file is read once: its SHA-256,
+    for the table's ledger of loaded files, is computed as it is parsed (see
+    :mod:`hfq.ingest.files`).  Any error (a bad value, a node dying) leaves the table as it
+    was.
 
     Parameters
     ----------
@@ -102,21 +116,54 @@ def load_csv(write: Write, paths: str | Iterable[str], *, settings: Settings,
     on_error
         ``"raise"``: the first bad value stops the load, nothing is committed.
         ``"skip"``: bad rows go to ``reject_path`` and the rest is committed.
+    duplicates
+        A file whose content the table loaded already: ``"raise"`` (an error naming the
+        version that loaded it), ``"append"`` (load it again) or ``"skip"`` (leave it out).
+    storage_options
+        fsspec options for the files (default: the database root's).
     header
         The first line names the columns (any order); without it, schema order.
     null_values
-        Texts that mean null in numeric and temporal columns.
+        Texts that mean null (default: the empty field), in every column.
+    empty_text
+        ``"null"`` (default): an empty field is null in text columns too (SYMBOL, CHAR,
+        STRING), as DuckDB, pandas and polars read it; ``"empty"``: it is the empty text.
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    if empty_text not in ("null", "empty"):
+        raise ValueError(f"empty_text must be 'null' or 'empty', not {empty_text!r}")
     started = time.perf_counter()
+    base = session.snapshot(table)
+    options = storage_options if storage_options is not None else \
+        session.store.storage_options
+    ledger = Ledger(table, session.catalog.loads(base), duplicates)
+    files = ledger.admit(expand(paths, options))
+    if not files:
+        log.info("load_csv %s: every file was loaded before; nothing to do", table)
+        return LoadReport(table=table, files=[], version=base.version)
+    with Write(session, base, sync=sync) as write:
+        report = _load(write, files, settings=session.settings, on_error=on_error,
+                       reject_path=reject_path, progress=progress,
+                       parse={"delimiter": delimiter, "header": header,
+                              "null_values": tuple(null_values),
+                              "text_nulls": empty_text == "null"})
+    merge_small_fragments(write)   # the table's compact_after policy
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _load(write: Write, files: list[CsvFile], *, settings: Settings, on_error: str,
+          reject_path: str | None, progress: bool | None, parse: dict[str, Any]) -> LoadReport:
+    """Parse ``files`` (here, or shared out among the nodes), stage what they wrote, record
+    them in the ledger and commit."""
     base, nodes = write.base, write.nodes
-    files = _expand(paths, storage_options or {})
     report = LoadReport(table=base.table, files=[f.path for f in files])
-    total = sum(_size(f) for f in files)
-    options: dict[str, Any] = {"on_error": on_error, "delimiter": delimiter, "header": header,
-               "null_values": tuple(null_values)}
-    if nodes.local is not None and nodes.alive() == [nodes.local]:
+    total = sum(f.size for f in files)
+    options: dict[str, Any] = {"on_error": on_error, **parse}
+    shares = _shares(nodes, files)
+    report.nodes = {str(n): [f.path for f in share] for n, share in shares.items()}
+    if list(shares) == [nodes.local]:
         bar = _progress(settings, progress, total, f"load {base.table}")
         try:
             results = [load_files(nodes.context(), write.files, base, files, settings,
@@ -125,11 +172,13 @@ def load_csv(write: Write, paths: str | Iterable[str], *, settings: Settings,
             if bar is not None:
                 bar.close()
     else:
-        results = _load_on_nodes(nodes, write, files, settings, options)
+        results = _load_on_nodes(nodes, write, shares, settings, options)
     rejects: list[tuple[Any, ...]] = []
     for result in results:
         write.stage_all(result["added"])
-        report.per_file.update(result["per_file"])
+        for f, (rows, sha) in zip(result["files"], result["per_file"]):
+            report.per_file[f.path] = report.per_file.get(f.path, 0) + rows
+            write.txn.record_load(f.path, f.size, sha)
         report.rows += result["rows"]
         rejects.extend(result["rejects"])
     if rejects:
@@ -137,22 +186,21 @@ def load_csv(write: Write, paths: str | Iterable[str], *, settings: Settings,
         report.rejected = len(rejects)
     report.version = write.commit("load_csv").version
     report.bytes = total
-    report.seconds = time.perf_counter() - started
     return report
 
 
-def load_files(node: NodeContext, files_out: FileWriter, base: Manifest, files: list[Any],
+def load_files(node: NodeContext, files_out: FileWriter, base: Manifest, files: list[CsvFile],
                settings: Settings, *, on_error: str, delimiter: str, header: bool,
-               null_values: tuple[str, ...], bar: Any = None) -> dict[str, Any]:
-    """Parse ``files`` (fsspec OpenFiles or paths) on ``node`` and write their partitions
-    through ``files_out``; commit nothing.
+               null_values: tuple[str, ...], text_nulls: bool = True,
+               bar: Any = None) -> dict[str, Any]:
+    """Parse ``files`` on ``node`` and write their partitions through ``files_out``; commit
+    nothing.
 
-    Returns ``{"added": {partition: (key, fragments)}, "per_file", "rows", "rejects"}``.
+    Returns ``{"added": {partition: (key, fragments)}, "files", "per_file": [(rows, sha256)
+    of each file], "rows", "rejects"}``.
     """
-    if files and isinstance(files[0], str):
-        files = _expand(files, {})
     rejects: list[tuple[Any, ...]] = []
-    per_file: dict[str, int] = {}
+    per_file: list[tuple[int, str]] = []
     nulls = frozenset(null_values)
     keys = {level.column for level in base.partition_by.levels()}
     with PartitionWriter(files_out, node.nodes(), base, settings) as writer, \
@@ -161,7 +209,7 @@ def load_files(node: NodeContext, files_out: FileWriter, base: Manifest, files: 
             rows_before = writer.rows
             with _BlockReader(f, settings.csv_block_bytes) as blocks:   # closed on errors too
                 ctx = _context(f.path, base.schema, blocks, delimiter, header, nulls,
-                               keys)
+                               keys, text_nulls)
                 pending = None
                 for block, offset in blocks:
                     job = (parser.submit(_parse_block, block, offset, ctx, on_error),
@@ -171,59 +219,49 @@ def load_files(node: NodeContext, files_out: FileWriter, base: Manifest, files: 
                     pending = job
                 if pending is not None:
                     _take(pending, writer, rejects, bar)
-            per_file[f.path] = writer.rows - rows_before
+                sha = blocks.sha256()
+            if f.sha256 is not None and sha != f.sha256:
+                raise CsvError(f"{f.path}: the file changed while it was being loaded (its "
+                               "SHA-256 differs from the one taken before); nothing is "
+                               "committed", path=f.path)
+            per_file.append((writer.rows - rows_before, sha))
         added = writer.flush()
-        return {"added": dict(added), "per_file": per_file, "rows": writer.rows,
-                "rejects": rejects}
+        return {"added": dict(added), "files": files, "per_file": per_file,
+                "rows": writer.rows, "rejects": rejects}
 
 
-def _load_on_nodes(nodes: Nodes, write: Write, files: list[Any], settings: Settings,
-                   options: dict[str, Any]) -> list[dict[str, Any]]:
-    """Share ``files`` out among the live nodes (largest first, to the least loaded) and load
-    them there in parallel; every node's result.  A node that dies or fails fails the load
-    (the caller's ``write`` removes what every node wrote)."""
+def _shares(nodes: Nodes, files: list[CsvFile]) -> dict[str | None, list[CsvFile]]:
+    """The files each node loads: all here when this process's node is the only one, else
+    shared out among the live nodes (largest first, to the least loaded)."""
     alive = nodes.alive()
-    shares: dict[str, list[str]] = {n: [] for n in alive}
+    if nodes.local is not None and alive == [nodes.local]:
+        return {nodes.local: files}
+    shares: dict[str | None, list[CsvFile]] = {n: [] for n in alive}
     load = dict.fromkeys(alive, 0)
-    for f in sorted(files, key=_size, reverse=True):
+    for f in sorted(files, key=lambda f: f.size, reverse=True):
         name = min(alive, key=lambda n: (load[n], n))
-        shares[name].append(f.fs.unstrip_protocol(f.path))
-        load[name] += max(1, _size(f))
-    busy = [n for n, paths in shares.items() if paths]
+        shares[name].append(f)
+        load[name] += max(1, f.size)
+    return {n: share for n, share in shares.items() if share}
+
+
+def _load_on_nodes(nodes: Nodes, write: Write, shares: dict[str | None, list[CsvFile]],
+                   settings: Settings, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Load each node's share there, in parallel; every node's result.  A node that dies or
+    fails fails the load (the caller's ``write`` removes what every node wrote)."""
+    busy = [n for n in shares if n is not None]
     results = nodes.call_each(_load_share, names=busy, compute=True, strict=True,
                               args_for=lambda n: (write.files, write.base, shares[n],
                                                   settings, options))
     return [results[n] for n in busy]
 
 
-def _load_share(node: NodeContext, files_out: FileWriter, base: Manifest, paths: list[str],
+def _load_share(node: NodeContext, files_out: FileWriter, base: Manifest, files: list[CsvFile],
                 settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
-    return load_files(node, files_out, base, paths, settings, **options)
+    return load_files(node, files_out, base, files, settings, **options)
 
 
 # -- files and blocks -------------------------------------------------------------------------
-def _expand(paths: str | Iterable[str], storage_options: dict[str, Any]) -> list[Any]:
-    patterns: Iterable[Any] = paths
-    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
-        patterns = [paths]
-    import fsspec
-    out = []
-    for pattern in patterns:
-        pattern = str(pattern)
-        opened = fsspec.open_files(pattern, mode="rb", compression="infer", **storage_options)
-        if not opened:
-            raise CsvError(f"no file matches {pattern!r}", path=pattern)
-        out.extend(opened)
-    return out
-
-
-def _size(f: Any) -> int:
-    try:
-        return int(f.fs.size(f.path))
-    except (OSError, TypeError, ValueError):
-        return 0
-
-
 class _BlockReader:
     """Yields (block ending at a line end, byte offset of the block in the file).
 
@@ -236,11 +274,11 @@ class _BlockReader:
 
     POOL = 3
 
-    def __init__(self, f: Any, block_bytes: int) -> None:
+    def __init__(self, f: CsvFile, block_bytes: int) -> None:
         self.file = f
         self.path = f.path
         self.block_bytes = block_bytes
-        self._fh = f.open()
+        self._fh, self._raw = open_file(f)
         self._carry = b""
         self._offset = 0
         self._eof = False
@@ -251,6 +289,11 @@ class _BlockReader:
 
     def __exit__(self, *exc: object) -> None:
         self._fh.close()
+        self._raw.close()
+
+    def sha256(self) -> str:
+        """The SHA-256 of the file's bytes as stored (call after reading every block)."""
+        return self._raw.finish()
 
     def read_header(self) -> tuple[bytes, int]:
         """The first line that is not blank, and its 1-based number; data starts after it."""
@@ -279,7 +322,8 @@ class _BlockReader:
         one extra read of it in all, not one each.
         """
         done, line = self._checkpoint if offset >= self._checkpoint[0] else (0, 1)
-        with self.file.open() as fh:
+        fh, raw = open_file(self.file)
+        with raw, fh:
             fh.seek(done)
             while done < offset:
                 chunk = fh.read(min(1 << 24, offset - done))
@@ -313,7 +357,7 @@ class _BlockReader:
                 yield memoryview(buf)[:cut + 1], offset
                 offset += cut + 1
         finally:
-            self._fh.close()
+            self._carry = b""
 
 
 def _read_into(fh: Any, view: memoryview) -> int:
@@ -328,7 +372,7 @@ def _read_into(fh: Any, view: memoryview) -> int:
 
 
 def _context(path: str, schema: Schema, blocks: _BlockReader, delimiter: str, header: bool,
-             nulls: frozenset[str], keys: Iterable[str]) -> _FileContext:
+             nulls: frozenset[str], keys: Iterable[str], text_nulls: bool) -> _FileContext:
     if header:
         raw, line = blocks.read_header()
         text = raw.decode("utf-8-sig", errors="replace").rstrip("\r")
@@ -360,7 +404,7 @@ def _context(path: str, schema: Schema, blocks: _BlockReader, delimiter: str, he
             read_types[name] = ctype.arrow
     exact_ints = any(pa.types.is_integer(t) for t in read_types.values())
     return _FileContext(blocks, path, schema, names, read_types, delimiter, nulls,
-                        frozenset(keys), exact_ints)
+                        frozenset(keys), exact_ints, text_nulls)
 
 
 # -- parsing one block --------------------------------------------------------------------------
@@ -489,7 +533,7 @@ def _arrow_parse(block: bytes | memoryview, ctx: _FileContext) -> pa.Table:
         parse_options=pacsv.ParseOptions(delimiter=ctx.delimiter),
         convert_options=pacsv.ConvertOptions(
             column_types=ctx.read_types, null_values=sorted(ctx.nulls),
-            strings_can_be_null=False, quoted_strings_can_be_null=False))
+            strings_can_be_null=ctx.text_nulls, quoted_strings_can_be_null=ctx.text_nulls))
 
 
 def _convert(table: pa.Table, ctx: _FileContext) -> pa.Table:
@@ -548,7 +592,8 @@ def _find_bad_rows(lines: list[bytes], first_line: int, ctx: _FileContext,
             problem = (column, f"expected {len(ctx.names)} fields, found {len(fields)}")
         if problem is None:
             for name, ctype, value in zip(ctx.names, types, fields):
-                reason = check_field(value, ctype, ctx.nulls, required=name in ctx.keys)
+                reason = check_field(value, ctype, ctx.nulls, required=name in ctx.keys,
+                                     text_nulls=ctx.text_nulls)
                 if reason:
                     problem = (name, reason)
                     break

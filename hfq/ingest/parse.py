@@ -5,8 +5,10 @@ column and value; spaces or tabs around a number are ignored, as Arrow's parser 
 
 ========================  ===========================================================
 DATE                      exactly ``YYYYMMDD`` (8 digits) or ISO ``YYYY-MM-DD``
-SECOND                    ``H:MM:SS`` or ``HH:MM:SS``, 00:00:00 to 23:59:59
-TIME                      as SECOND, optionally with ``.f`` to ``.fff`` (milliseconds)
+SECOND                    ``H:MM:SS`` or ``HH:MM:SS``, 00:00:00 to 23:59:59, optionally
+                          with a fraction of zeros (``09:30:00.000000000``)
+TIME                      as SECOND, optionally with ``.f`` to ``.fff`` (milliseconds),
+                          further digits only zeros
 SHORT, INT, LONG          decimal digits with an optional leading ``-``, in range (no ``+``,
                           no hex ``0x``, no ``_``)
 DOUBLE, FLOAT             a decimal number (``1``, ``-1.5``, ``.5``, ``2.``, ``1e-3``),
@@ -19,8 +21,9 @@ DATETIME, TIMESTAMP       ``YYYY-MM-DD[( |T)hh[:mm[:ss[.f]]]][Z|+hh[[:]mm]]``: I
 SYMBOL, STRING            any text; CHAR at most one character
 ========================  ===========================================================
 
-An empty field (or one of the load's ``null_values``) is null, except in a partition column,
-where it is rejected too.
+An empty field (or one of the load's ``null_values``) is null, for every type -- text
+included, as DuckDB, pandas and polars read the same file -- except in a partition column,
+where it is rejected; ``load_csv(..., empty_text="empty")`` keeps empty text as ``''``.
 
 The fast paths (:func:`dates_of`, :func:`hms_seconds`, :func:`times_of`) convert whole Arrow
 columns and raise ``ValueError`` at the first doubt; the caller then falls back to
@@ -50,8 +53,12 @@ _FLOAT = re.compile(r"[ \t]*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9
                     r"|(?i:inf|infinity|nan))[ \t]*")
 _BOOL = frozenset(("true", "True", "TRUE", "1", "false", "False", "FALSE", "0"))
 _HOURS = r"(?:[01]?[0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-_TIME_RE = {"SECOND": _HOURS, "TIME": _HOURS + r"(?:\.[0-9]{1,3})?"}
-_TIME_HELP = {"SECOND": "H:MM:SS or HH:MM:SS", "TIME": "H:MM:SS or HH:MM:SS, optionally .fff"}
+#: a fraction finer than the type's unit is accepted when its extra digits are zeros (what
+#: hfq itself writes: ``09:00:00.000000000`` for a SECOND held in nanoseconds)
+_TIME_RE = {"SECOND": _HOURS + r"(?:\.0{1,9})?",
+            "TIME": _HOURS + r"(?:\.[0-9]{1,3}0{0,6})?"}
+_TIME_HELP = {"SECOND": "H:MM:SS or HH:MM:SS; a fraction only of zeros",
+              "TIME": "H:MM:SS or HH:MM:SS, optionally .fff; further digits only zeros"}
 _STAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[ T]([0-9]{2})(?::([0-9]{2})"
                     r"(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?)?)?(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?")
 #: an offset after a time of day (the "-02" that ends the date "2024-01-02" is not one)
@@ -204,7 +211,7 @@ def times_of(array: pa.Array, ctype: ColumnType) -> pa.Array:
         text = pc.filter(array, bad)[0].as_py()
         raise ValueError(invalid(text, ctype.name, _TIME_HELP[ctype.name]))
     parts = cast(pl.Series, pl.from_arrow(array)).str.extract_groups(
-        r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$").struct.unnest()
+        r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,3})\d*)?$").struct.unnest()
     h, m, s = (parts[c].cast(pl.Int32) for c in ("1", "2", "3"))
     ms = parts["4"].fill_null("0").str.pad_end(3, "0").cast(pl.Int32)
     value = (h * 3600 + m * 60 + s) * unit + (ms if unit == 1000 else 0)
@@ -267,14 +274,18 @@ def _stamp_problem(text: str, name: str) -> str | None:
 
 # -- the exact validator ------------------------------------------------------------------------
 def check_field(text: str, ctype: ColumnType, nulls: frozenset[str], *,
-                required: bool = False) -> str | None:
+                required: bool = False, text_nulls: bool = True) -> str | None:
     """Why ``text`` is not a valid ``ctype`` value (``value 'v' is not a valid T (why)``),
-    or None when it is.  ``required``: a partition column, where a null is refused."""
+    or None when it is.  ``required``: a partition column, where a null is refused;
+    ``text_nulls``: the ``nulls`` are null in text columns too (else text as it is)."""
     name = ctype.name
-    if name in ("SYMBOL", "STRING"):
+    if name in ("SYMBOL", "STRING", "CHAR"):
+        if text in nulls and text_nulls:
+            return invalid(text, name, "a partition column cannot be empty") if required \
+                else None
+        if name == "CHAR" and len(text) > 1:
+            return invalid(text, name, "longer than one character")
         return None
-    if name == "CHAR":
-        return None if len(text) <= 1 else invalid(text, name, "longer than one character")
     if text in nulls:
         return invalid(text, name, "a partition column cannot be empty") if required else None
     if name in _INT_RANGE:

@@ -16,7 +16,7 @@ from hfq.catalog.records import Fragment, Manifest, PartitionEntry, Partitions, 
 from hfq.partition import Compo, Hash, Scheme, Value, key_path, matcher
 from hfq.schema import Schema
 
-__all__ = ["Filters", "Plan", "Unit", "make_plan", "normalize_dates"]
+__all__ = ["Filters", "Plan", "Unit", "filter_columns", "make_plan", "normalize_dates"]
 
 
 @dataclass(frozen=True)
@@ -247,3 +247,12 @@ def default_columns(schema: Schema, sort_by: Sequence[str]) -> tuple[str | None,
     symbol_col = next((n for n in sort_by if schema[n].name == "SYMBOL"), None) or \
         next((n for n, t in schema if t.name == "SYMBOL"), None)
     return date_col, symbol_col
+
+
+def filter_columns(manifest: Manifest) -> tuple[str | None, str | None]:
+    """The columns ``dates=`` and ``symbols=`` filter on in ``manifest``'s table (None: it has
+    none): the table's ``date_column``/``symbol_column`` options, else
+    :func:`default_columns`."""
+    date_col, symbol_col = default_columns(manifest.schema, manifest.sort_by)
+    return (manifest.options.get("date_column", date_col),
+            manifest.options.get("symbol_column", symbol_col))

@@ -24,7 +24,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hfq.errors import SchemaMismatchError
+from hfq.errors import QueryError, SchemaMismatchError
 from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
 from hfq.storage.cache import PartitionCache, read_fragment_cached
@@ -69,7 +69,7 @@ reads through this process's cache of decoded batches
 (:func:`~hfq.storage.cache.process_cache`)."""
 
 PIECE_ROWS = 1 << 18
-"""A whole partition read into one result (``Scan.to_pandas`` / ``to_polars``) is read and
+"""A whole partition read into one result (``Query.to_pandas`` of a plain read) is read and
 copied into place this many rows' worth of record batches at a time: a partition of millions of
 rows (a busy ticker's bucket) is then never in memory decoded whole beside the result."""
 
@@ -139,10 +139,20 @@ def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None 
         table = _filter_rows(table, f, _cached_runs(cache, store, unit, f, spec.sort_by, table))
     if spec.where is not None and table.num_rows:
         frame = cast(pl.DataFrame, pl.from_arrow(table.select(spec.where_columns)))
-        mask = where_mask(frame, spec.where, table.num_rows)
+        try:
+            mask = where_mask(frame, spec.where, table.num_rows)
+        except pl.exceptions.PolarsError as exc:
+            table_name = unit.fragments[0].file.split("/", 1)[0] if unit.fragments else "?"
+            raise QueryError(f"query on table {table_name!r}, partition {unit.partition}: "
+                             f"{_first_line(exc)} (in the filter {spec.where})") from exc
         table = table.filter(mask.to_arrow()) if isinstance(mask, pl.Series) else (
             table if mask else table.slice(0, 0))
     return table.select(spec.columns) if table.column_names != spec.columns else table
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def where_mask(frame: pl.DataFrame, where: pl.Expr, rows: int) -> pl.Series | bool:

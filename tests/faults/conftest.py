@@ -3,7 +3,8 @@ operation with a fault point armed (``HFQ_FAULTS``), and what a table's director
 
 pytest imports this file as the module ``conftest`` in place of ``tests/conftest.py`` (both
 live in directories without ``__init__.py``), so test files anywhere that do
-``from conftest import ROOT, canonical`` get them from here too: they are re-exported below.
+``from conftest import ROOT, canonical, csv_nulls`` get them from here too: they are
+re-exported below.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _parent = importlib.util.module_from_spec(_parent_spec)
 _parent_spec.loader.exec_module(_parent)
 ROOT: str = _parent.ROOT
 canonical = _parent.canonical
+csv_nulls = _parent.csv_nulls
 python = _parent.python
 in_thread = _parent.in_thread
 
@@ -112,7 +114,7 @@ def files_under(root: str | os.PathLike) -> list[str]:
 
 def referenced_files(table: hfq.Table) -> set[str]:
     """Every data file some kept version of ``table`` references (root-relative)."""
-    catalog = table.db.catalog
+    catalog = table.db.session.catalog
     return {f.file for m in catalog.kept_manifests(table.name) for f in m.fragments()}
 
 

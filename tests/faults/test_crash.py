@@ -180,7 +180,7 @@ def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(te
     root = fresh(template, tmp_path)
     db_a, db_b = hfq.connect(root, **SETTINGS), hfq.connect(root, **SETTINGS)
     reached, release = threading.Event(), threading.Event()
-    publish = db_a.store.create_exclusive
+    publish = db_a.session.store.create_exclusive
     calls: list[str] = []
 
     def held(src: str, dst: str) -> bool:
@@ -190,7 +190,7 @@ def test_a_writer_held_before_its_publish_while_another_commits_loses_nothing(te
             assert release.wait(60)
         return publish(src, dst)
 
-    db_a.store.create_exclusive = held   # type: ignore[method-assign]
+    db_a.session.store.create_exclusive = held   # type: ignore[method-assign]
     thread, result = append_in_thread(db_a)
     try:
         wait_for(lambda: reached.is_set() or not thread.is_alive())

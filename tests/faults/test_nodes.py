@@ -63,7 +63,7 @@ def quotes(db, data):
 
 
 def roots(db) -> dict[str, str]:
-    return {i.name: i.root for i in db.runtime.infos()}
+    return {i.name: i.root for i in db.session.runtime().infos()}
 
 
 def damage(db, fragment, node: str, *, at: int | None = None) -> bytes:
@@ -91,7 +91,7 @@ def total_bid(t) -> float:
 
 
 def test_every_partition_is_on_both_nodes(db, quotes):
-    alive = db.nodes.alive()
+    alive = db.session.nodes.alive()
     assert len(alive) == 2
     for fragment in quotes.snapshot().fragments():
         assert sorted(fragment.nodes) == sorted(alive)
@@ -99,7 +99,7 @@ def test_every_partition_is_on_both_nodes(db, quotes):
 
 
 def test_a_damaged_copy_here_is_read_from_the_other_node_and_repaired(db, quotes, data):
-    here = db.nodes.local
+    here = db.session.nodes.local
     assert here is not None   # the driver runs on the head node and maps its files
     fragments = list(quotes.snapshot().fragments())
     for fragment in fragments:
@@ -112,21 +112,21 @@ def test_damaged_copies_on_either_node_give_the_right_map_reduce(db, quotes, dat
     want = total_bid(quotes)
     assert want == pytest.approx(float(data.column("bid").to_numpy().sum()), rel=1e-12)
     fragments = list(quotes.snapshot().fragments())
-    other = next(n for n in db.nodes.alive() if n != db.nodes.local)
+    other = next(n for n in db.session.nodes.alive() if n != db.session.nodes.local)
     for i, fragment in enumerate(fragments):   # each partition damaged on one node
-        damage(db, fragment, other if i % 2 else db.nodes.local)
+        damage(db, fragment, other if i % 2 else db.session.nodes.local)
     assert total_bid(quotes) == want
     # copies the job met were repaired on the way; repair() finds the others
     rows = db.repair(["quotes"])
     assert all(r["action"].startswith("repaired from") for r in rows), rows
-    assert all(intact(db, f, n) for f in fragments for n in db.nodes.alive())
+    assert all(intact(db, f, n) for f in fragments for n in db.session.nodes.alive())
     assert db.repair(["quotes"]) == []
     assert quotes.verify() == 2 * len(fragments)
 
 
 def test_every_copy_damaged_is_a_named_error(db, quotes):
     fragment = next(iter(quotes.snapshot().fragments()))
-    goods = {n: damage(db, fragment, n) for n in db.nodes.alive()}
+    goods = {n: damage(db, fragment, n) for n in db.session.nodes.alive()}
     try:
         with pytest.raises(CorruptPartitionError) as info:
             quotes.to_arrow()
@@ -142,23 +142,23 @@ def test_every_copy_damaged_is_a_named_error(db, quotes):
 
 def test_repair_replaces_damaged_and_missing_copies_and_reports_them(db, quotes, data):
     a, b = list(quotes.snapshot().fragments())[:2]
-    other = next(n for n in db.nodes.alive() if n != db.nodes.local)
+    other = next(n for n in db.session.nodes.alive() if n != db.session.nodes.local)
     damage(db, a, other)
-    os.remove(os.path.join(roots(db)[db.nodes.local], b.file))
+    os.remove(os.path.join(roots(db)[db.session.nodes.local], b.file))
     with pytest.raises(CorruptPartitionError, match="2 bad file copies"):
         quotes.verify()
     rows = {(r["file"], r["node"]): r for r in db.repair()}
-    assert set(rows) == {(a.file, other), (b.file, db.nodes.local)}
-    assert rows[(b.file, db.nodes.local)]["problem"] == "missing"
-    assert rows[(a.file, other)]["action"] == f"repaired from {db.nodes.local}"
+    assert set(rows) == {(a.file, other), (b.file, db.session.nodes.local)}
+    assert rows[(b.file, db.session.nodes.local)]["problem"] == "missing"
+    assert rows[(a.file, other)]["action"] == f"repaired from {db.session.nodes.local}"
     assert rows[(a.file, other)]["partition"] in a.file
-    assert intact(db, a, other) and intact(db, b, db.nodes.local)
+    assert intact(db, a, other) and intact(db, b, db.session.nodes.local)
     assert canonical(quotes.to_arrow()).equals(canonical(data))
 
 
 def test_a_repair_stopped_before_the_swap_leaves_the_bad_copy_whole(db, quotes):
     fragment = next(iter(quotes.snapshot().fragments()))
-    here = db.nodes.local   # its repair runs in this process: the point is armed here
+    here = db.session.nodes.local   # its repair runs in this process: the point is armed here
     damage(db, fragment, here)
     path = os.path.join(roots(db)[here], fragment.file)
     with open(path, "rb") as f:
@@ -182,19 +182,19 @@ def test_rebalance_with_no_node_change_moves_nothing(db, quotes, data):
     t = db.create_table("offplace", hfq.schemas.TAQ, partition_by=SCHEME,
                         sort_by=("symbol", "time"), replicas=1)
     t.append(data)
-    alive = db.nodes.alive()
+    alive = db.session.nodes.alive()
     m = t.snapshot()
     # every partition on one node, away from the first one's placement: the other node holds
     # nothing of this table (though it holds quotes), and must not be taken for one that joined
     away = next(n for n in alive if n not in place(next(iter(m.partitions)), alive, 1))
-    with Write(db.catalog, db.nodes, m, db.settings) as write:
+    with Write(db.session, m) as write:
         copies: dict = {}
         for part in m.partitions.values():
             for f in part.fragments:
                 if away not in f.nodes:
                     copies.setdefault(away, []).append((f, list(f.nodes)))
                     write.move(f.file, [away])
-        db.nodes.copy(copies)
+        db.session.nodes.copy(copies)
         write.commit("move off placement")
     holders = {p: t.refresh().partitions().filter(
         t.partitions()["partition"] == p)["nodes"].to_list()[0] for p in m.partitions}
@@ -208,8 +208,8 @@ def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
         cluster, db, quotes, data, tmp_path):
     want = total_bid(quotes)
     index = cluster.add_node()
-    db.cluster_nodes()
-    assert len(db.nodes.alive()) == 3
+    db.session.nodes_for(start=True)
+    assert len(db.session.nodes.alive()) == 3
     gate = str(tmp_path / "gate")
     faults.arm("rebalance.copy.before_commit", f"pause:{gate}")
     worker, outcome = in_thread(lambda: db.rebalance(["quotes"]))
@@ -236,7 +236,7 @@ def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
         appended = 0
     # the next rebalance puts every partition back on two live nodes
     db.rebalance(["quotes"])
-    alive = set(db.nodes.alive())
+    alive = set(db.session.nodes.alive())
     assert len(alive) == 2
     for fragment in quotes.refresh().snapshot().fragments():
         assert len(set(fragment.nodes)) == 2 and set(fragment.nodes) <= alive, fragment.nodes
@@ -248,7 +248,7 @@ def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
 # last: a new driver process may restart the servers when the hfq source changed meanwhile
 def test_hfq_repair_through_the_command_line(cluster, db, quotes):
     fragment = next(iter(quotes.snapshot().fragments()))
-    other = next(n for n in db.nodes.alive() if n != db.nodes.local)
+    other = next(n for n in db.session.nodes.alive() if n != db.session.nodes.local)
     damage(db, fragment, other)
     env = {**os.environ, "PYTHONPATH": ROOT}
     run = subprocess.run([sys.executable, "-m", "hfq.cli", "repair", "quotes", "--address",

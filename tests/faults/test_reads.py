@@ -58,7 +58,7 @@ class Damaged:
         part = self.table.snapshot().partitions[self.table.scan(dates=DAYS[0]).plan.units[0]
                                                 .partition]
         self.fragment = part.fragments[0]
-        self.path = os.path.join(self.db.store.root, self.fragment.file)
+        self.path = os.path.join(self.db.session.store.root, self.fragment.file)
         unit = next(u for u in self.table.scan(symbols=[self.symbol]).plan.units
                     if u.partition == self.table.scan(dates=DAYS[0]).plan.units[0].partition)
         kept = unit.batches[0]
@@ -123,7 +123,7 @@ def assert_named(exc: CorruptPartitionError, d: Damaged, region: str) -> None:
     assert exc.file == d.fragment.file and d.fragment.file in message
     assert "table 'quotes'" in message
     assert f"partition '{d.fragment.file.split('/')[2]}'" in message
-    assert exc.node == d.db.nodes.local and exc.node in message
+    assert exc.node == d.db.session.nodes.local and exc.node in message
     if region.startswith("batch ") and exc.batch is not None:
         assert exc.batch == int(region.split()[1]), (region, message)
         assert f"record batch {exc.batch}" in message
@@ -229,23 +229,23 @@ def _record(tmp_path, codec: str = "zstd") -> tuple[hfq.Database, Fragment, str]
                         partition_by=hfq.Hash("x", 1), sort_by=("x",))
     t.append(pa.table({"x": list(range(500)), "s": ["a", "b"] * 250}))
     fragment = next(iter(t.snapshot().fragments()))
-    return db, fragment, os.path.join(db.store.root, fragment.file)
+    return db, fragment, os.path.join(db.session.store.root, fragment.file)
 
 
 def test_files_recorded_without_batch_checksums_are_checked_whole(tmp_path):
     db, fragment, path = _record(tmp_path)
     old = replace(fragment, batches=tuple(BatchStats(b.rows, b.stats) for b in fragment.batches))
     logical = db["t"].schema.arrow
-    assert read_fragment(db.store, old, logical, batches=[1]).num_rows == 100
+    assert read_fragment(db.session.store, old, logical, batches=[1]).num_rows == 100
     with open(path, "rb") as f:
         data = bytearray(f.read())
     data[fragment.batches[4].span[0] + 50] ^= 8     # a batch the read below does not touch
     with open(path, "wb") as f:
         f.write(bytes(data))
     # the new record checks only batch 1: intact; the old one checks the whole file
-    assert read_fragment(db.store, fragment, logical, batches=[1]).num_rows == 100
+    assert read_fragment(db.session.store, fragment, logical, batches=[1]).num_rows == 100
     with pytest.raises(CorruptPartitionError, match="CRC-32"):
-        read_fragment(db.store, old, logical, batches=[1], node="n1")
+        read_fragment(db.session.store, old, logical, batches=[1], node="n1")
 
 
 def test_bytes_that_pass_the_checksum_but_do_not_decode_are_a_named_error(tmp_path):
@@ -255,7 +255,7 @@ def test_bytes_that_pass_the_checksum_but_do_not_decode_are_a_named_error(tmp_pa
         f.write(junk)
     forged = Fragment(fragment.file, fragment.rows, len(junk), zlib.crc32(junk))
     with pytest.raises(CorruptPartitionError, match="cannot be decoded") as info:
-        read_fragment(db.store, forged, db["t"].schema.arrow, node="n1")
+        read_fragment(db.session.store, forged, db["t"].schema.arrow, node="n1")
     assert isinstance(info.value.__cause__, pa.ArrowException)   # the original, chained
     assert "table 't'" in str(info.value) and "on node n1" in str(info.value)
 

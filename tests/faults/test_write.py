@@ -213,9 +213,9 @@ def test_vacuum_in_the_same_process_removes_what_a_failed_write_left(tmp_path, t
     left = files_under(root) - before
     assert len(left) >= 8 and all("/data/" in f for f in left)
     db = table.db
-    running = Write(db.catalog, db.nodes, table.snapshot(), db.settings)
-    fragment = running.files.write(db.nodes, "date=v2024-01-02/symbol=h0", ["2024-01-02", 0],
-                                   data.slice(0, 10))
+    running = Write(db.session, table.snapshot())
+    fragment = running.files.write(db.session.nodes, "date=v2024-01-02/symbol=h0",
+                                   ["2024-01-02", 0], data.slice(0, 10))
     report = table.vacuum()
     assert report["files_removed"] == len(left)
     assert files_under(root) - before == {fragment.file}

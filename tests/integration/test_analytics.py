@@ -201,11 +201,11 @@ def test_minute_bars_errors_leave_nothing_behind(db, quotes):
     bars = db["bars_lost"]
     before = {f.file for p in bars.snapshot().partitions.values() for f in p.fragments}
     lost = sorted(before)[0]
-    os.remove(os.path.join(db.store.root, lost))
+    os.remove(os.path.join(db.session.store.root, lost))
     with pytest.raises(Exception, match="partition"):   # a rerun of a range reads the old bars
         ha.minute_bars(quotes, "bars_lost", bar="1h", dates=DAYS)
     assert bars.version == 1
-    root = db.store.root
+    root = db.session.store.root
     on_disk = {os.path.relpath(os.path.join(d, f), root)
                for d, _, fs in os.walk(os.path.join(root, "bars_lost", "data")) for f in fs}
     assert on_disk == before - {lost}

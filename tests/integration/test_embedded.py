@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import canonical
 
 import hfq
+from conftest import canonical
 from hfq import reduce as hr
 
 pytestmark = pytest.mark.timeout(300)
@@ -27,8 +27,8 @@ def test_embedded_database_runs_map_reduce_on_its_own_one_node_cluster(tmp_path)
         n = t.map_reduce(lambda df: df.height, hr.Sum())   # starts the one-node cluster
         assert n == data.num_rows
         assert ray.is_initialized() and len(ray.nodes()) == 1
-        assert db.nodes.alive() == [db.nodes.local]
-        assert t.partitions()["nodes"].to_list() == [[db.nodes.local]] * 4
+        assert db.session.nodes.alive() == [db.session.nodes.local]
+        assert t.partitions()["nodes"].to_list() == [[db.session.nodes.local]] * 4
         mean = t.map_reduce(lambda df: hr.Mean().of(df["ofr"] - df["bid"]), hr.Mean(),
                             where=pl.col("ofr") > pl.col("bid"))
         oracle = pl.from_arrow(data).filter(pl.col("ofr") > pl.col("bid"))

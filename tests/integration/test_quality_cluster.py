@@ -31,7 +31,8 @@ def test_each_node_reduces_its_own_partitions(cluster) -> None:
     data = hfq.synth.taq_table(dates=DAYS, rows_per_day=20_000, symbols=80, seed=5)
     t.append(data)
     holders = {n for nodes in t.partitions()["nodes"] for n in nodes}
-    assert len(holders) == 2 and db.nodes.local in holders   # some partitions elsewhere only
+    # some partitions elsewhere only
+    assert len(holders) == 2 and db.session.nodes.local in holders
     report = t.quality(session=("09:45", "15:45"), jump_k=6)
     assert report.on_nodes and report.partitions == t.partitions().height
     frame = pl.from_arrow(data)

@@ -23,16 +23,17 @@ def test_ray_restarted_finds_the_catalog_and_every_partition(tmp_path):
                             sort_by=("symbol", "time"), replicas=1)
         t.append(data)
         before = t.partitions()
-        ray_ids = {i.ray_node_id for i in db.runtime.infos()}
-        names = {i.name for i in db.runtime.infos()}
+        ray_ids = {i.ray_node_id for i in db.session.runtime().infos()}
+        names = {i.name for i in db.session.runtime().infos()}
         total = t.map_reduce(lambda df: hr.Sum().of(df["bid"]), hr.Sum(), columns=["bid"])
     assert len(names) == 2
     assert set(before["nodes"].explode()) == names    # replicas=1, spread over both nodes
 
     with local_cluster(nodes=2, root=str(tmp_path)) as cluster:   # new Ray, same disks
         db = cluster.connect()
-        assert {i.ray_node_id for i in db.runtime.infos()}.isdisjoint(ray_ids)
-        assert {i.name for i in db.runtime.infos()} == names   # each disk, its node's name
+        assert {i.ray_node_id for i in db.session.runtime().infos()}.isdisjoint(ray_ids)
+        # each disk, its node's name
+        assert {i.name for i in db.session.runtime().infos()} == names
         assert db.tables() == ["quotes"]
         t = db["quotes"]
         assert t.partitions().select("partition", "nodes", "checksum").equals(

@@ -6,11 +6,11 @@ import shutil
 import tempfile
 
 import polars as pl
-from conftest import canonical
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hfq
+from conftest import canonical
 from hfq.testing.strategies import taq_tables
 
 SCHEMES = [

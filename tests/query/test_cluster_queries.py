@@ -60,8 +60,8 @@ def test_cases_on_the_cluster(db, duck, case):
 def _workers(db) -> dict[str, int]:
     """The worker nodes (not the head, whose partitions the driver reads itself) by name,
     with their index in the local cluster; they must hold partitions the head does not."""
-    head = db.runtime.head_name()
-    roots = {i.name: i.root for i in db.runtime.infos()}
+    head = db.session.runtime().head_name()
+    roots = {i.name: i.root for i in db.session.runtime().infos()}
     assert any(head not in nodes for nodes in db["quotes"].partitions()["nodes"].to_list())
     return {n: int(os.path.basename(r).removeprefix("node")) for n, r in roots.items()
             if n != head}
@@ -76,7 +76,7 @@ def test_node_killed_mid_query_gives_the_same_answer(db, duck, cluster, tmp_path
     # other released: its partitions and the dead node's finish on replicas
     gates = {name: str(tmp_path / f"gate-{name}") for name in _workers(db)}
     for name, gate in gates.items():
-        db.nodes.call(name, lambda node, g: __import__("hfq").faults.arm(
+        db.session.nodes.call(name, lambda node, g: __import__("hfq").faults.arm(
             "engine.node.before_stage", f"pause:{g}"), gate)
     thread, box = in_thread(lambda: db.sql(sql).collect())
     deadline = time.monotonic() + 120

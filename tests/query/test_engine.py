@@ -454,7 +454,7 @@ def test_partitions_the_driver_reads_stay_decoded(db, duck, monkeypatch):
     decodes nothing, and answers the same."""
     from hfq.engine import execute
     monkeypatch.setattr(execute, "INLINE_ROWS", -1)   # the thread pool, not the inline path
-    cache = execute.process_cache(db.nodes.store, db.settings.cache_bytes)
+    cache = execute.process_cache(db.session.nodes.store, db.settings.cache_bytes)
     text = "SELECT ex, count(*) AS n, max(ofrsiz) AS m FROM quotes GROUP BY ex"
     first = db.sql(text).collect()
     before = cache.stats()
@@ -598,7 +598,7 @@ def test_top_n_over_a_batch_runs_its_best_partitions_first(tmp_path, order):
     probe = d.create_table("probe", schema, partition_by=hfq.Hash("k", 12))
     probe.append(frame)
     staged = d.sql("SELECT * FROM probe")._staged()
-    last = read_frame(d.nodes.context(), staged.spec, staged.units[-1])["k"].unique()
+    last = read_frame(d.session.nodes.context(), staged.spec, staged.units[-1])["k"].unique()
     extreme = col("k").is_in(last.implode()) & (col("id") % 5 == 0)   # the best, and ties
     odd = col("id") % 2 == 1   # best of all both ways: ties at +-100, at 1990 and 2030
     frame = frame.with_columns(

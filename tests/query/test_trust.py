@@ -61,7 +61,9 @@ SAME = [
     ("rows_n_preceding", "SELECT ts, sum(bidsiz) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s "
                          "FROM {t} ORDER BY ts", True),
     ("count_window", "SELECT ts, count(bid) OVER (ORDER BY ts) AS c, count(*) OVER "
-                     "(PARTITION BY symbol) AS n FROM {t} ORDER BY ts", True),
+                     "(PARTITION BY symbol) AS n, count(bidsiz) OVER (ORDER BY ts ROWS BETWEEN "
+                     "1 PRECEDING AND 1 FOLLOWING) AS r, count(bid) OVER (ORDER BY name) AS p "
+                     "FROM {t} ORDER BY ts", True),
     # 4. NaN is the largest float
     ("max_nan", "SELECT max(bid) AS hi, min(bid) AS lo, max(f) AS fhi, min(f) AS flo "
                 "FROM {t}", False),

@@ -20,7 +20,7 @@ from conftest import ROOT, canonical
 from hfq.partition import encode_component
 from hfq.schema import DATE, LONG, SYMBOL, Schema
 from hfq.testing.strategies import HOSTILE_SYMBOLS
-from hfq.write import PartitionWriter, Write
+from hfq.write import Write
 
 SCHEMA = Schema({"sym": SYMBOL, "d": DATE, "id": LONG})
 ROWS_PER_APPEND = 1000
@@ -82,14 +82,14 @@ def test_writer_killed_at_random_instants_leaves_old_or_new_version(tmp_path):
         table.verify()
     snapshot = table.snapshot()
     before = canonical(table.scan().to_arrow())
-    walk = [f for f, _ in db.store.walk_files("ticks/data")]
+    walk = [f for f, _ in db.session.store.walk_files("ticks/data")]
     assert len(walk) >= len(snapshot.files())
-    everything = len(db.store.walk_files("ticks"))   # + a killed commit's temp manifest
+    everything = len(db.session.store.walk_files("ticks"))   # + a killed commit's temp manifest
     report = table.vacuum(grace_s=0)
-    after = [f for f, _ in db.store.walk_files("ticks/data")]
+    after = [f for f, _ in db.session.store.walk_files("ticks/data")]
     assert set(after) == {f for f in snapshot.files()}, "orphans remain or live files went"
-    assert report["files_removed"] == everything - len(db.store.walk_files("ticks"))
-    assert not [f for f, _ in db.store.walk_files("ticks") if "/.tmp~" in f]
+    assert report["files_removed"] == everything - len(db.session.store.walk_files("ticks"))
+    assert not [f for f, _ in db.session.store.walk_files("ticks") if "/.tmp~" in f]
     assert canonical(table.scan().to_arrow()).equals(before)
 
 
@@ -111,10 +111,10 @@ def test_vacuum_spares_files_of_a_live_writer(tmp_path, db):
                            "d": pa.array([pa.scalar(18262, pa.date32()).as_py()], pa.date32()),
                            "id": pa.array([1], pa.int64())}))
     # a fragment written by a writer that has not committed yet (this process: alive)
-    db.store.makedirs("ticks/data/pending")
-    db.store.write_bytes("ticks/data/pending/x.arrow", b"not yet committed")
+    db.session.store.makedirs("ticks/data/pending")
+    db.session.store.write_bytes("ticks/data/pending/x.arrow", b"not yet committed")
     assert table.vacuum()["files_removed"] == 0      # inside the grace period
-    assert db.store.exists("ticks/data/pending/x.arrow")
+    assert db.session.store.exists("ticks/data/pending/x.arrow")
     assert table.vacuum(grace_s=0)["files_removed"] == 1
 
 
@@ -134,11 +134,11 @@ def test_hostile_symbols_round_trip_inside_the_table_directory(tmp_path, scheme)
     for s in syms:
         got = t.scan(symbols=[s]).to_polars()
         assert got["sym"].cast(pl.String).to_list() == [s]
-    table_dir = os.path.realpath(db.store.path("ticks"))
-    for dirpath, dirnames, files in os.walk(db.store.root):
+    table_dir = os.path.realpath(db.session.store.path("ticks"))
+    for dirpath, dirnames, files in os.walk(db.session.store.root):
         for name in dirnames + files:
             real = os.path.realpath(os.path.join(dirpath, name))
-            if real == os.path.join(db.store.root, ".hfq-node"):   # the node's identity
+            if real == os.path.join(db.session.store.root, ".hfq-node"):   # the node's identity
                 continue
             assert real.startswith(table_dir + os.sep) or real == table_dir
     assert list(outside.iterdir()) == []
@@ -175,8 +175,8 @@ class SlowWriter:
     """A writer that has written its rows but not committed yet."""
 
     def __init__(self, db, table, sym):
-        self.write = Write(db.catalog, db.nodes, table.snapshot(), db.settings)
-        self.rows = PartitionWriter(self.write.files, db.nodes, table.snapshot(), db.settings)
+        self.write = Write(db.session, table.snapshot())
+        self.rows = self.write.rows()
         self.rows.write(PX.conform(px_rows(sym)))
 
     def spill(self):
@@ -229,8 +229,8 @@ def test_vacuum_keeps_what_a_recent_reader_and_a_live_writer_need(db):
     writer = slow_writer(db, t, "W")
     writer.spill()                                # its fragment is on disk, not committed
     old = time.time() - 7200
-    for rel, _ in db.store.walk_files("t/data"):
-        os.utime(db.store.path(rel), (old, old))  # ... and looks two hours old
+    for rel, _ in db.session.store.walk_files("t/data"):
+        os.utime(db.session.store.path(rel), (old, old))  # ... and looks two hours old
     t.vacuum()                                    # but its writer (this process) is alive
     writer.finish("append")
     assert t.scan().count() == 9
@@ -243,10 +243,10 @@ def test_a_failed_write_leaves_no_file_behind(tmp_path):
     db = hfq.connect(str(tmp_path / "db"), memory_budget=64 << 10, csv_block_bytes=16 << 10)
     t = db.create_table("t", PX, partition_by=hfq.Value("d"), sort_by=("symbol",))
     t.append(px_rows("KEEP"))
-    kept = sorted(rel for rel, _ in db.store.walk_files("t/data"))
+    kept = sorted(rel for rel, _ in db.session.store.walk_files("t/data"))
     good = PX.conform(px_rows("A", n=20_000))          # passes the budget: spilled to disk
     bad = pa.table({"symbol": ["B"], "d": ["not a date"], "px": [1.0]})
     with pytest.raises(hfq.errors.SchemaMismatchError):
         t.append([good, bad])
-    assert sorted(rel for rel, _ in db.store.walk_files("t/data")) == kept
+    assert sorted(rel for rel, _ in db.session.store.walk_files("t/data")) == kept
     assert t.refresh().version == 1 and len(t) == 3

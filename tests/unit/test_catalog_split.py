@@ -84,7 +84,7 @@ def test_a_one_day_plan_reads_one_days_piece_and_len_reads_none(tmp_path, monkey
     made, batches = make(root, 6)
     count = made.partitions().height             # (day, bucket) pairs holding rows
     db = hfq.connect(root)                      # a fresh handle: nothing cached
-    reads = Reads(monkeypatch, db.catalog)
+    reads = Reads(monkeypatch, db.session.catalog)
     t = db["t"]
     assert (len(t), t.version, len(t.snapshot().partitions)) == (180, 6, count)
     assert t.schema == SCHEMA and reads.pieces() == 0
@@ -106,7 +106,7 @@ def test_date_ranges_keep_exactly_the_days_in_range(tmp_path, monkeypatch, dates
     root = str(tmp_path / "db")
     _, batches = make(root, 6)
     db = hfq.connect(root)
-    reads = Reads(monkeypatch, db.catalog)
+    reads = Reads(monkeypatch, db.session.catalog)
     lo, hi = (dt.date.fromisoformat(d) if d else None for d in dates)
     want = [d for d in range(1, 7) if (lo is None or dt.date(2024, 1, d) >= lo) and
             (hi is None or dt.date(2024, 1, d) <= hi)]

@@ -39,7 +39,7 @@ def data_files(root: str) -> set[str]:
 
 
 def kept_files(t: hfq.Table) -> set[str]:
-    catalog = t.db.catalog
+    catalog = t.db.session.catalog
     return {f.file for m in catalog.kept_manifests(t.name) for f in m.fragments()}
 
 
@@ -108,9 +108,9 @@ def test_a_vacuum_after_a_one_day_append_lists_that_day_only(tmp_path):
     t.vacuum(grace_s=0)
     age(root)
     t.append(rows(3, 5000))
-    scope = vacuum_scope(t.db.catalog, "t")
-    [node] = t.db.nodes.alive()
-    listing = list_changed_files(t.db.nodes.context().store, "t", *scope.listing_args(node))
+    scope = vacuum_scope(t.db.session.catalog, "t")
+    [node] = t.db.session.nodes.alive()
+    listing = list_changed_files(t.db.session.nodes.context().store, "t", *scope.listing_args(node))
     data = {rel for rel, _ in listing.files if "/data/" in rel}
     assert not listing.full and data
     assert {rel.split("/")[2] for rel in data} == {"d=v2024-01-03"}

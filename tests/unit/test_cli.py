@@ -519,7 +519,7 @@ def test_messages_people_see(db: hfq.Database, quotes: hfq.Table) -> None:
     with pytest.raises(hfq.errors.SchemaMismatchError,
                        match=r"where= uses column 'px', which table 'quotes' does not have"):
         quotes.scan(where=pl.col("px") > 1)
-    with pytest.raises(TypeError, match="where must be a polars expression"):
+    with pytest.raises(hfq.errors.ArgumentError, match="where=: a polars expression"):
         quotes.scan(where="bid > 0")   # type: ignore[arg-type]
     with pytest.raises(ValueError, match="the first date is after the second"):
         quotes.scan(dates=("2007-08-02", "2007-08-01"))
@@ -530,7 +530,7 @@ def test_messages_people_see(db: hfq.Database, quotes: hfq.Table) -> None:
     with pytest.raises(hfq.errors.SchemaMismatchError, match="cannot append a str"):
         quotes.append("quotes.csv")
     with pytest.raises(TypeError, match="unknown settings"):
-        hfq.connect(str(db.store.root), compresion="lz4")
+        hfq.connect(str(db.session.store.root), compresion="lz4")
 
 
 # -- hfq quality (H7) --------------------------------------------------------------------------

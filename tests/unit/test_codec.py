@@ -34,7 +34,7 @@ def codecs_of(db: hfq.Database, table: str) -> set[str]:
     files = [f.file for p in snapshot.partitions.values() for f in p.fragments]
     assert files, f"table {table!r} has no files"
     for rel in files:
-        with open(os.path.join(db.store.root, rel), "rb") as fh:
+        with open(os.path.join(db.session.store.root, rel), "rb") as fh:
             data = fh.read()
         assert data[:6] == b"ARROW1"   # an IPC file, read as it is on disk
         kinds = {name for name, magic in MAGIC.items() if magic in data}
@@ -124,7 +124,7 @@ def test_a_manifest_naming_an_unknown_codec_stops_writes_naming_the_table(db):
     damaged = dataclasses.replace(snapshot, options={**snapshot.options, "compression": "brotli"})
     from hfq.write import Write
     with pytest.raises(ManifestError, match=r"table 'q' .*compression.*'brotli'"):
-        Write(db.catalog, db.nodes, damaged, db.settings)
+        Write(db.session, damaged)
     # what was written stays readable
     assert t.to_polars().height == 3000
     assert pl.from_arrow(t.to_arrow()).height == 3000

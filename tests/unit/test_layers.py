@@ -1,9 +1,10 @@
 """The rooms of hfq import only downward, and no import hides a cycle inside a function.
 
 Layers, bottom to top (README, "Architecture"): model (errors, config, schema, partition,
-reduce) <- storage <- catalog <- query <- runtime <- write <- ingest | analytics | synth <-
-facade (db, table, scan, cli, demo, testing, the package itself).  Imports under
-``if TYPE_CHECKING:`` are for annotations only and are not counted.
+reduce) <- storage <- catalog <- query <- runtime <- session <- write <- ingest | analytics |
+synth | engine | quality <- facade (db, table, cli, demo, testing, the package itself).  Imports
+under ``if TYPE_CHECKING:`` are for annotations only and are not counted.  No module below the
+facade names ``Database``: the session is what they share.
 """
 
 from __future__ import annotations
@@ -22,17 +23,19 @@ LAYERS = [
     ("catalog", ["hfq.catalog"]),
     ("query", ["hfq.query"]),
     ("runtime", ["hfq.runtime"]),
+    ("session", ["hfq.session"]),
     ("write", ["hfq.write"]),
     ("ingest", ["hfq.ingest"]),
     ("analytics", ["hfq.analytics"]),
     ("synth", ["hfq.synth"]),
     ("engine", ["hfq.engine"]),
     ("quality", ["hfq.quality"]),
-    ("facade", ["hfq.db", "hfq.table", "hfq.scan", "hfq.cli", "hfq.demo", "hfq.testing",
+    ("facade", ["hfq.db", "hfq.table", "hfq.cli", "hfq.demo", "hfq.testing",
                 "hfq"]),
 ]
-LEVEL = {"model": 0, "storage": 1, "catalog": 2, "query": 3, "runtime": 4, "write": 5,
-         "ingest": 6, "analytics": 6, "synth": 6, "engine": 6, "quality": 6, "facade": 7}
+LEVEL = {"model": 0, "storage": 1, "catalog": 2, "query": 3, "runtime": 4, "session": 5,
+         "write": 6, "ingest": 7, "analytics": 7, "synth": 7, "engine": 7, "quality": 7,
+         "facade": 8}
 
 
 def room(module: str) -> str:
@@ -154,6 +157,47 @@ def test_no_function_level_import_dodges_a_cycle(graph):
     assert not dodges, "\n".join(dodges)
 
 
+def test_no_import_cycle_counting_function_level_imports(graph):
+    """Function-level imports are edges too: two modules importing each other inside
+    functions form a circle as real as one at module level."""
+    def everything(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for target, _, _ in graph.get(todo.pop(), []):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+    cycles = sorted(m for m in graph if m in everything(m))
+    assert not cycles, f"modules on an import circle (function-level imports counted): {cycles}"
+
+
+def _names_database(path: pathlib.Path) -> list[int]:
+    """Lines of ``path``'s code (not its docstrings or comments) naming ``Database``."""
+    tree = ast.parse(path.read_text(), str(path))
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if (isinstance(n, ast.Name) and n.id == "Database")
+                   or (isinstance(n, ast.Attribute) and n.attr == "Database")
+                   or (isinstance(n, ast.alias) and n.name.endswith("Database"))
+                   or (isinstance(n, ast.Constant) and n.value == "Database")})
+
+
+def test_no_lower_layer_names_the_database(graph):
+    facade = LEVEL["facade"]
+    found = [f"{m}:{line}" for m, path in modules().items() if LEVEL[room(m)] < facade
+             for line in _names_database(path)]
+    assert not found, "below the facade, code names Database (take a Session):\n" + \
+        "\n".join(found)
+
+
+def test_the_engine_carries_no_untyped_context():
+    engine = PACKAGE / "engine"
+    found = [f"{p.relative_to(PACKAGE)}:{i}" for p in engine.rglob("*.py")
+             for i, line in enumerate(p.read_text().splitlines(), 1) if "ctx: Any" in line]
+    assert not found, found
+
+
 def test_the_checks_catch_a_planted_upward_import(graph):
     up = dict(graph)   # the runtime reaching into ingest code
     up["hfq.runtime.server"] = [*graph["hfq.runtime.server"], ("hfq.ingest.csv", True, 1)]
@@ -163,3 +207,8 @@ def test_the_checks_catch_a_planted_upward_import(graph):
     dodge["hfq.runtime.nodes"] = [*graph["hfq.runtime.nodes"], ("hfq.runtime.server", True, 1)]
     with pytest.raises(AssertionError, match="inside a function"):
         test_no_function_level_import_dodges_a_cycle(dodge)
+    circle = dict(graph)   # two function-level imports, each way: a circle all the same
+    circle["hfq.session"] = [*graph["hfq.session"], ("hfq.write", True, 1)]
+    circle["hfq.write"] = [*graph["hfq.write"], ("hfq.session", True, 1)]
+    with pytest.raises(AssertionError, match="function-level imports counted"):
+        test_no_import_cycle_counting_function_level_imports(circle)

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 import hfq
-import hfq.scan
+import hfq.engine.read
+from hfq.engine.read import pandas_ready as _pandas_ready
 from hfq.errors import CorruptPartitionError
 from hfq.query.read import Assembler, pandas_type
-from hfq.scan import _pandas_ready
 
 DAY = dt.date(2007, 8, 1)
 
@@ -141,7 +141,7 @@ def table(tmp_path_factory):
 
 @pytest.fixture()
 def assembled(monkeypatch):
-    monkeypatch.setattr(hfq.scan, "INLINE_ROWS", 0)   # every scan takes the large-scan path
+    monkeypatch.setattr(hfq.engine.read, "INLINE_ROWS", 0)   # every scan takes the large-scan path
 
 
 @pytest.mark.parametrize("scan", [
@@ -238,7 +238,7 @@ def test_a_file_read_in_pieces_is_verified_whole_before_the_first_piece(table, t
     assert len(fragment.batches) >= 2
     pieces = [[b] for b in range(len(fragment.batches))]
     logical = copy.snapshot().schema.arrow
-    store = db.nodes.store
+    store = db.session.nodes.store
     whole = list(read_fragment_pieces(store, fragment, logical, pieces))
     assert sum(p.num_rows for p in whole) == fragment.rows
     offset, length = fragment.batches[-1].span

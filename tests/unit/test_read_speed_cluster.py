@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 import hfq
-import hfq.scan
-from hfq.scan import _pandas_ready
+import hfq.engine.read
+from hfq.engine.read import pandas_ready as _pandas_ready
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,7 +30,7 @@ def quotes():
 
 
 def test_partitions_from_the_other_node_are_assembled(quotes, monkeypatch):
-    monkeypatch.setattr(hfq.scan, "INLINE_ROWS", 0)   # the large-scan path on tiny data
+    monkeypatch.setattr(hfq.engine.read, "INLINE_ROWS", 0)   # the large-scan path on tiny data
     t, source = quotes
     nodes = {n for ns in t.partitions()["nodes"].to_list() for n in ns}
     assert len(nodes) == 2   # some partitions are held only by the other node

@@ -43,7 +43,7 @@ def test_point_reads_match_polars_and_come_from_the_cache(tmp_path, fresh_cache)
             got = table.scan(dates="2007-08-01", symbols=[symbol]).to_polars()
             assert got.with_columns(pl.col(pl.Categorical).cast(pl.String)).equals(
                 want.with_columns(pl.col(pl.Categorical).cast(pl.String)))
-    cache = process_cache(table.db.nodes.store, table.db.settings.cache_bytes)
+    cache = process_cache(table.db.session.nodes.store, table.db.settings.cache_bytes)
     assert cache is not None
     stats = cache.stats()
     assert stats["hits"] >= 8 and stats["misses"] >= 1

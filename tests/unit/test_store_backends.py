@@ -9,7 +9,6 @@ the catalog's correctness rests on ``create_exclusive`` being a real create-if-a
 from __future__ import annotations
 
 import concurrent.futures
-import logging
 import os
 import sys
 import threading
@@ -28,64 +27,6 @@ from hfq.storage.store import FsspecStore, LocalStore, Store, open_store
 
 BACKENDS = ["local", "memory", "s3"]
 BUCKET = "hfq-test"
-
-
-class _Serialized:
-    """WSGI middleware running one request at a time.
-
-    Real S3 makes a conditional PUT atomic; moto's server checks ``If-None-Match`` and then
-    stores the object in separate steps on concurrent request threads, so two racing PUTs
-    could both pass the check there.  Serialising requests restores S3's guarantee per request
-    (and nothing more: a client's check-then-move is still two requests, still racy).
-    """
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.lock = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        with self.lock:
-            return list(self.app(environ, start_response))
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[dict[str, Any]]:
-    """A moto S3 server on a free loopback port with one bucket: the storage options to use."""
-    pytest.importorskip("s3fs")
-    boto3 = pytest.importorskip("boto3")
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
-    from werkzeug.serving import make_server
-
-    env = pytest.MonkeyPatch()
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                        "AWS_EC2_METADATA_DISABLED": "true"}.items():
-        env.setenv(name, value)
-    env.delenv("AWS_PROFILE", raising=False)
-    werkzeug_log = logging.getLogger("werkzeug")
-    level = werkzeug_log.level
-    werkzeug_log.setLevel(logging.ERROR)     # one line per request otherwise
-    app = _Serialized(DomainDispatcherApplication(create_backend_app))
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, name="moto-s3", daemon=True)
-    thread.start()
-    endpoint = f"http://127.0.0.1:{server.server_port}"
-    try:
-        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                     aws_access_key_id="testing", aws_secret_access_key="testing",
-                     ).create_bucket(Bucket=BUCKET)
-        yield {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
-               "client_kwargs": {"region_name": "us-east-1"}}
-    finally:
-        server.shutdown()
-        thread.join(10)
-        server.server_close()
-        werkzeug_log.setLevel(level)
-        env.undo()
 
 
 @pytest.fixture(params=BACKENDS)

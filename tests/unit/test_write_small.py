@@ -117,9 +117,10 @@ def test_what_replaces_fragments_stands_where_they_stood(tmp_path):
     m = t.snapshot()
     (path, entry), = m.partitions.items()
     first, second, third = entry.fragments
-    with Write(db.catalog, db.nodes, m, db.settings) as write:
-        rows = pa.concat_tables(db.nodes.read_file(f, m.schema.arrow) for f in (first, second))
-        write.stage(path, entry.key, write.files.write(db.nodes, path, entry.key, rows))
+    with Write(db.session, m) as write:
+        nodes = db.session.nodes
+        rows = pa.concat_tables(nodes.read_file(f, m.schema.arrow) for f in (first, second))
+        write.stage(path, entry.key, write.files.write(db.session.nodes, path, entry.key, rows))
         write.replace(path, [first.file, second.file])
         write.commit("compact")
     after = t.refresh().snapshot().partitions[path].fragments
@@ -139,8 +140,9 @@ def test_a_failed_merge_leaves_the_append_and_no_file(tmp_path, db):
     assert t.snapshot(version).op == "append" and t.refresh().version == version
     assert t.partitions()["files"].max() == 2
     referenced = {f.file for v in t.versions() for f in t.snapshot(v).fragments()}
-    on_disk = {os.path.relpath(os.path.join(d, f), db.store.root)
-               for d, _, fs in os.walk(os.path.join(db.store.root, "q", "data")) for f in fs}
+    root = db.session.store.root
+    on_disk = {os.path.relpath(os.path.join(d, f), root)
+               for d, _, fs in os.walk(os.path.join(root, "q", "data")) for f in fs}
     assert on_disk == referenced, "the failed merge left files behind"
     t.append(third)                             # the next append merges all three
     assert t.partitions()["files"].max() == 1
@@ -205,6 +207,6 @@ def test_thin_partitions_round_trip_exactly(db):
     # each file stores only the symbols of its partition, not the 300 of the day
     import pyarrow.ipc as ipc
     for fragment in t.snapshot().fragments():
-        with pa.memory_map(os.path.join(db.store.root, fragment.file)) as source:
+        with pa.memory_map(os.path.join(db.session.store.root, fragment.file)) as source:
             stored = ipc.open_file(source).read_all().column("symbol").chunk(0)
         assert len(stored.dictionary) == len(pa.compute.unique(stored.indices)) < 300

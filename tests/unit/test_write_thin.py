@@ -59,7 +59,7 @@ def as_frame(table: pa.Table) -> pl.DataFrame:
 
 
 def stored(db: hfq.Database, fragment) -> pa.Table:
-    return db.nodes.read_file(fragment, SCHEMA.arrow)
+    return db.session.nodes.read_file(fragment, SCHEMA.arrow)
 
 
 def test_each_file_holds_its_partitions_rows_sorted_with_ties_in_arrival_order(db):
@@ -99,7 +99,7 @@ def test_each_files_statistics_and_dictionaries_are_its_own(db):
                 low, high = low.isoformat(), high.isoformat()
             assert stats is not None and (stats.min, stats.max, stats.nulls) == \
                 (low, high, values.null_count()), (fragment.file, column)
-        with pa.memory_map(f"{db.store.root}/{fragment.file}") as source:
+        with pa.memory_map(f"{db.session.store.root}/{fragment.file}") as source:
             symbols = ipc.open_file(source).read_all().column("sym").chunk(0)
         used = set(rows["sym"].drop_nulls().to_list())
         assert sorted(symbols.dictionary.to_pylist()) == sorted(used)
@@ -137,7 +137,7 @@ def test_encoded_thin_files_decode_each_on_its_own(db):
     assert all(f.rows <= write_module.THIN_ROWS for f in fragments)
     encodings = set()
     for fragment in fragments:
-        with pa.memory_map(f"{db.store.root}/{fragment.file}") as source:
+        with pa.memory_map(f"{db.session.store.root}/{fragment.file}") as source:
             schema = ipc.open_file(source).schema
         encodings |= {(f.metadata or {}).get(b"hfq.enc", b"").decode() for f in schema}
     assert any("delta" in e for e in encodings), encodings
@@ -184,7 +184,7 @@ def test_a_block_with_a_huge_dictionary_leaves_each_file_its_own_values(db):
     t.append(block)
     assert canonical(t.to_arrow()).equals(canonical(block))
     for fragment in t.snapshot().fragments():
-        with pa.memory_map(f"{db.store.root}/{fragment.file}") as source:
+        with pa.memory_map(f"{db.session.store.root}/{fragment.file}") as source:
             symbols = ipc.open_file(source).read_all().column("sym").chunk(0)
         used = {v for v in symbols.to_pylist() if v is not None}
         assert sorted(symbols.dictionary.to_pylist()) == sorted(used)

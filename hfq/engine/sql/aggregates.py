@@ -193,6 +193,9 @@ class Agg(Plain):
             raise error(node, f"{name}(value, key) takes two arguments")
         both = x.is_not_null() & values[1].is_not_null()
         key = lexical(self, values[1]).filter(both)
+        if not self.dtype(key).is_float():   # no NaN: polars' own max_by/min_by (merged)
+            return x.filter(both).max_by(key) if name == "arg_max" else \
+                x.filter(both).min_by(key)
         return x.filter(both).sort_by(key, descending=name == "arg_max", nulls_last=True,
                                       maintain_order=True).first()
 

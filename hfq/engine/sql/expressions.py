@@ -117,7 +117,7 @@ class Plain:
         if isinstance(node.this, exp.Literal) and not node.this.is_string:
             return number(node.this, negate=True)   # -9223372036854775808 is a BIGINT
         value = self.expr(node.this)
-        if self.dtype(value).is_integer():
+        if self.dtype(value).is_integer() and self.bound(node.this) is None:
             return self.fail(-value, value == _I64_MIN, node, "integer overflow")
         return -value
 
@@ -156,6 +156,37 @@ class Plain:
     def _integers(self, left: pl.Expr, right: pl.Expr) -> bool:
         return self.dtype(left).is_integer() and self.dtype(right).is_integer()
 
+    def bound(self, node: exp.Expression) -> int | None:
+        """An upper bound of ``|value|`` for integer expressions known to be small (narrow
+        columns, literals, date parts and arithmetic of those); None when unknown.  An
+        operation that cannot leave BIGINT needs no overflow check."""
+        if isinstance(node, (exp.Paren, exp.Alias)):
+            return self.bound(node.this)
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            return int(node.this)
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star) and \
+                self.scope.knows(node):
+            dtype: Any = self.scope.query.schema.get(self.scope.resolve(node))
+            bits = {pl.Int8: 7, pl.Int16: 15, pl.Int32: 31, pl.UInt8: 8, pl.UInt16: 16,
+                    pl.UInt32: 32, pl.Boolean: 1}.get(type(dtype))
+            return 2**bits if bits is not None else None
+        if isinstance(node, (exp.Extract, exp.Year, exp.Month, exp.Day, exp.Hour, exp.Minute,
+                             exp.Second, exp.DayOfWeek)):
+            return 10**8   # every date part but epoch (microseconds of a minute: 6e7)
+        if isinstance(node, exp.Neg):
+            return self.bound(node.this)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.IntDiv, exp.Mod)):
+            a, b = self.bound(node.this), self.bound(node.expression)
+            if a is None or b is None:
+                return None
+            return a * b if isinstance(node, exp.Mul) else \
+                a if isinstance(node, (exp.IntDiv, exp.Mod)) else a + b
+        return None
+
+    def _small(self, node: Any) -> bool:
+        """The integer result of ``node`` surely fits in a BIGINT."""
+        return (self.bound(node) or 2**63) < 2**63
+
     def _clock(self, left: pl.Expr, right: pl.Expr, sign: int) -> pl.Expr | None:
         """TIME +/- INTERVAL: around the clock (DuckDB wraps at midnight); None otherwise."""
         lt, rt = self.dtype(left), self.dtype(right)
@@ -188,7 +219,8 @@ class Plain:
         if clock is not None:
             return clock
         out = left + right
-        if self._integers(left, right):   # the sum's sign differs from both operands'
+        if self._integers(left, right) and not self._small(node):
+            # overflow: the sum's sign differs from both operands
             bad = (left.xor(out) & right.xor(out)) < 0
             return self.fail(out, bad, node, "integer overflow")
         return out
@@ -202,7 +234,7 @@ class Plain:
         if clock is not None:
             return clock
         out = left - right
-        if self._integers(left, right):
+        if self._integers(left, right) and not self._small(node):
             bad = (left.xor(right) & left.xor(out)) < 0
             return self.fail(out, bad, node, "integer overflow")
         return out
@@ -210,7 +242,7 @@ class Plain:
     def _Mul(self, node: exp.Mul) -> pl.Expr:
         left, right = self._binary(node)
         out = left * right
-        if self._integers(left, right):
+        if self._integers(left, right) and not self._small(node):
             bad = (left != 0) & ((out // left != right) |
                                  ((left == -1) & (right == _I64_MIN)))
             return self.fail(out, bad, node, "integer overflow")
@@ -230,7 +262,8 @@ class Plain:
             return self.fail(out, zero, node, "division by zero")
         off = ((left % right) != 0) & ((left < 0) != (right < 0))
         out = pl.when(off).then(left // right + 1).otherwise(left // right)
-        out = self.fail(out, (left == _I64_MIN) & (right == -1), node, "integer overflow")
+        if self.bound(node.this) is None:
+            out = self.fail(out, (left == _I64_MIN) & (right == -1), node, "integer overflow")
         return self.fail(out, zero, node, "division by zero")
 
     def _Mod(self, node: exp.Mod) -> pl.Expr:

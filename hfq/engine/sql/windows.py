@@ -95,9 +95,20 @@ def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
             raise unsupported(fn, f"{name}() with arguments")
         if not w.keys:
             return w.over(pl.lit(1, dtype=pl.Int64), ordered=False)
+        how: Any = "dense" if isinstance(fn, exp.DenseRank) else "min"
+        if len(w.keys) == 1:   # one key: ranked directly, NULLs after (or before) the rest
+            key = w.keys[0]
+            ranked = key.rank(how, descending=w.desc[0]).cast(pl.Int64)
+            after = key.count().cast(pl.Int64) if how == "min" else \
+                key.drop_nulls().n_unique().cast(pl.Int64)
+            nulls = key.null_count().cast(pl.Int64)
+            out = pl.when(key.is_null()).then(after + 1 if w.nulls_last[0] else 1) \
+                .otherwise(ranked if w.nulls_last[0] else
+                           ranked + (nulls if how == "min" else
+                                     (nulls > 0).cast(pl.Int64)))
+            return w.over(out, ordered=False)
         code = w.code()
-        return w.over(code.rank("dense" if isinstance(fn, exp.DenseRank) else "min")
-                      .cast(pl.Int64), ordered=False)
+        return w.over(code.rank(how).cast(pl.Int64), ordered=False)
     if isinstance(fn, exp.Ntile):
         n = count_of(fn.this, "ntile(n)")
         if not n:
@@ -224,6 +235,15 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
     if end != 0:
         raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
     if start is None:   # running, peers included
+        key = w.keys[0] if len(w.keys) == 1 else None
+        kt = c.dtype(key) if key is not None else None
+        if key is not None and not w.desc[0] and w.nulls_last[0] and kt is not None and \
+                (kt.is_integer() or kt.is_temporal()) and not isinstance(kt, pl.Duration):
+            # one ascending time/integer key: a rolling window over every smaller key
+            # (NULL keys last, peers of each other)
+            phys = key.to_physical().cast(pl.Int64)
+            by = phys.fill_null(phys.max().fill_null(0) + 1)
+            return w.over(_by_range(kind, value, dtype, by, f"{_BIG}i"), ordered=False)
         return w.peers(_running(kind, value, dtype))
     if len(w.keys) != 1 or w.desc[0]:
         raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
@@ -310,9 +330,9 @@ def _frame(e: pl.Expr, how: str, before: int, after: int) -> pl.Expr:
 def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: int
              ) -> pl.Expr:
     """The aggregate over the rows from ``before`` rows back to ``after`` ahead."""
+    if kind == "count":   # (value: whether the row counts)
+        return _frame(value.cast(pl.Int64), "sum", before, after).fill_null(0)
     count = _frame(value.is_not_null().cast(pl.Int64), "sum", before, after).fill_null(0)
-    if kind == "count":
-        return count
     if kind in ("sum", "mean"):
         total = _frame(value, "sum", before, after)
         total = total if kind == "sum" else total.cast(pl.Float64) / count
@@ -329,9 +349,11 @@ def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: 
 
 def _by_range(kind: str, value: pl.Expr, dtype: pl.DataType, by: pl.Expr, size: str
               ) -> pl.Expr:
+    if kind == "mean":   # NULLs skipped, a frame of only NULLs gives NULL
+        return value.cast(pl.Float64).rolling_mean_by(by, size, closed="right")
+    if kind == "count":   # (value: whether the row counts)
+        return value.cast(pl.Int64).rolling_sum_by(by, size, closed="right")
     count = value.is_not_null().cast(pl.Int64).rolling_sum_by(by, size, closed="right")
-    if kind == "count":
-        return count
     plain, nan = _finite(value, dtype)
     if kind in ("sum", "mean"):
         total = value.rolling_sum_by(by, size, closed="right")
