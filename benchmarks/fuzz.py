@@ -109,7 +109,7 @@ def worker(args: argparse.Namespace) -> int:
 # -- the supervisor ---------------------------------------------------------------------------
 def supervise(args: argparse.Namespace) -> dict[str, Any]:
     total: dict[str, Any] = {"queries": 0, "datasets": 0, "seconds": 0.0, "found": [],
-                             "shrunk": [], "crashes": [], "blocks": 0,
+                             "shrunk": [], "crashes": [], "blocks": 0, "examples": {},
                              **{k: collections.Counter() for k in COUNTERS}}
     started = time.monotonic()
     next_round = 0
@@ -137,6 +137,8 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
         for k in COUNTERS:
             total[k].update(part.get(k, {}))
         total["found"] += part.get("found", [])
+        for k, v in part.get("examples", {}).items():
+            total["examples"].setdefault(k, v)
         total["shrunk"] += part.get("shrunk", [])
         next_round = part.get("next_round", next_round)
         if proc.returncode != 0:
@@ -175,6 +177,9 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
     lines += ["", "## Refused by construct (hfq raised an HfqError, DuckDB answered)", "",
               "| construct | queries |", "|---|---|"]
     lines += [f"| {k.replace('|', '/')} | {v} |" for k, v in total["refused"].most_common()]
+    lines += ["", "An example of each refusal:", ""]
+    lines += [f"- {k}: `{total['examples'].get(k, '')}`" for k, _ in
+              total["refused"].most_common()]
     lines += ["", "## Query shapes", "", "| shape | queries |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in total["shapes"].most_common()]
     lines += ["", "## Invalid in DuckDB (the grammar's misses, not held against hfq)", ""]

@@ -54,6 +54,7 @@ class Report:
     found: list[Found] = field(default_factory=list)   # mismatches no open finding explains
     known: collections.Counter[str] = field(default_factory=collections.Counter)
     next_round: int = 0   # the dataset round a continuation starts at
+    examples: dict[str, str] = field(default_factory=dict)   # a statement per refusal
 
     _COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known")
 
@@ -62,6 +63,7 @@ class Report:
         out: dict[str, Any] = {k: getattr(self, k) for k in ("queries", "datasets", "seconds",
                                                              "next_round")}
         out.update({k: dict(getattr(self, k)) for k in self._COUNTERS})
+        out["examples"] = self.examples
         out["found"] = [{"oracle": f.oracle, "status": f.outcome.status, "sql": f.sql,
                          "detail": f.outcome.detail, "dataset": f.dataset.seed}
                         for f in self.found]
@@ -78,6 +80,8 @@ class Report:
         self.seconds += other.seconds
         for name in self._COUNTERS:
             getattr(self, name).update(getattr(other, name))
+        for k, v in other.examples.items():
+            self.examples.setdefault(k, v)
         self.found += other.found
 
     def summary(self) -> str:
@@ -179,8 +183,9 @@ class Campaign:
         report.outcomes[out.status] += 1
         report.shapes[q.shape] += 1
         report.tags.update(q.tags)
-        if out.status == "refused":
+        if out.status in ("refused", "leaked"):
             report.refused[out.detail] += 1
+            report.examples.setdefault(out.detail, q.sql)
             report.refused_tags.update(q.tags)
         elif out.status == "invalid":
             report.invalid[out.error[:90]] += 1
@@ -222,3 +227,4 @@ class Campaign:
                 oracle=check.oracle, tags=check.tags, related=list(check.queries)))
         elif result.status == "refused":
             report.refused[result.detail] += 1
+            report.examples.setdefault(result.detail, " ;; ".join(check.queries))

@@ -6,7 +6,9 @@ Outcomes (:class:`Outcome.status`):
   from DuckDB's on the stored row order but equals DuckDB's on another order of the same rows
   (a sum of 1e300, 1 and -1e300) counts as the same: SQL does not fix the order of a sum.
 * ``refused``   -- hfq raised an :class:`~hfq.errors.HfqError` where DuckDB answered: not a
-  mismatch, counted by the construct the message names (:func:`construct`).
+  mismatch, counted by the construct the message names (:func:`construct`); ``leaked`` when
+  that message quotes a polars plan (the compiler failed inside rather than refused by name:
+  counted apart, reported, not a mismatch).
 * ``agreed_error`` -- DuckDB raised at run time (overflow, a failed cast, division by zero) and
   hfq raised an HfqError too.
 * ``invalid``   -- DuckDB refused to parse or bind the text (or a cast it does not implement):
@@ -40,6 +42,10 @@ _INVALID = (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogExcept
 #: DuckDB's overflow of a 32/16/8-bit integer (its literals are INTEGER): hfq computes in 64
 #: bits by design, so this error is not a difference (counted as ``widened``)
 _NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b")
+
+
+#: a polars plan quoted in an error message: the compiler failed inside, it did not refuse
+_PLAN = re.compile(r"col\(\"|\.alias\(|strict_cast|dyn (int|float)|\.when\(")
 
 
 @dataclass
@@ -110,7 +116,8 @@ def classify(got: Answer | BaseException, want: Answer | BaseException, *, order
             return Outcome("crash", f"{type(got).__name__}: {_line(got)}", error=_line(got))
         return Outcome("answered_error", f"DuckDB: {_line(want)}", hfq=got)
     if isinstance(got, HfqError):
-        return Outcome("refused", construct(got), duck=want, error=_line(got))
+        status = "leaked" if _PLAN.search(str(got)) else "refused"
+        return Outcome(status, construct(got), duck=want, error=_line(got))
     if isinstance(got, BaseException):
         return Outcome("crash", f"{type(got).__name__}: {_line(got)}", duck=want,
                        error=_line(got))

@@ -390,6 +390,8 @@ class ExprGen:
     def _aggs(self, kind: str) -> list[Production]:
         e, r = self.expr, self.rng
         key = self.scope.order_key
+        # arg_min/arg_max keys: the unique order key, also as a DOUBLE (another code path)
+        by = r.choice((key, key, f"CAST({key} AS DOUBLE)", f"-CAST({key} AS DOUBLE)"))
         kinds = [k for k in _ORDERABLE if self.has(k) and k != "bool"] or ["int"]
 
         def ordered(fn: str, d: int, k: str) -> str:
@@ -414,7 +416,7 @@ class ExprGen:
                 ("agg:sum_lit", 1, lambda d: f"sum({r.choice(('1', '2'))})"),
                 ("agg:min_int", 2, lambda d: f"{r.choice(('min', 'max'))}({e('int', d)})"),
                 ("agg:arg_min", 1, lambda d: f"{r.choice(('arg_min', 'arg_max'))}"
-                                             f"({e('int', d)}, {key})"),
+                                             f"({e('int', d)}, {by})"),
                 ("agg:first_order", 1, lambda d: ordered(r.choice(("first", "last")), d, "int")),
                 ("agg:quantile_disc", 1, lambda d: f"quantile_disc({e('int', d)}, "
                                                    f"{r.choice(('0.5', '0.25', '0.9', '0'))})"),
@@ -445,7 +447,7 @@ class ExprGen:
                 ("agg:first_order", 1, lambda d: ordered(r.choice(("first", "last")), d,
                                                          "float")),
                 ("agg:arg_min", 1, lambda d: f"{r.choice(('arg_min', 'arg_max'))}"
-                                             f"({e('float', d)}, {key})"),
+                                             f"({e('float', d)}, {by})"),
                 ("agg:filter", 1, lambda d: filtered(d, "float")),
             ]
         if kind == "bool":
@@ -455,7 +457,7 @@ class ExprGen:
             ("agg:min_other", 2, lambda d: f"{r.choice(('min', 'max'))}({e(kind, d)})"),
             ("agg:first_order", 1, lambda d: ordered(r.choice(("first", "last")), d, kind)),
             ("agg:arg_min", 1, lambda d: f"{r.choice(('arg_min', 'arg_max'))}"
-                                         f"({e(kind, d)}, {key})"),
+                                         f"({e(kind, d)}, {by})"),
         ]
         if kind == "str":
             out.append(("agg:string_agg", 1,

@@ -143,12 +143,6 @@ def _grouped_constants(tree: exp.Expression) -> bool:
     return False
 
 
-def _count_over_rows(tree: exp.Expression) -> bool:
-    return any(isinstance(w.this, exp.Count) and w.args.get("spec") is not None and
-               str(w.args["spec"].args.get("kind") or "").upper() == "ROWS"
-               for w in tree.find_all(exp.Window))
-
-
 def _constant_key(tree: exp.Expression) -> bool:
     for group in tree.find_all(exp.Group):
         for key in group.expressions:
@@ -156,6 +150,12 @@ def _constant_key(tree: exp.Expression) -> bool:
                                                  not key.is_string):
                 return True
     return False
+
+
+def _count_distinct_constant(tree: exp.Expression) -> bool:
+    return any(isinstance(c.this, exp.Distinct) and
+               not any(e.find(exp.Column) for e in c.this.expressions)
+               for c in tree.find_all(exp.Count))
 
 
 def _arg_of_constant(tree: exp.Expression) -> bool:
@@ -179,11 +179,11 @@ KNOWN: list[Known] = [
     Known("F32", "PIVOT count of no rows is NULL", text=r"\bpivot\b.*\bcount\("),
     Known("F33", "least/greatest of FLOAT functions in 32 bits",
           text=r"\b(least|greatest)\("),
-    Known("F34", "count(x) over a ROWS frame counts NULLs", tree=_count_over_rows),
     Known("F35", "ASOF ... USING: the right side's time is the left's",
           text=r"asof (left )?join u using"),
     Known("F36", "GROUP BY a constant over no rows gives a row", tree=_constant_key),
     Known("F37", "NULL % 0 on doubles is NaN", text=r"%\s*0\b"),
+    Known("F42", "count(DISTINCT <constant>) over no rows is 1", tree=_count_distinct_constant),
     Known("F38", "comparisons with +-infinity timestamps", text=r"infinity"),
 ]
 
