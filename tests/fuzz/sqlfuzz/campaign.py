@@ -143,13 +143,16 @@ class Campaign:
             load_duckdb(con, self.db, dataset, order=order)
 
     def run(self, *, queries: int, seconds: float | None = None, progress: Any = None,
-            first_round: int = 0, rounds: int | None = None) -> Report:
+            first_round: int = 0, rounds: int | None = None,
+            stop_on_mismatch: bool = False) -> Report:
         """Datasets ``first_round``, ``first_round + 1``, ... (at most ``rounds`` of them)
-        until ``queries`` have run or ``seconds`` have passed."""
+        until ``queries`` have run or ``seconds`` have passed (or, with ``stop_on_mismatch``,
+        a mismatch no open finding explains is found)."""
         report = Report()
         started = time.perf_counter()
         round_ = first_round
-        while report.queries < queries and (rounds is None or round_ < first_round + rounds):
+        while report.queries < queries and (rounds is None or round_ < first_round + rounds) \
+                and not (stop_on_mismatch and report.found):
             if seconds is not None and time.perf_counter() - started > seconds:
                 break
             dataset = random_dataset(self.seed * 1000 + round_)
@@ -161,6 +164,8 @@ class Campaign:
             rng = random.Random(dataset.seed)
             gen = QueryGen(rng, dataset, disabled=self.disabled)
             for _ in range(min(self.per_dataset, queries - report.queries)):
+                if stop_on_mismatch and report.found:
+                    break
                 if rng.random() < self.metamorphic_share:
                     self.one_metamorphic(gen, dataset, report)
                 else:

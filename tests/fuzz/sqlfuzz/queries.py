@@ -71,7 +71,7 @@ class QueryGen:
     def query(self) -> Query:
         """One random query (drawn again if every production of a part is switched off)."""
         shapes = [("project", 4), ("aggregate", 2), ("group", 4), ("window", 3), ("join", 3),
-                  ("subquery", 2), ("derived", 1.5), ("setop", 1.5), ("star", 0.7),
+                  ("subquery", 3), ("derived", 1.5), ("setop", 1.5), ("star", 0.7),
                   ("nofrom", 0.7), ("pivot", 0.8), ("timetravel", 0.6)]
         for _ in range(50):
             self.tags = set()
@@ -323,11 +323,11 @@ class QueryGen:
         inner = self.gen(self.u_scope())
         shared = [k for k in ("int", "str", "date", "float", "time") if g.has(k) and inner.has(k)]
         k = r.choice(shared)
-        form = r.choice(("in", "not_in", "scalar", "exists", "scalar_select",
-                         "correlated_scalar"))
+        form = r.choices(("in", "not_in", "scalar", "exists", "scalar_select",
+                          "correlated_scalar"), (2, 3, 1, 1.5, 1, 1))[0]
         if not self.use(f"subq:{form}"):
             raise NoProduction()
-        sub_where = self.where(inner, 0.5)
+        sub_where = self.where(inner, 0.3)
         if form in ("in", "not_in"):
             neg = "NOT " if form == "not_in" else ""
             pred = f"{g.expr(k, 1)} {neg}IN (SELECT {inner.expr(k, 1)} FROM u{sub_where})"
