@@ -27,6 +27,8 @@ Scenarios (all of them by default; ``--only`` picks some):
 * ``cluster_read`` -- one day spread over 2 nodes into pandas / arrow, vs ``pickle.load``.
 * ``analytics``    -- spread by minute (warm and cold), minute bars (written back) and OLS on
   1 node x 2 CPUs, vs DuckDB SQL (in memory and on its database file), polars and pandas.
+* ``service``      -- 16 clients' symbol-day queries through ``hfq serve`` (ADBC, TLS) vs
+  in-process, and a day fetched through it vs in-process and DuckDB.
 * ``queries``      -- about thirty queries (filters, top-N, per-minute/hour groups, VWAP, joins,
   asof joins, windows, pivot) through hfq's engine vs DuckDB, polars and Daft (on Ray).
 
@@ -49,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
 from harness import SHAPES, Bench  # noqa: E402
-from scenarios import analytics, cluster, packed, queries, readers, scale, store  # noqa: E402
+from scenarios import analytics, cluster, packed, queries, readers, scale, service, store  # noqa: E402
 
 SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "point": readers.scenario_point, "concurrent": readers.scenario_concurrent,
@@ -59,7 +61,7 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "cluster_read": cluster.scenario_cluster_read,
              "analytics": analytics.scenario_analytics,
              "queries": queries.scenario_queries,
-             "scale": scale.scenario_scale}
+             "scale": scale.scenario_scale, "service": service.scenario_service}
 
 
 # scenarios that share data (bench.cache, a running cluster) run in one process, in this order

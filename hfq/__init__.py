@@ -26,6 +26,7 @@ from hfq.table import Table
 if TYPE_CHECKING:
     from hfq import engine
     from hfq.engine import Query, bucket, minute_of_day  # the lazy query, time buckets
+    from hfq.service.serving import serve  # the shared service (hfq serve)
 
 
 def __getattr__(name: str) -> Any:
@@ -35,12 +36,15 @@ def __getattr__(name: str) -> Any:
         import importlib
         engine = importlib.import_module("hfq.engine")
         return engine if name == "engine" else getattr(engine, name)
+    if name == "serve":   # the service (Flight, argon2) loads when one is started
+        import importlib
+        return importlib.import_module("hfq.service.serving").serve
     raise AttributeError(f"module 'hfq' has no attribute {name!r}")
 
 __all__ = [
     "Compo", "Database", "Hash", "HfqError", "Query", "Range", "Table", "Value", "config",
     "connect", "errors", "quality", "reduce", "schema", "schemas", "synth",
-    "bucket", "engine", "minute_of_day",
+    "bucket", "engine", "minute_of_day", "serve",
 ]
 
 __version__ = "0.1.0"
@@ -73,5 +77,5 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "hfq.testing": ("local_cluster",),
     "hfq.testing.strategies": ("taq_tables", "symbols", "prices", "partitioned",
                                "reducer_values", "merge_trees", "HOSTILE_SYMBOLS"),
-    "hfq.demo": ("example_quotes", "run_demo", "plot_spread"),
+    "hfq.demo": ("example_quotes", "plot_spread"),
 }

@@ -182,3 +182,21 @@ class SqlError(QueryError):
         super().__init__(message + where)
         self.line = line
         self.column = column
+
+
+# -- the service (hfq.service) ---------------------------------------------------------------------
+class AccessDeniedError(HfqError, PermissionError):
+    """An operation the current user's grants do not allow (reading a table without a SELECT
+    grant, appending without INSERT, a read of a masked column); the message names the
+    operation and the table, never a value the user may not read."""
+
+
+class AuthenticationError(HfqError, PermissionError):
+    """A login or token the service refuses: an unknown user or a wrong password (one message
+    for both), an expired or forged token, or too many failed logins in a row."""
+
+
+class QuotaExceededError(HfqError, RuntimeError):
+    """A query beyond its user's quota: too many queries at once, more rows or bytes than
+    the user may fetch, or longer than the user's timeout; ``cancelled`` for a query stopped
+    on request."""

@@ -18,14 +18,28 @@ from hfq.errors import InvalidNameError, SchemaMismatchError
 
 __all__ = [
     "BOOL", "CHAR", "DATE", "DATETIME", "DOUBLE", "FLOAT", "INT", "LONG", "SECOND", "SHORT",
-    "STRING", "SYMBOL", "TIME", "TIMESTAMP", "TYPES", "ColumnType", "Schema",
-    "DEVICE_INFO", "L2", "READINGS", "TAQ", "TRADES",
+    "STRING", "SYMBOL", "TIME", "TIME_NS", "TIMESTAMP", "TYPES", "ColumnType", "Schema",
+    "DEVICE_INFO", "L2", "NYSE_QUOTES", "NYSE_TRADES", "READINGS", "TAQ", "TRADES",
 ]
 
 
 @dataclass(frozen=True)
 class ColumnType:
-    """A storage type: its hfq name and the Arrow type it is stored and returned as."""
+    """A storage type: its hfq name and the Arrow type it is stored and returned as.
+
+    The types are the module's constants (:data:`SYMBOL`, :data:`DOUBLE`, ...); ``TYPES``
+    finds one by name.
+
+    Examples
+    --------
+    >>> from hfq import schema as s
+    >>> s.DOUBLE.name, s.DOUBLE.arrow
+    ('DOUBLE', DataType(double))
+    >>> s.SYMBOL.arrow              # symbols are stored dictionary-encoded
+    DictionaryType(dictionary<values=string, indices=int32, ordered=0>)
+    >>> s.TYPES["SECOND"].arrow
+    Time32Type(time32[s])
+    """
 
     name: str
     arrow: pa.DataType
@@ -40,6 +54,7 @@ STRING = ColumnType("STRING", pa.string())
 DATE = ColumnType("DATE", pa.date32())
 SECOND = ColumnType("SECOND", pa.time32("s"))
 TIME = ColumnType("TIME", pa.time32("ms"))
+TIME_NS = ColumnType("TIME_NS", pa.time64("ns"))
 DATETIME = ColumnType("DATETIME", pa.timestamp("s", tz="UTC"))
 TIMESTAMP = ColumnType("TIMESTAMP", pa.timestamp("ns"))
 BOOL = ColumnType("BOOL", pa.bool_())
@@ -50,8 +65,8 @@ FLOAT = ColumnType("FLOAT", pa.float32())
 DOUBLE = ColumnType("DOUBLE", pa.float64())
 
 TYPES: dict[str, ColumnType] = {
-    t.name: t for t in (SYMBOL, CHAR, STRING, DATE, SECOND, TIME, DATETIME, TIMESTAMP, BOOL,
-                        SHORT, INT, LONG, FLOAT, DOUBLE)
+    t.name: t for t in (SYMBOL, CHAR, STRING, DATE, SECOND, TIME, TIME_NS, DATETIME, TIMESTAMP,
+                        BOOL, SHORT, INT, LONG, FLOAT, DOUBLE)
 }
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -95,6 +110,14 @@ class Schema:
     # -- mapping-like -------------------------------------------------------------------------
     @property
     def names(self) -> list[str]:
+        """The column names, in order.
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.TAQ.names[:4]
+        ['symbol', 'date', 'time', 'bid']
+        """
         return list(self._columns)
 
     def __getitem__(self, name: str) -> ColumnType:
@@ -123,16 +146,52 @@ class Schema:
     # -- conversions --------------------------------------------------------------------------
     @property
     def arrow(self) -> pa.Schema:
+        """The Arrow schema the table's data is stored and returned in.
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.Schema({"symbol": s.SYMBOL, "time": s.SECOND, "bid": s.DOUBLE}).arrow
+        symbol: dictionary<values=string, indices=int32, ordered=0>
+        time: time32[s]
+        bid: double
+        """
         return pa.schema([pa.field(n, t.arrow) for n, t in self])
 
     def select(self, names: Iterable[str]) -> Schema:
+        """The schema of some columns, in the order given.
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.TAQ.select(["bid", "symbol"])
+        Schema(bid: DOUBLE, symbol: SYMBOL)
+        """
         return Schema([(n, self[n]) for n in names])
 
     def to_json(self) -> list[list[str]]:
+        """``[[name, type name], ...]``, as the catalog stores it (see :meth:`from_json`).
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.Schema({"symbol": s.SYMBOL, "price": s.DOUBLE}).to_json()
+        [['symbol', 'SYMBOL'], ['price', 'DOUBLE']]
+        """
         return [[n, t.name] for n, t in self]
 
     @classmethod
     def from_json(cls, data: list[list[str]]) -> Schema:
+        """The schema :meth:`to_json` wrote (type names in any case).
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.Schema.from_json([["symbol", "SYMBOL"], ["price", "double"]])
+        Schema(symbol: SYMBOL, price: DOUBLE)
+        >>> s.Schema.from_json(s.TAQ.to_json()) == s.TAQ
+        True
+        """
         return cls([(n, _type_by_name(t)) for n, t in data])
 
     def conform(self, table: pa.Table, *, where: str = "") -> pa.Table:
@@ -141,6 +200,22 @@ class Schema:
         Columns are matched by name (order does not matter).  Casts that cannot lose information
         (int32 -> int64, string -> dictionary, timestamp units...) are applied; anything else is a
         :class:`SchemaMismatchError`.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> from hfq import schema as s
+        >>> sch = s.Schema({"symbol": s.SYMBOL, "size": s.LONG})
+        >>> data = pa.table({"size": pa.array([100, 200], pa.int32()), "symbol": ["IBM", "GE"]})
+        >>> sch.conform(data).schema == sch.arrow
+        True
+        >>> floats = pa.table({"symbol": ["IBM"], "size": [1.5]})
+        >>> sch.conform(floats, where="batch 3")   # doctest: +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+            ...
+        hfq.errors.SchemaMismatchError: batch 3: data does not match the table schema;
+        column 'size': got double, expected LONG (int64): floats are not converted to integers
+        implicitly
         """
         problems: list[str] = []
         have = {f.name: f.type for f in table.schema}
@@ -271,6 +346,26 @@ TRADES = Schema(_columns(
     ("ex", CHAR), ("cond", SYMBOL),
 ))
 """Trades: one row per print."""
+
+
+NYSE_QUOTES = Schema(_columns(
+    ("symbol", SYMBOL), ("date", DATE), ("time", TIME_NS), ("ex", CHAR), ("bid", DOUBLE),
+    ("bidsiz", INT), ("ofr", DOUBLE), ("ofrsiz", INT), ("cond", CHAR), ("seq", LONG),
+    ("nbbo_ind", CHAR), ("finra_bbo_ind", CHAR), ("ssr", CHAR), ("participant_time", TIME_NS),
+    ("finra_adf_time", TIME_NS),
+))
+"""NYSE Daily TAQ quotes (``EQY_US_ALL_BBO_YYYYMMDD``, 2026 format): times of day to the
+nanosecond, the participant's and FINRA ADF's timestamps; the offer is named ``ofr`` like
+:data:`TAQ`'s, so every quote analytic applies (:mod:`hfq.ingest.taq` maps the file's
+columns)."""
+
+NYSE_TRADES = Schema(_columns(
+    ("symbol", SYMBOL), ("date", DATE), ("time", TIME_NS), ("ex", CHAR), ("cond", SYMBOL),
+    ("size", INT), ("price", DOUBLE), ("stop", CHAR), ("corr", SHORT), ("seq", LONG),
+    ("trade_id", LONG), ("source", CHAR), ("trf", CHAR), ("participant_time", TIME_NS),
+    ("trf_time", TIME_NS),
+))
+"""NYSE Daily TAQ trades (``EQY_US_ALL_TRADE_YYYYMMDD``, 2026 format)."""
 
 
 def _l2_columns() -> list[tuple[str, ColumnType]]:

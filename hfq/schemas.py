@@ -8,6 +8,6 @@ Examples
 ['symbol', 'date', 'time']
 """
 
-from hfq.schema import DEVICE_INFO, L2, READINGS, TAQ, TRADES
+from hfq.schema import DEVICE_INFO, L2, NYSE_QUOTES, NYSE_TRADES, READINGS, TAQ, TRADES
 
-__all__ = ["DEVICE_INFO", "L2", "READINGS", "TAQ", "TRADES"]
+__all__ = ["DEVICE_INFO", "L2", "NYSE_QUOTES", "NYSE_TRADES", "READINGS", "TAQ", "TRADES"]

@@ -28,6 +28,7 @@ True
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import getpass
 import logging
@@ -42,7 +43,13 @@ from hfq.catalog import Catalog, remove_table_files
 from hfq.catalog.records import Manifest
 from hfq.catalog.replica import write_catalog_files
 from hfq.config import Settings, check_compression
-from hfq.errors import ArgumentError, HfqError, SchemaMismatchError, TableNotFoundError
+from hfq.errors import (
+    AccessDeniedError,
+    ArgumentError,
+    HfqError,
+    SchemaMismatchError,
+    TableNotFoundError,
+)
 from hfq.partition import Compo, Scheme, check_scheme
 from hfq.query.plan import Filters, Plan, filter_columns, make_plan, normalize_dates
 from hfq.query.read import MapTask, PartitionFunction, ReadSpec
@@ -56,7 +63,8 @@ from hfq.storage.store import Store
 if TYPE_CHECKING:
     from hfq.runtime.cluster import Runtime
 
-__all__ = ["ReadPlan", "Session", "TableLike", "map_reduce", "read_filters"]
+__all__ = ["CHECKPOINT", "OPEN", "Access", "ReadPlan", "Session", "TableLike", "TablePolicy",
+           "map_reduce", "read_filters"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +79,52 @@ class TableLike(Protocol):
     def session(self) -> Session: ...
 
     def snapshot(self, version: int | None = None) -> Manifest: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class TablePolicy:
+    """What one reader may see of one table: the rows for which ``rows`` (a polars predicate
+    over the stored columns) holds -- None: every row -- and the columns not in ``hidden``.
+
+    A session with an :class:`Access` applies it where the table is read
+    (:meth:`Session.plan_read`, which every read of partition files goes through): the
+    predicate runs on each partition before any other filter or expression of the query, so
+    nothing the query computes -- a join, a subquery, an aggregate, a count, an error message
+    -- ever sees a row outside it or a hidden column."""
+
+    rows: pl.Expr | None = None
+    hidden: frozenset[str] = frozenset()
+
+    @property
+    def restricted(self) -> bool:
+        return self.rows is not None or bool(self.hidden)
+
+
+OPEN = TablePolicy()
+"""The policy of a session without an :class:`Access`: every row and column."""
+
+
+class Access(Protocol):
+    """Who reads through a session, as the layers below the service need it: which tables
+    exist for them and what they may see of each (``hfq.service`` implements it from the
+    users' grants)."""
+
+    def visible(self, name: str) -> bool:
+        """May the reader know table ``name`` exists (it has some grant on it)?"""
+        ...
+
+    def table(self, name: str, manifest: Manifest) -> TablePolicy:
+        """The reader's policy on table ``name`` (read at ``manifest``), or an
+        :class:`~hfq.errors.AccessDeniedError` when the reader may not read it."""
+        ...
+
+
+CHECKPOINT: contextvars.ContextVar[Callable[[], None] | None] = \
+    contextvars.ContextVar("hfq_checkpoint", default=None)
+"""A callable that each unit of work's result passes on its way back (``Session.run_units``):
+raising there stops the job -- units not started never start -- which is how a request
+that is cancelled or out of time frees the node work it started (``hfq.service`` sets it
+around a request)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,36 +178,39 @@ def read_filters(manifest: Manifest, *, dates: Any = None,
     return Filters(date_col, lo, hi, symbol_col, syms)
 
 
-def check_columns(manifest: Manifest, columns: Sequence[str] | None, what: str = "columns"
-                  ) -> list[str]:
-    """``columns`` (default: all), each a column of ``manifest``'s table, or an
-    :class:`~hfq.errors.ArgumentError` listing the valid ones."""
+def check_columns(manifest: Manifest, columns: Sequence[str] | None, what: str = "columns",
+                  *, hidden: frozenset[str] = frozenset()) -> list[str]:
+    """``columns`` (default: all but ``hidden``), each a column of ``manifest``'s table the
+    reader may see, or an :class:`~hfq.errors.ArgumentError` listing those."""
+    names = [n for n in manifest.schema.names if n not in hidden]
     if columns is None:
-        return manifest.schema.names
+        return names
     if isinstance(columns, str):
         columns = [columns]
     out = list(columns)
     for name in out:
-        if name not in manifest.schema:
+        if name not in names:
             raise ArgumentError(f"{what}=: table {manifest.table!r} has no column {name!r}; "
-                                f"the columns are {', '.join(manifest.schema.names)}",
-                                argument=what)
+                                f"the columns are {', '.join(names)}", argument=what)
     return out
 
 
-def check_where(manifest: Manifest, where: Any) -> list[str]:
-    """The columns a ``where=`` polars expression reads, each a column of the table."""
+def check_where(manifest: Manifest, where: Any, *, hidden: frozenset[str] = frozenset()
+                ) -> list[str]:
+    """The columns a ``where=`` polars expression reads, each a column of the table the
+    reader may see."""
     if where is None:
         return []
     if not isinstance(where, pl.Expr):
         raise ArgumentError(f"where=: a polars expression such as pl.col('bid') > 0, not "
                             f"{type(where).__name__}", argument="where")
     names = list(dict.fromkeys(where.meta.root_names()))
+    seen = [n for n in manifest.schema.names if n not in hidden]
     for name in names:
-        if name not in manifest.schema:
+        if name not in seen:
             raise ArgumentError(f"where= uses column {name!r}, which table "
                                 f"{manifest.table!r} does not have; the columns are "
-                                f"{', '.join(manifest.schema.names)}", argument="where")
+                                f"{', '.join(seen)}", argument="where")
     return names
 
 
@@ -174,7 +231,14 @@ class Session:
     when work needs the node servers); ``local``: this process's node name and root when
     attached; ``default_node``: the node of files recorded before nodes were (the head);
     ``user``: who commits (default: ``HFQ_USER``, else the login name).
+
+    ``access`` (None: trusted, everything): the reader's grants -- which tables exist for
+    it and the :class:`TablePolicy` of each, applied where tables are read.  A session for
+    one service user is :meth:`derive` d from the service's.
     """
+
+    access: Access | None = None
+    _parent: Session | None = None
 
     def __init__(self, store: Store, *, settings: Settings | None = None,
                  runtime: Runtime | None = None, local: tuple[str, Store | None] | None = None,
@@ -197,6 +261,25 @@ class Session:
         return (f"<hfq.Session {self.store.url!r} ({'embedded' if self.embedded else 'cluster'}"
                 f", {'running' if self.running else 'not running'})>")
 
+    def derive(self, *, user: str, access: Access | None) -> Session:
+        """This session for another reader: the same catalog, nodes, settings and runtime,
+        commits made by ``user``, reads through ``access`` (see :class:`Access`)."""
+        root = self._parent or self
+        out = object.__new__(Session)
+        out.__dict__.update(root.__dict__)
+        out.user, out.access, out._parent = user, access, root
+        return out
+
+    def table_policy(self, name: str, manifest: Manifest) -> TablePolicy:
+        """What this session's reader may see of table ``name``: :data:`OPEN` without an
+        access, else its policy (an :class:`~hfq.errors.AccessDeniedError` when none)."""
+        if self.access is None:
+            return OPEN
+        policy = self.access.table(name, manifest)
+        if not isinstance(policy, TablePolicy):
+            raise AccessDeniedError(f"no policy for table {name!r}")
+        return policy
+
     # -- where work runs ------------------------------------------------------------------------
     @property
     def embedded(self) -> bool:
@@ -210,6 +293,8 @@ class Session:
 
     def runtime(self) -> Runtime:
         """The Ray runtime; for an embedded database started now if it is not running."""
+        if self._parent is not None:   # one runtime for every reader's session
+            return self._parent.runtime()
         if self._runtime is None:
             if not self.store.local:
                 raise HfqError(f"compute on the nodes needs a local root; {self.store.url} is "
@@ -245,6 +330,15 @@ class Session:
         ``start``, units this process's node holds run in its threads; with it, every unit
         runs on a node server (its cache, its CPUs, its numba cache)."""
         nodes = self.nodes_for(start=start)
+        check = CHECKPOINT.get()
+        if check is not None:   # a request that can be stopped: at every result, and first
+            check()
+            arrive = on_result
+
+            def on_result(i: int, value: Any) -> None:
+                check()
+                arrive(i, value)
+
         nodes.run_units(task, units, on_result, here=not start, threads=self.settings.threads,
                         progress=self.settings.show_progress(progress), label=label,
                         small_results=small_results, local_task=local_task, finish=finish)
@@ -258,17 +352,24 @@ class Session:
 
     # -- tables ---------------------------------------------------------------------------------
     def tables(self) -> list[str]:
-        return self.catalog.tables()
+        """The tables this session's reader may know of (every one without an access)."""
+        names = self.catalog.tables()
+        return names if self.access is None else [n for n in names if self.access.visible(n)]
 
     def exists(self, name: str) -> bool:
         try:
-            self.catalog.snapshot(name)
+            self.snapshot(name)
         except TableNotFoundError:
             return False
         return True
 
     def snapshot(self, name: str, version: int | None = None) -> Manifest:
-        """The manifest of table ``name`` at ``version`` (default: the newest)."""
+        """The manifest of table ``name`` at ``version`` (default: the newest); a table the
+        reader may not know of is not found, with the message of a table that does not
+        exist."""
+        if self.access is not None and not self.access.visible(name):
+            raise TableNotFoundError(f"no table {name!r} (tables: "
+                                     f"{', '.join(self.tables()) or 'none'})")
         return self.catalog.snapshot(name, version)
 
     def create_table(self, name: str, schema: Schema, *, partition_by: Scheme | Compo,
@@ -314,9 +415,21 @@ class Session:
                   filters: Filters | None = None) -> ReadPlan:
         """Plan a read of ``manifest``: the columns, the rows passing ``where``/``dates``/
         ``symbols`` (or ready ``filters``); bad arguments are an
-        :class:`~hfq.errors.ArgumentError` naming the argument."""
-        cols = check_columns(manifest, columns)
-        where_cols = check_where(manifest, where)
+        :class:`~hfq.errors.ArgumentError` naming the argument.
+
+        The reader's :class:`TablePolicy` applies here, to every read of the table's files:
+        hidden columns are not there to read, and the row predicate is the read's filter (a
+        ``where`` of the caller's beside it is refused: it would be evaluated on rows the
+        reader may not see -- a query over the table applies it after the read)."""
+        policy = self.table_policy(manifest.table, manifest)
+        cols = check_columns(manifest, columns, hidden=policy.hidden)
+        where_cols = check_where(manifest, where, hidden=policy.hidden)
+        if policy.rows is not None:
+            if where is not None:
+                raise AccessDeniedError(f"a read of table {manifest.table!r} with where= "
+                                        "under a row policy: filter in a query instead")
+            where = policy.rows
+            where_cols = list(dict.fromkeys(where.meta.root_names()))
         if filters is None:
             filters = read_filters(manifest, dates=dates, symbols=symbols)
         plan = make_plan(manifest, cols, filters, where)
@@ -357,6 +470,11 @@ class Session:
         return reducer.finalize(state)
 
     # -- the catalog's copies ---------------------------------------------------------------------
+    def replicate_files(self, written: dict[str, bytes], removed: list[str]) -> None:
+        """Copy files written under the catalog root beside the catalog's own (the security
+        state of ``hfq.service``) to every other live node, as the catalog's are."""
+        self._replicate_catalog(written, removed)
+
     def _replicate_catalog(self, written: dict[str, bytes], removed: list[str]) -> None:
         """Copy what the catalog wrote (and remove what it removed) on every other live node:
         a lost head disk loses no committed version (``Database.check`` gathers them back)."""

@@ -58,10 +58,14 @@ def bar_seconds(bar: str) -> int:
 
 
 def minute_bars(table: TableLike, dest: str, *, dates: Any = None, symbols: Any = None,
-                bar: str = "1m", time: str = "time", progress: bool | None = None,
-                compression: str | None = "lz4") -> int:
+                bar: str = "1m", time: str = "time", where: pl.Expr | None = None,
+                progress: bool | None = None, compression: str | None = "lz4") -> int:
     """Aggregate ``table`` into ``bar``-long bars stored in table ``dest`` (created with the
     source's partitioning when missing); returns the number of bar rows written.
+
+    ``where``: a polars expression keeping the rows that enter the bars -- the same clean
+    filter as the other analytics take (e.g. :func:`hfq.quality.clean_quotes`, which keeps a
+    sentinel offer out of a bar's high); a bar none of whose rows pass is not written.
 
     ``compression``: the codec of ``dest`` when this call creates it (kept with the table,
     see :meth:`hfq.Database.create_table`); lz4 by default -- bars are derived, re-made
@@ -119,8 +123,8 @@ def minute_bars(table: TableLike, dest: str, *, dates: Any = None, symbols: Any 
             sorted_by_symbol=symbol_col if tuple(source.sort_by[:2]) == (symbol_col, time)
             else None)
         written = map_reduce(table, task, lambda a, b: a + b, columns=columns, dates=dates,
-                                   symbols=symbols, version=source.version,
-                                   progress=progress) or []
+                             symbols=symbols, version=source.version, where=where,
+                             progress=progress) or []
         rows = 0
         for out in written:
             if out["fragment"] is not None:

@@ -55,7 +55,7 @@ from hfq.engine.ops import (
     plain_name,
 )
 from hfq.errors import CorruptPartitionError, QueryError
-from hfq.query.plan import Filters, Plan, make_plan
+from hfq.query.plan import Filters, Plan
 from hfq.query.read import INLINE_ROWS, ReadSpec, read_frame, read_unit
 from hfq.runtime.task import NodeContext
 from hfq.storage.cache import PartitionCache, process_cache
@@ -426,13 +426,16 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     needed: set[str] | None = None
     for op in reversed(node_ops):
         needed = op.needs(needed)
-    columns = [c for c in m.schema.names if needed is None or c in needed]
+    names = src.schema.names()   # the columns the reader may see
+    columns = [c for c in names if needed is None or c in needed]
     if not columns:   # count(*) and the like: read the narrowest column
-        columns = [m.schema.names[0]]
+        columns = names[:1]
     lo, hi, symbols = hints(node_ops, src)
     filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
-    plan = make_plan(m, columns, filters, None)
-    spec = ReadSpec(m.schema, m.sort_by, columns, None, [], filters)
+    # planned as every read is, under the reader's policy (its row predicate, if any, is the
+    # read's filter: it runs on each partition before any operation of the query)
+    read = src.session.plan_read(m, columns=columns, filters=filters)
+    plan, spec = read.plan, read.spec
     units = src.bind_units(plan.units)
     return Staged(src, plan, spec, node_ops, driver_ops, units, notes)
 

@@ -63,7 +63,7 @@ from hfq.engine.read import PlainRead, pandas_ready, plain_schema
 from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
 from hfq.errors import QueryError
 from hfq.query.plan import Filters, Plan
-from hfq.session import Session, check_columns, check_where, read_filters
+from hfq.session import Session, TablePolicy, check_columns, check_where, read_filters
 
 if TYPE_CHECKING:
     import pandas
@@ -79,7 +79,9 @@ IntoExpr = Any
 @dataclass
 class TableSource:
     """The table a query reads: one pinned version, the ``dates=``/``symbols=`` of the query,
-    and the session whose nodes run it."""
+    and the session whose nodes run it -- and whose reader's :class:`~hfq.session.TablePolicy`
+    decides the rows and columns there are to read (hidden columns are not in ``schema``;
+    the row predicate applies where the partitions are read)."""
 
     session: Session
     name: str
@@ -91,8 +93,15 @@ class TableSource:
     symbols: tuple | None = None
 
     @functools.cached_property
+    def policy(self) -> TablePolicy:
+        """What the session's reader may see of this table (pinned with the query)."""
+        return self.session.table_policy(self.name, self.manifest)
+
+    @functools.cached_property
     def schema(self) -> pl.Schema:
-        return empty_frame(self.manifest.schema.arrow).schema
+        full = empty_frame(self.manifest.schema.arrow).schema
+        hidden = self.policy.hidden
+        return pl.Schema({n: t for n, t in full.items() if n not in hidden}) if hidden else full
 
     def filters(self) -> Filters:
         """The query's ``dates=``/``symbols=`` as read filters."""
@@ -557,10 +566,12 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
-        if isinstance(src, FrameSource):
+        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
             return None
         if self._read is not None:
             columns, where = self._read
+            if where is not None and src.policy.rows is not None:
+                return None   # the caller's filter runs after the policy's: a query
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
                                          filters=src.filters())
         else:
@@ -568,6 +579,8 @@ class Query:
             if found is None:
                 return None
             columns, where = found
+            if where is not None and src.policy.rows is not None:
+                return None
             lo, hi, symbols = hints(self.ops[self._fixed:], src)
             filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
@@ -621,6 +634,8 @@ class Query:
         if isinstance(self.source, FrameSource):
             return "driver stage (no table):\n" + "\n".join(f"  {op.describe()}"
                                                              for op in self.ops)
+        if self.source.policy.restricted:
+            return _restricted_explain(self)
         plain = self._plain()
         return plain.explain() if plain is not None else explain(self._staged())
 
@@ -772,6 +787,18 @@ class Query:
                            **options)
 
 
+def _restricted_explain(query: Query) -> str:
+    """The plan of a query whose reader is under a policy: its operations only.  The
+    partitions, rows and bytes a read would meet, and the policy's predicate, are about rows
+    the reader may not see, so they are not shown."""
+    src = cast(TableSource, query.source)
+    lines = [f"query on {src.name} @ version {src.manifest.version}",
+             "  (the reader's row policy and column masks apply where the table is read; "
+             "partition statistics are not shown)"]
+    lines += [f"  {op.describe()}" for op in query.ops]
+    return "\n".join(lines)
+
+
 def reuse(query: Query) -> Query:
     """The same query with its own ``last_run``, sharing the plan made already (what a cache
     of compiled statements hands out).
@@ -880,7 +907,18 @@ def _flags(value: bool | Sequence[bool], n: int, what: str) -> tuple[bool, ...]:
 
 
 class GroupBy:
-    """``query.group_by(keys)``; ``.agg(...)`` makes the aggregate query."""
+    """The groups of a query (what :meth:`Query.group_by` returns): :meth:`agg` or :meth:`len`
+    makes the aggregate query, one row per group, computed next to the data.
+
+    Examples
+    --------
+    >>> import hfq, polars as pl
+    >>> ibm = quotes.query(dates="2007-08-01", symbols="IBM")
+    >>> hourly = ibm.group_by(hfq.bucket("time", "1h", anchor="09:30"))
+    >>> mid = ((pl.col("bid") + pl.col("ofr")) / 2).mean().round(2)
+    >>> hourly.agg(quotes=pl.len(), mid=mid).sort("time").head(2).collect().rows()
+    [(datetime.time(9, 30), 8, 62.05), (datetime.time(10, 30), 5, 61.69)]
+    """
 
     def __init__(self, query: Query, keys: tuple[pl.Expr, ...]) -> None:
         self.query = query
@@ -888,7 +926,16 @@ class GroupBy:
 
     def agg(self, *aggs: IntoExpr, **named: IntoExpr) -> Query:
         """One row per group: the keys, then the aggregates, groups in order of first
-        appearance (partition order, then row order)."""
+        appearance (partition order, then row order).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> by_symbol = quotes.query(dates="2007-08-01").group_by("symbol")
+        >>> q = by_symbol.agg(pl.len(), pl.col("bid").max(), low_ofr=pl.col("ofr").min())
+        >>> q.sort("symbol").head(2).collect().rows()
+        [('A', 13, 12.53, 12.22), ('AA', 46, 16.08, 15.7)]
+        """
         exprs = _exprs(aggs, named, self.query.schema)
         if not exprs:
             raise QueryError("agg() needs at least one aggregate")
@@ -913,10 +960,10 @@ def plain_query(session: Session, name: str, manifest: Manifest, *,
     (what :meth:`hfq.Table.scan` returns); bad arguments raise
     :class:`~hfq.errors.ArgumentError` naming the argument."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
-    cols = check_columns(manifest, columns)
-    check_where(manifest, where)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
                       filters.date_lo, filters.date_hi, filters.symbols)
+    cols = check_columns(manifest, columns, hidden=src.policy.hidden)
+    check_where(manifest, where, hidden=src.policy.hidden)
     return Query(src, read=(cols, where))
 
 

@@ -28,7 +28,7 @@ from hfq.errors import QueryError, SchemaMismatchError
 from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
 from hfq.storage.cache import PartitionCache, read_fragment_cached
-from hfq.storage.fragment import load_file, read_fragment, read_fragment_pieces
+from hfq.storage.fragment import Blobs, load_file, read_fragment, read_fragment_pieces
 from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
@@ -75,10 +75,12 @@ rows (a busy ticker's bucket) is then never in memory decoded whole beside the r
 
 
 def read_unit_pieces(store: Store, spec: ReadSpec, unit: Unit, node: str | None = None
-                     ) -> Iterator[tuple[int, pa.Table]]:
+                     ) -> Iterator[tuple[int, pa.Table | Blobs]]:
     """(offset, rows) of ``unit``'s matching rows, in pieces of about :data:`PIECE_ROWS` rows
     when the unit is one file whose kept batches all match (no row filter, no ``where``), else
-    in one piece (:func:`read_unit`).  Each piece is verified as :func:`read_unit` verifies."""
+    in one piece (:func:`read_unit`).  Each piece is verified as :func:`read_unit` verifies;
+    the pieces of a format-2 file come undecoded (:class:`~hfq.storage.fragment.Blobs`), for
+    :meth:`Assembler.fill` to decode straight into the result's buffers."""
     record = unit.fragments[0] if len(unit.fragments) == 1 else None
     if record is None or not unit.exact or spec.where is not None or not record.batches:
         yield 0, read_unit(store, spec, unit, node)
@@ -97,7 +99,7 @@ def read_unit_pieces(store: Store, spec: ReadSpec, unit: Unit, node: str | None 
         return
     offset = 0
     for piece in read_fragment_pieces(store, record, spec.schema.arrow, pieces,
-                                      columns=list(spec.columns), node=node):
+                                      columns=list(spec.columns), node=node, encoded=True):
         yield offset, piece
         offset += piece.num_rows
 
@@ -477,10 +479,12 @@ class Assembler:
                 _fixed_dtype(field.type)
             self._values.append(None if dtype is None else _pool_array(self.rows, dtype))
 
-    def fill(self, i: int, table: pa.Table, offset: int | None = None) -> None:
+    def fill(self, i: int, table: pa.Table | Blobs, offset: int | None = None) -> None:
         """Copy part ``i`` (``rows[i]`` rows, this schema's columns in order) into place, or
         with ``offset`` a piece of it starting at that row; parts (and pieces) may be filled
-        from several threads at once."""
+        from several threads at once.  A piece of a format-2 file still encoded
+        (:class:`~hfq.storage.fragment.Blobs`) is decoded straight into place: no decoded
+        copy of it is ever made."""
         lo, hi = self.starts[i], self.starts[i + 1]
         if offset is None and table.num_rows != hi - lo:
             raise ValueError(f"part {i} has {table.num_rows} rows, {hi - lo} were planned")
@@ -489,27 +493,54 @@ class Assembler:
                 raise ValueError(f"part {i} has {table.num_rows} rows at row {offset}, past "
                                  f"the {hi - lo} planned")
             lo += offset
+        if isinstance(table, Blobs):
+            self._fill_blobs(lo, table)
+            return
         for c, column in enumerate(table.columns):
-            if self._values[c] is None:
-                self._other[c].append((lo, column))
+            self._fill_column(c, lo, column)
+
+    def _fill_blobs(self, lo: int, piece: Blobs) -> None:
+        hi = lo + piece.num_rows
+        for c in range(len(self.schema)):
+            if self._values[c] is None or not piece.packed(c):
+                self._fill_column(c, lo, pa.chunked_array([piece.column(c)]))
                 continue
-            start = lo
-            for chunk in column.chunks:
-                end = start + len(chunk)
-                if pa.types.is_dictionary(chunk.type):
-                    with self._lock:   # the column may be widened meanwhile
-                        self._dicts[c].append((start, end, chunk.dictionary))
-                        _copy_values(chunk.indices, self._widened(c, len(chunk.dictionary))
-                                     [start:end])
-                else:
-                    out = self._values[c]
-                    assert out is not None
-                    _copy_values(chunk, out[start:end],
-                                 _factor(chunk.type, self.schema.field(c).type))
-                if chunk.null_count:
-                    self._validity(c)[start:end] = \
-                        chunk.is_valid().to_numpy(zero_copy_only=False)
-                start = end
+            if pa.types.is_dictionary(self.schema.field(c).type):
+                dictionary = piece.dictionaries[c]
+                assert dictionary is not None
+                with self._lock:   # the column may be widened meanwhile
+                    self._dicts[c].append((lo, hi, dictionary))
+                    valid = piece.decode_into(c, self._widened(c, len(dictionary))[lo:hi])
+            else:
+                out = self._values[c]
+                assert out is not None
+                valid = piece.decode_into(c, out[lo:hi],
+                                          _factor(piece.types[c], self.schema.field(c).type))
+            if valid is not None:
+                self._validity(c)[lo:hi] = valid
+
+    def _fill_column(self, c: int, lo: int, column: pa.ChunkedArray) -> None:
+        """One column of a decoded part (or piece) into its rows from ``lo``."""
+        if self._values[c] is None:
+            self._other[c].append((lo, column))
+            return
+        start = lo
+        for chunk in column.chunks:
+            end = start + len(chunk)
+            if pa.types.is_dictionary(chunk.type):
+                with self._lock:   # the column may be widened meanwhile
+                    self._dicts[c].append((start, end, chunk.dictionary))
+                    _copy_values(chunk.indices, self._widened(c, len(chunk.dictionary))
+                                 [start:end])
+            else:
+                out = self._values[c]
+                assert out is not None
+                _copy_values(chunk, out[start:end],
+                             _factor(chunk.type, self.schema.field(c).type))
+            if chunk.null_count:
+                self._validity(c)[start:end] = \
+                    chunk.is_valid().to_numpy(zero_copy_only=False)
+            start = end
 
     def _widened(self, c: int, values: int) -> np.ndarray:
         """Column ``c``'s indices, widened (under the lock) to hold ``values`` values."""

@@ -31,7 +31,7 @@ import pyarrow.ipc as ipc
 from hfq import faults
 from hfq.config import Settings
 from hfq.errors import CorruptPartitionError
-from hfq.storage import encoding
+from hfq.storage import encoding, light
 from hfq.storage.store import Store, temp_name
 
 try:   # ISA-L's CRC-32: the same values as zlib's, ~5x faster (it keeps reads cheap)
@@ -39,7 +39,8 @@ try:   # ISA-L's CRC-32: the same values as zlib's, ~5x faster (it keeps reads c
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the same function
     from zlib import crc32
 
-__all__ = ["BatchRecord", "Encoded", "FileRecord", "check_bytes", "check_read", "load_file",
+__all__ = ["BatchRecord", "Blobs", "Encoded", "FileRecord", "check_bytes", "check_read",
+           "load_file", "stored_column",
            "encode_fragment", "prepare_fragments", "put_file", "read_fragment",
            "read_fragment_pieces", "verify_file",
            "where"]
@@ -55,6 +56,9 @@ DECODE_ERRORS: tuple[type[BaseException], ...] = (pa.ArrowException, OSError, Va
 
 class BatchRecord(Protocol):
     """What a reader needs of one recorded batch (:class:`hfq.catalog.records.BatchStats`)."""
+
+    @property
+    def rows(self) -> int: ...
 
     @property
     def span(self) -> tuple[int, int] | None: ...
@@ -89,27 +93,47 @@ class Encoded(NamedTuple):
     batches: list[BatchStatsRaw]
 
 
+FORMATS = (1, 2)
+"""File formats a writer can make: 1, Arrow IPC compressed by the table's codec with hfq's
+``scale``/``delta``/``narrow`` encodings (:mod:`hfq.storage.encoding`; every file written
+before format 2); 2, one blob per column and record batch in lightweight encodings
+(:mod:`hfq.storage.light`), the default.  Readers read both: a file says which it is."""
+
+
 def encode_fragment(table: pa.Table, *, settings: Settings,
                     stats_columns: Sequence[str] = (),
-                    hints: dict[str, str] | None = None, alike: bool = False) -> Encoded:
+                    hints: dict[str, str] | None = None, alike: bool = False,
+                    version: int = 2) -> Encoded:
     """Encode ``table`` (already sorted) as IPC file bytes, with its size, CRC-32 and, per
     record batch, statistics and checksum.
 
     Encoding once and copying the same bytes to every replica keeps the replicas identical:
     one size and one set of checksums in the catalog check them all.  ``hints``: the
     encodings of earlier files of the same write (see :func:`hfq.storage.encoding.encode`),
-    followed by every column when ``alike`` (the write's files are alike).
+    followed by every column when ``alike`` (the write's files are alike); format 2 follows
+    them only for files alike or small.  ``version``: the file format (:data:`FORMATS`).
     """
     codec = None if settings.compression == "none" else settings.compression
-    physical = encoding.encode(table, codec, settings.batch_rows, hints, alike=alike)
-    return _encoded(physical, _batch_stats(table, settings.batch_rows, stats_columns),
-                    settings)
+    stats = _batch_stats(table, settings.batch_rows, stats_columns)
+    if version == 1:
+        physical = encoding.encode(table, codec, settings.batch_rows, hints, alike=alike)
+        return _encoded(physical, stats, settings)
+    starts = np.arange(0, table.num_rows, settings.batch_rows, dtype=np.int64)
+    follow = hints if hints is not None and (alike or table.num_rows < encoding.SMALL_ROWS) \
+        else None
+    made: dict[str, str] = {}
+    fields, arrays = light.encode_columns(table, starts, codec,
+                                          follow if follow is not None else made)
+    if hints is not None and follow is None:
+        hints.update(made)
+    return _encoded_light(fields, arrays, table.schema.metadata, stats, table.num_rows, codec)
 
 
 def prepare_fragments(table: pa.Table, bounds: Sequence[int] | np.ndarray, *,
                       settings: Settings,
                       stats_columns: Sequence[str] = (),
-                      hints: dict[str, str] | None = None) -> list[Callable[[], Encoded]]:
+                      hints: dict[str, str] | None = None,
+                      version: int = 2) -> list[Callable[[], Encoded]]:
     """Many small fragments at once: rows ``bounds[i]`` to ``bounds[i + 1]`` of ``table``
     (each run sorted, of 1 to ``settings.batch_rows`` rows: one record batch) become file
     ``i``, made by the ``i``-th callable returned (its IPC write; call them in any threads).
@@ -142,6 +166,9 @@ def prepare_fragments(table: pa.Table, bounds: Sequence[int] | np.ndarray, *,
     codec = None if settings.compression == "none" else settings.compression
     combined = pa.Table.from_arrays(arrays, schema=table.schema)
     hints = {} if hints is None else hints
+    stats = _run_stats(table, runs, len(counts), stats_columns)
+    if version == 2:
+        return _prepare_light(combined, starts, counts, dictionaries, codec, hints, stats)
     if any(name not in hints for name in table.column_names):
         # measured on a file of the typical size: what pays on 4,000 rows (or on a sample of
         # all of them) costs bytes on 200, where the codec sees too few values to gain
@@ -149,7 +176,6 @@ def prepare_fragments(table: pa.Table, bounds: Sequence[int] | np.ndarray, *,
         encoding.encode(combined.slice(starts[typical], counts[typical]), codec,
                         settings.batch_rows, hints)
     physical = encoding.encode(combined, codec, settings.batch_rows, hints, starts=starts)
-    stats = _run_stats(table, runs, len(counts), stats_columns)
 
     def encode_run(run: int, start: int, n: int) -> Encoded:
         piece = physical.slice(start, n)
@@ -166,6 +192,49 @@ def prepare_fragments(table: pa.Table, bounds: Sequence[int] | np.ndarray, *,
             for run, (start, n) in enumerate(zip(starts.tolist(), counts.tolist()))]
 
 
+def _prepare_light(combined: pa.Table, starts: np.ndarray, counts: np.ndarray,
+                   dictionaries: dict[int, tuple[pa.Array, list[int]]], codec: str | None,
+                   hints: dict[str, str], stats: list[dict[str, list[Any] | None]]
+                   ) -> list[Callable[[], Encoded]]:
+    """:func:`prepare_fragments` in format 2: every run's blobs made at once, column by
+    column; each file gets its run's blob of each column and its own dictionaries."""
+    if any(name not in hints for name in combined.column_names):
+        typical = int(np.argsort(counts, kind="stable")[len(counts) // 2])
+        piece = combined.slice(int(starts[typical]), int(counts[typical]))
+        light.encode_columns(piece, np.zeros(1, dtype=np.int64), codec, hints)
+    fields, arrays = light.encode_columns(combined, starts, codec, hints)
+    metadata = combined.schema.metadata
+
+    def encode_run(run: int) -> Encoded:
+        run_fields = list(fields)
+        for i, (values, cuts) in dictionaries.items():
+            meta = dict(fields[i].metadata or {})
+            meta[light.DICT] = light.dictionary_bytes(values.slice(cuts[run],
+                                                                    cuts[run + 1] - cuts[run]))
+            run_fields[i] = fields[i].with_metadata(meta)
+        return _encoded_light(run_fields, [a.slice(run, 1) for a in arrays], metadata,
+                              [(int(counts[run]), stats[run])], int(counts[run]), codec)
+
+    return [functools.partial(encode_run, run) for run in range(len(counts))]
+
+
+def _encoded_light(fields: list[pa.Field], arrays: list[pa.Array],
+                   metadata: dict[bytes, bytes] | None,
+                   stats: list[tuple[int, dict[str, list[Any] | None]]], rows: int,
+                   codec: str | None) -> Encoded:
+    """A format-2 file: one record batch of one row (a blob per column) per batch of rows;
+    the IPC layer compresses nothing.  The schema's metadata says the format and the codec
+    the blobs use where it pays (``hfq.codec``)."""
+    schema = pa.schema(fields, {**(metadata or {}), light.KEY: light.FORMAT,
+                                light.CODEC_KEY: (codec or "none").encode()})
+    physical = pa.Table.from_arrays(arrays, schema=schema)
+    options = ipc.IpcWriteOptions(use_threads=False)
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, schema, options=options) as writer:
+        writer.write_table(physical, max_chunksize=1)
+    return _checked(sink.getvalue(), rows, stats)
+
+
 def _encoded(physical: pa.Table, stats: list[tuple[int, dict[str, list[Any] | None]]],
              settings: Settings) -> Encoded:
     """The IPC file of ``physical`` (record batches of ``settings.batch_rows``, compressed
@@ -176,12 +245,17 @@ def _encoded(physical: pa.Table, stats: list[tuple[int, dict[str, list[Any] | No
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, physical.schema, options=options) as writer:
         writer.write_table(physical, max_chunksize=settings.batch_rows)
-    data = sink.getvalue()
+    return _checked(sink.getvalue(), physical.num_rows, stats)
+
+
+def _checked(data: pa.Buffer, rows: int,
+             stats: list[tuple[int, dict[str, list[Any] | None]]]) -> Encoded:
+    """An IPC file's bytes with what the catalog records of them."""
     checks: Sequence[tuple[int, int, int] | None] = _batch_checks(data)
     if len(checks) != len(stats):   # e.g. an empty table writes no batch: whole-file CRC
         checks = [None] * len(stats)
-    return Encoded(data, physical.num_rows, data.size, crc32(data),
-                   [(rows, cols, check) for (rows, cols), check in zip(stats, checks)])
+    return Encoded(data, rows, data.size, crc32(data),
+                   [(n, cols, check) for (n, cols), check in zip(stats, checks)])
 
 
 def _split_dictionary(array: pa.DictionaryArray, runs: np.ndarray, n_runs: int
@@ -381,18 +455,113 @@ def read_fragment(store: Store | None, record: FileRecord, logical: pa.Schema, *
     return _decoded(reader, record, logical, columns, wanted, node)
 
 
-def read_fragment_pieces(store: Store, record: FileRecord, logical: pa.Schema,
+def read_fragment_pieces(store: Store | None, record: FileRecord, logical: pa.Schema,
                          pieces: Sequence[Sequence[int]], *,
                          columns: Sequence[str] | None = None,
-                         node: str | None = None) -> Iterator[pa.Table]:
+                         data: pa.Buffer | None = None,
+                         node: str | None = None, encoded: bool = False
+                         ) -> Iterator[pa.Table | Blobs]:
     """:func:`read_fragment` of each list of record batches in ``pieces``, one after another:
     the file is opened once and every piece's bytes are verified before the first piece is
     decoded (a damaged file fails before anything is yielded); each piece is decoded only when
-    the caller asks for it, so a large partition need not be in memory decoded whole."""
+    the caller asks for it, so a large partition need not be in memory decoded whole.
+    ``data``: the file's bytes (as for :func:`read_fragment`).  ``encoded``: a format-2
+    file's pieces come as :class:`Blobs`, verified but not decoded, for the caller to decode
+    straight where the rows go."""
     reader = _open_checked(store, record, logical, columns, [b for p in pieces for b in p],
-                           None, node)
+                           data, node)
+    light_file = light.is_light(reader.schema)
     for piece in pieces:
-        yield _decoded(reader, record, logical, columns, list(piece), node)
+        if encoded and light_file:
+            blobs = _blobs(reader, record, logical, list(piece), node)
+            yield blobs if columns is None else blobs.select(list(columns))
+        else:
+            yield _decoded(reader, record, logical, columns, list(piece), node)
+
+
+class Blobs:
+    """Some record batches of a format-2 file, verified and not yet decoded: per column (in
+    the order read), the blob of each batch; decoded column by column by
+    :meth:`decode_into` (straight into a result's buffer) or :meth:`column`."""
+
+    def __init__(self, num_rows: int, names: list[str], types: list[pa.DataType],
+                 dictionaries: list[pa.Array | None], blobs: list[list[pa.Buffer]],
+                 file: str, node: str | None) -> None:
+        self.num_rows = num_rows
+        self.column_names = names
+        self.types = types
+        self.dictionaries = dictionaries
+        self.blobs = blobs
+        self._where = (file, node)
+
+    def decode_into(self, i: int, out: np.ndarray, factor: int = 1) -> np.ndarray | None:
+        """Column ``i`` into ``out`` (its rows' slice of a buffer; integers times
+        ``factor``); returns the rows' validity (uint8) when some row is null."""
+        try:
+            return light.decode_into(self.blobs[i], out, factor)
+        except DECODE_ERRORS as exc:
+            raise _undecodable(exc, *self._where) from exc
+
+    def packed(self, i: int) -> bool:
+        """Whether column ``i`` decodes into a numeric buffer (else use :meth:`column`)."""
+        return not self.blobs[i] or light.blob_kind(self.blobs[i][0]) != light.IPC
+
+    def column(self, i: int) -> pa.Array:
+        try:
+            return light.decode_array(self.blobs[i], self.types[i], self.dictionaries[i])
+        except DECODE_ERRORS as exc:
+            raise _undecodable(exc, *self._where) from exc
+
+    def table(self) -> pa.Table:
+        return pa.table([self.column(i) for i in range(len(self.blobs))],
+                        names=self.column_names)
+
+    def select(self, names: list[str]) -> Blobs:
+        """These columns, in this order."""
+        if names == self.column_names:
+            return self
+        at = [self.column_names.index(n) for n in names]
+        return Blobs(self.num_rows, names, [self.types[i] for i in at],
+                     [self.dictionaries[i] for i in at], [self.blobs[i] for i in at],
+                     *self._where)
+
+
+def _blobs(reader: ipc.RecordBatchFileReader, record: FileRecord, logical: pa.Schema,
+           wanted: list[int], node: str | None) -> Blobs:
+    """Batches ``wanted`` of an open, verified format-2 file as :class:`Blobs`."""
+    try:
+        batches = [reader.get_batch(i) for i in wanted]
+        schema = reader.schema
+        names = schema.names
+        blobs = [[b.column(c)[0].as_buffer() for b in batches] for c in range(len(names))]
+        rows = sum(record.batches[i].rows for i in wanted) if record.batches and \
+            len(record.batches) == reader.num_record_batches else \
+            sum(_blob_rows(blobs[0])) if names else 0
+        return Blobs(rows, names, [logical.field(n).type for n in names],
+                     [light.dictionary_of(f) for f in schema], blobs, record.file, node)
+    except DECODE_ERRORS as exc:
+        raise _undecodable(exc, record.file, node) from exc
+
+
+def stored_column(source: Any, name: str) -> pa.Array:
+    """Column ``name`` of a fragment file (bytes, a buffer or an open Arrow file) as stored in
+    it, whatever its format -- a dictionary column with the file's own dictionary.  Nothing is
+    verified: for tools and tests looking at what a file holds."""
+    reader = ipc.open_file(pa.BufferReader(source) if isinstance(source, (bytes, pa.Buffer))
+                           else source)
+    if not light.is_light(reader.schema):
+        return reader.read_all().column(name).combine_chunks()
+    field = reader.schema.field(name)
+    blobs = [reader.get_batch(i).column(name)[0].as_buffer()
+             for i in range(reader.num_record_batches)]
+    logical = pa.type_for_alias(field.metadata[b"hfq.type"].decode()) \
+        if not field.metadata[b"hfq.type"].startswith(b"dictionary") else \
+        pa.dictionary(pa.int32(), pa.string())
+    return light.decode_array(blobs, logical, light.dictionary_of(field))
+
+
+def _blob_rows(blobs: list[pa.Buffer]) -> list[int]:
+    return [int(np.frombuffer(b, dtype=np.int64, count=2)[1]) for b in blobs]
 
 
 def _open_checked(store: Store | None, record: FileRecord, logical: pa.Schema,
@@ -429,6 +598,10 @@ def _decoded(reader: ipc.RecordBatchFileReader, record: FileRecord, logical: pa.
     """Batches ``wanted`` (None: all) of an open, verified file, decoded, as ``columns``."""
     names = logical.names if columns is None else list(columns)
     try:
+        if light.is_light(reader.schema):
+            which = list(range(reader.num_record_batches)) if wanted is None else wanted
+            decoded = _blobs(reader, record, logical, which, node).table()
+            return decoded if decoded.column_names == names else decoded.select(names)
         if wanted is None:
             table = reader.read_all()
         else:

@@ -82,6 +82,13 @@ class Damaged:
             if message.type == "dictionary":
                 dictionaries.append((start, source.tell()))
                 header_end = min(header_end, start)
+        if not dictionaries:   # format 2 keeps each file's dictionaries in its schema
+            schema = ipc.open_file(pa.BufferReader(self.original)).schema
+            for field in schema:
+                raw = (field.metadata or {}).get(b"hfq.dict")
+                at = self.original.find(raw) if raw else -1
+                if 0 <= at < header_end:
+                    dictionaries.append((at, at + len(raw)))
         out = {"header": [(0, header_end)], "dictionaries": dictionaries,
                "footer": [(last, len(self.original))]}
         for i, (off, n) in enumerate(spans):
@@ -134,7 +141,8 @@ def test_the_files_have_every_kind_of_region(damaged):
     assert len([r for r in regions if r.startswith("batch ")]) == 5
     assert regions["dictionaries"] and regions["header"][0][1] > 8
     # the regions cover the file exactly once: nothing is left unverified
-    covered = sorted(r for ranges in regions.values() for r in ranges)
+    covered = sorted(r for name, ranges in regions.items() for r in ranges
+                     if name != "dictionaries" or r[0] >= regions["header"][0][1])
     gaps = [(a[1], b[0]) for a, b in zip(covered, covered[1:]) if a[1] != b[0]]
     assert covered[0][0] == 0 and covered[-1][1] == len(damaged.original)
     # between header/dictionaries and the batches there may be padding the header owns

@@ -39,6 +39,11 @@ def codecs_of(db: hfq.Database, table: str) -> set[str]:
         assert data[:6] == b"ARROW1"   # an IPC file, read as it is on disk
         kinds = {name for name, magic in MAGIC.items() if magic in data}
         assert len(kinds) <= 1, f"{rel} mixes codecs {kinds}"
+        declared = (pa.ipc.open_file(pa.py_buffer(data)).schema.metadata or {}).get(
+            b"hfq.codec")
+        if declared is not None:   # format 2: the codec is used only where it pays
+            assert kinds <= {declared.decode()}, f"{rel} declares {declared}, holds {kinds}"
+            kinds = {declared.decode()}
         found |= kinds or {"none"}
     return found
 

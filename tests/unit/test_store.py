@@ -217,8 +217,8 @@ def test_encodings_round_trip_bit_exact(db):
     with pa.memory_map(db.session.store.path(files[0].file)) as src:
         meta = {f.name: (f.metadata or {}).get(b"hfq.enc", b"").decode()
                 for f in ipc.open_file(src).schema}
-    assert meta["p"].startswith("scale:4")     # exact 4-decimal prices are stored as integers
-    assert meta["q"] == ""                      # arbitrary doubles are left alone
+    assert meta["p"].startswith("alp:4")       # exact 4-decimal prices are stored as integers
+    assert meta["q"].startswith("plain")        # arbitrary doubles are left alone
 
 
 def test_partition_column_nulls_are_rejected(db):

@@ -19,6 +19,7 @@ import hfq
 from conftest import canonical
 from hfq import write as write_module
 from hfq.schema import DOUBLE, INT, LONG, STRING, SYMBOL, TIMESTAMP, Schema
+from hfq.storage.fragment import stored_column
 
 SCHEMA = Schema([("k", LONG), ("sym", SYMBOL), ("t", TIMESTAMP), ("px", DOUBLE),
                  ("n", INT), ("note", STRING)])
@@ -100,7 +101,7 @@ def test_each_files_statistics_and_dictionaries_are_its_own(db):
             assert stats is not None and (stats.min, stats.max, stats.nulls) == \
                 (low, high, values.null_count()), (fragment.file, column)
         with pa.memory_map(f"{db.session.store.root}/{fragment.file}") as source:
-            symbols = ipc.open_file(source).read_all().column("sym").chunk(0)
+            symbols = stored_column(source, "sym")
         used = set(rows["sym"].drop_nulls().to_list())
         assert sorted(symbols.dictionary.to_pylist()) == sorted(used)
 
@@ -185,6 +186,6 @@ def test_a_block_with_a_huge_dictionary_leaves_each_file_its_own_values(db):
     assert canonical(t.to_arrow()).equals(canonical(block))
     for fragment in t.snapshot().fragments():
         with pa.memory_map(f"{db.session.store.root}/{fragment.file}") as source:
-            symbols = ipc.open_file(source).read_all().column("sym").chunk(0)
+            symbols = stored_column(source, "sym")
         used = {v for v in symbols.to_pylist() if v is not None}
         assert sorted(symbols.dictionary.to_pylist()) == sorted(used)
