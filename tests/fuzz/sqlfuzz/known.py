@@ -33,20 +33,6 @@ class Known:
     crashes: bool = False   # the process dies: such a query is not run at all (``skip``)
 
 
-def _constant_projection(tree: exp.Expression) -> bool:
-    """A SELECT ... FROM whose every item is free of columns, aggregates and windows."""
-    for select in tree.find_all(exp.Select):
-        if select.args.get("from_") is None and select.args.get("from") is None:
-            continue
-        if select.args.get("group") is not None:
-            continue
-        items = select.expressions
-        if items and not any(_outside_subqueries(i, (exp.Column, exp.AggFunc, exp.Window,
-                                                     exp.Star)) for i in items):
-            return True
-    return False
-
-
 def _outside_subqueries(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
     """Whether ``node`` holds one of ``kinds`` other than inside a subquery."""
     stack = [node]
@@ -57,62 +43,6 @@ def _outside_subqueries(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
         stack.extend(c for c in n.iter_expressions()
                      if not isinstance(c, (exp.Subquery, exp.Select)))
     return False
-
-
-def _aggregate_of_constant(tree: exp.Expression) -> bool:
-    """An aggregate (not ``count(*)``) whose arguments name no column: ``sum(1)``."""
-    for agg in tree.find_all(exp.AggFunc):
-        args = [a for a in agg.iter_expressions() if not isinstance(a, exp.Star)]
-        if args and not any(a.find(exp.Column) for a in args):
-            return True
-    return False
-
-
-def _ignored_clause(tree: exp.Expression) -> bool:
-    for star in tree.find_all(exp.Star):
-        if any(star.args.get(k) for k in ("except_", "except", "replace", "rename")):
-            return True
-    for limit in tree.find_all(exp.Limit):
-        options = limit.args.get("limit_options")
-        if options is not None and options.args.get("percent"):
-            return True
-    return False
-
-
-def _not_in_subquery(tree: exp.Expression) -> bool:
-    return any(isinstance(n.this, exp.In) and n.this.args.get("query") is not None
-               for n in tree.find_all(exp.Not))
-
-
-def _window_on_symbol(tree: exp.Expression) -> bool:
-    """A window ordered by a SYMBOL/CHAR column (``sym``, ``y<k>``, ``c<k>``, ...)."""
-    for w in tree.find_all(exp.Window):
-        order = w.args.get("order")
-        for o in (order.expressions if order is not None else []):
-            if isinstance(o.this, exp.Column) and re.fullmatch(r"(u?y\d+|u?c\d+|sym)",
-                                                                o.this.name):
-                return True
-    return False
-
-
-def _ordered_window_aggregate(tree: exp.Expression) -> bool:
-    return any(isinstance(w.this, exp.AggFunc) and w.args.get("order") is not None
-               for w in tree.find_all(exp.Window))
-
-
-def _rank(tree: exp.Expression) -> bool:
-    return any(isinstance(w.this, (exp.Rank, exp.DenseRank)) or
-               w.this.sql_name().lower() in ("rank", "dense_rank")
-               for w in tree.find_all(exp.Window))
-
-
-def _window_nulls_first(tree: exp.Expression) -> bool:
-    return any(o.args.get("nulls_first") for w in tree.find_all(exp.Window)
-               for o in (w.args["order"].expressions if w.args.get("order") else []))
-
-
-def _tags(*names: str) -> frozenset[str]:
-    return frozenset(names)
 
 
 def _range_interval(tree: exp.Expression) -> bool:
@@ -133,6 +63,7 @@ def _window_of_constant(tree: exp.Expression) -> bool:
 
 
 def _grouped_constants(tree: exp.Expression) -> bool:
+    """A SELECT ... GROUP BY whose every item is free of columns, aggregates and windows."""
     for select in tree.find_all(exp.Select):
         if select.args.get("group") is None:
             continue
