@@ -226,6 +226,16 @@ CASES: list[Case] = [
          note="no rows, no groups (a constant key too)", open=True),
     Case("F42", "SELECT count(DISTINCT 1) AS a, count(DISTINCT 'x') AS b FROM t",
          [Table("t", T3, ONE, (), [], [])], note="no rows: 0", open=True),
+    Case("F43", "SELECT id, coalesce(sign(i0), 7 // h0) AS c FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("h0", "SHORT")], ONE, (),
+                [(1, D1, "A", 5, 0), (2, D1, "A", None, 2)], [])],
+         note="COALESCE evaluates an argument only for rows that reach it (DuckDB answers)",
+         open=True),
+    Case("F45", "SELECT id FROM t WHERE h0 <> 0 AND 7 // h0 > 1",
+         [Table("t", [*T3, ("i0", "INT"), ("h0", "SHORT")], ONE, (),
+                [(1, D1, "A", 5, 0), (2, D1, "A", None, 2)], [])],
+         note="a guarded integer division in WHERE: a leaked 'conversion from str to i8'",
+         open=True),
 ]
 
 
