@@ -55,7 +55,7 @@ __version__ = "0.1.0"
 #: other names -- is internal and may change without notice.
 PUBLIC: dict[str, tuple[str, ...]] = {
     "hfq": ("connect", "Database", "Table", "Query", "Value", "Hash", "Range", "Compo",
-            "HfqError", "bucket", "minute_of_day"),
+            "HfqError", "bucket", "minute_of_day", "serve"),
     "hfq.engine": ("Query", "GroupBy", "bucket", "minute_of_day"),
     "hfq.reduce": ("Reducer", "Count", "Sum", "Mean", "Var", "Std", "Min", "Max", "First",
                    "Last", "WeightedMean", "Grouped", "OLSMoments", "as_reducer"),

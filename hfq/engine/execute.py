@@ -125,7 +125,7 @@ class NodeStage:
         answer is the same rows in the same order.  None: no such top-N, or no bound."""
         top = self.ops[-1] if self.ops else None
         before = self.ops[:-1]
-        if not isinstance(top, TopN):
+        if not isinstance(top, TopN) or top.n < 1:   # LIMIT 0: no bound to find
             return None
         name = plain_name(top.sort.by[0])
         if name is None or len(frames) < 2 or name not in frames[0].columns or \

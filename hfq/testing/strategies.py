@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 
 from hfq import schema
 
-__all__ = ["HOSTILE_SYMBOLS", "merge_trees", "partitioned", "prices", "reducer_values",
-           "symbols", "taq_tables"]
+__all__ = ["EDGE_VALUES", "HOSTILE_SYMBOLS", "column_values", "merge_trees", "partitioned",
+           "prices", "reducer_values", "symbols", "taq_tables"]
 
 HOSTILE_SYMBOLS = ("../../x", "/", "..", ".", "", "a/b", "\x00", "NUL\x00X", "é" * 300,
                    "C:\\win", "%2E%2E", "v", "h0", "~tmp", " ", "日本株")
@@ -221,3 +221,87 @@ def _merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, in
         b = alive[j]
         steps.append((a, b))
     return order, steps
+
+
+# -- values of every column type, their edges first (the SQL fuzzer's adversarial rows) --------
+_UTC = dt.timezone.utc
+_DAY_EDGES = (dt.date(2024, 1, 7), dt.date(2024, 2, 29), dt.date(2000, 1, 3),
+              dt.date(1970, 1, 1), dt.date(1969, 12, 31), dt.date(1999, 12, 31))
+_CLOCK_EDGES = (dt.time(0, 0), dt.time(9, 30), dt.time(9, 29, 59), dt.time(16, 0),
+                dt.time(23, 59, 59))
+_INSTANT_EDGES = (dt.datetime(2024, 1, 7), dt.datetime(2024, 1, 5, 23, 59, 59),
+                  dt.datetime(1970, 1, 1), dt.datetime(1969, 12, 31, 23, 59, 59),
+                  dt.datetime(2000, 1, 3), dt.datetime(2024, 1, 5, 9, 30))
+_FLOAT_EDGES = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 0.5, -0.5, 2.5, -2.5)
+
+EDGE_VALUES: dict[str, tuple[Any, ...]] = {
+    "DOUBLE": (*_FLOAT_EDGES, 1e300, -1e300, 5e-324, 1.7976931348623157e308),
+    "FLOAT": (*_FLOAT_EDGES, 3.4028234663852886e38, 1.401298464324817e-45),
+    "INT": (0, -1, 2 ** 31 - 1, -(2 ** 31)),
+    "LONG": (0, -1, 2 ** 63 - 1, -(2 ** 63), 2 ** 53 + 1),
+    "SHORT": (0, -1, 2 ** 15 - 1, -(2 ** 15)),
+    "SYMBOL": ("", " ", "é", "日本株", "a%b", "_", "O'Neil", "a/b", ".."),
+    "CHAR": ("", " ", "é", "%", "_", "日"),
+    "STRING": ("", " ", "é", "日本株", "a%b", "_", "O'Neil", "ÄÖü", "x\ty"),
+    "DATE": _DAY_EDGES,
+    "SECOND": _CLOCK_EDGES,
+    "TIME": (*_CLOCK_EDGES, dt.time(23, 59, 59, 999000), dt.time(9, 30, 0, 1000),
+             dt.time(0, 0, 0, 500000)),
+    "TIMESTAMP": (*_INSTANT_EDGES, dt.datetime(2024, 1, 5, 23, 59, 59, 999999)),
+    "DATETIME": tuple(t.replace(tzinfo=_UTC) for t in _INSTANT_EDGES),
+    "BOOL": (True, False),
+}
+"""For each column type (by name, see :data:`hfq.schema.TYPES`), the values queries get
+wrong: NaN, +-inf, -0.0, halves (rounding), int extremes, empty and unicode strings, SQL's
+wildcard characters, a Sunday, a leap day, the epoch and the day before it, midnight, 09:30,
+16:00 and the last instant of a day.  Nulls are not listed: every column may hold them."""
+
+
+def column_values(ctype: schema.ColumnType, *, nulls: bool = True
+                  ) -> st.SearchStrategy[Any]:
+    """Python values of one column type (what ``pa.array(values, ctype.arrow)`` takes, strings
+    for SYMBOL and CHAR): its :data:`EDGE_VALUES`, ordinary values and (``nulls``) None.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from hfq import schema
+    >>> @settings(max_examples=20)
+    ... @given(column_values(schema.SHORT, nulls=False))
+    ... def test(v):
+    ...     assert -(2 ** 15) <= v < 2 ** 15
+    >>> test()
+    """
+    edges = st.sampled_from(EDGE_VALUES[ctype.name])
+    ordinary = _ORDINARY[ctype.name]()
+    out = st.one_of(edges, ordinary)
+    return st.one_of(st.none(), out) if nulls else out
+
+
+def _clock(unit_us: int) -> st.SearchStrategy[dt.time]:
+    return st.integers(0, 86_400 * 1_000_000 // unit_us - 1).map(
+        lambda k: (dt.datetime.min + dt.timedelta(microseconds=k * unit_us)).time())
+
+
+def _instants(unit_us: int, tz: dt.tzinfo | None) -> st.SearchStrategy[dt.datetime]:
+    start = dt.datetime(2024, 1, 1, tzinfo=tz)
+    return st.integers(0, 14 * 86_400 * 1_000_000 // unit_us).map(
+        lambda k: start + dt.timedelta(microseconds=k * unit_us))
+
+
+_ORDINARY: dict[str, Any] = {
+    "DOUBLE": lambda: st.floats(allow_nan=False, allow_infinity=False),
+    "FLOAT": lambda: st.floats(allow_nan=False, allow_infinity=False, width=32),
+    "INT": lambda: st.integers(-(2 ** 31), 2 ** 31 - 1),
+    "LONG": lambda: st.integers(-(2 ** 63), 2 ** 63 - 1),
+    "SHORT": lambda: st.integers(-(2 ** 15), 2 ** 15 - 1),
+    "SYMBOL": symbols,
+    "CHAR": lambda: st.characters(exclude_categories=["Cs"]),
+    "STRING": lambda: st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=20),
+    "DATE": lambda: st.dates(dt.date(1960, 1, 1), dt.date(2040, 12, 31)),
+    "SECOND": lambda: _clock(1_000_000),
+    "TIME": lambda: _clock(1_000),
+    "TIMESTAMP": lambda: _instants(1, None),
+    "DATETIME": lambda: _instants(1_000_000, _UTC),
+    "BOOL": st.booleans,
+}

@@ -176,6 +176,77 @@ SAME = [
                    "WHERE bid IS NOT NULL GROUP BY symbol", False),
     ("date_arithmetic", "SELECT ts, date - DATE '2016-11-01' AS a, date + 1 AS b, "
                         "2 + date AS c FROM {t} ORDER BY ts", True),
+    # the fuzzer's findings F17 (RANGE frames over NULL and wide keys), F27 (LIMIT 0)
+    ("range_null_keys", "SELECT ts, sum(bidsiz) OVER (ORDER BY small RANGE BETWEEN 70000 "
+                        "PRECEDING AND CURRENT ROW) AS a, count(*) OVER (ORDER BY bidsiz RANGE "
+                        "BETWEEN 5 PRECEDING AND CURRENT ROW) AS b, avg(bid) OVER (ORDER BY "
+                        "bidsiz RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS c, max(bid) OVER "
+                        "(ORDER BY small RANGE 40000 PRECEDING) AS d FROM {t} ORDER BY ts", True),
+    ("range_time_keys", "SELECT ts, sum(small) OVER (ORDER BY time RANGE BETWEEN INTERVAL 1 "
+                        "DAY PRECEDING AND CURRENT ROW) AS a, min(bid) OVER (ORDER BY tod RANGE "
+                        "BETWEEN INTERVAL 10 HOURS PRECEDING AND CURRENT ROW) AS b, count(bid) "
+                        "OVER (ORDER BY date RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT "
+                        "ROW) AS c FROM {t} ORDER BY ts", True),
+    ("running_wide_keys", "SELECT ts, sum(bidsiz) OVER (ORDER BY big) AS a, count(bid) OVER "
+                          "(ORDER BY small) AS b, avg(bid) OVER (ORDER BY bidsiz) AS c, "
+                          "max(small) OVER (ORDER BY bidsiz NULLS FIRST) AS d, min(bid) OVER "
+                          "(ORDER BY big DESC) AS e, sum(bidsiz) OVER (ORDER BY ts) AS f "
+                          "FROM {t} ORDER BY ts", True),
+    ("limit_0", "SELECT bid FROM {t} ORDER BY bid LIMIT 0", True),
+    # F28, F35: ASOF joins keep the right side's keys; USING keys and * over joins
+    ("asof_keeps_right_keys", "SELECT a.ts, b.symbol AS s, b.date AS d, b.ts AS bts, b.bid "
+                              "FROM {t} a ASOF LEFT JOIN {t} b ON a.symbol = b.symbol AND "
+                              "a.date = b.date AND a.ts > b.ts ORDER BY a.ts", True),
+    ("asof_using_right_time", "SELECT a.ts, b.ts AS bts, symbol, b.symbol AS bs, b.bid FROM {t}"
+                              " a ASOF JOIN (SELECT symbol, ts - INTERVAL 1 SECOND AS ts, bid "
+                              "FROM {t}) b USING (symbol, ts) ORDER BY a.ts", True),
+    ("left_join_using", "SELECT a.ts, b.symbol AS bs, symbol, b.bidsiz FROM {t} a LEFT JOIN "
+                        "(SELECT * FROM {t} WHERE bidsiz > 5) b USING (symbol) ORDER BY a.ts",
+     True),
+    ("star_over_join", "SELECT * FROM {t} a JOIN {t} b ON a.bidsiz = b.bidsiz ORDER BY a.ts",
+     True),
+    # F30-F33, F36-F40
+    ("window_of_constants", "SELECT ts, lag('x') OVER (ORDER BY ts) AS a, lead(0.1, 2) OVER "
+                            "(ORDER BY ts) AS b, lag(1.5, 1, 2.5) OVER (ORDER BY ts) AS c, "
+                            "count(NULL) OVER (ORDER BY ts) AS d, sum(7) OVER (ORDER BY ts ROWS "
+                            "BETWEEN 1 PRECEDING AND CURRENT ROW) AS e, lag(bidsiz, 1, 2.5) OVER "
+                            "(ORDER BY ts) AS f, lead(bid, 1, 7) OVER (ORDER BY ts) AS g, "
+                            "lag(name, 2, 'z') OVER (PARTITION BY symbol ORDER BY ts) AS h "
+                            "FROM {t} ORDER BY ts", True),
+    ("grouped_constants", "SELECT 'x' AS k, 1 AS one FROM {t} GROUP BY date", False),
+    ("group_all_constants", "SELECT 2 AS two, NULL AS n FROM {t} GROUP BY ALL", False),
+    ("constant_key_no_rows", "SELECT min(NULL) AS a, count(*) AS n FROM {t} WHERE bid > 100 "
+                             "GROUP BY '2024-01-05'", False),
+    ("constant_key_no_rows_2", "SELECT min(NULL) AS a FROM (SELECT 1 AS x WHERE FALSE) s "
+                               "GROUP BY 'a'", False),
+    ("pivot_count_zero", "SELECT * FROM (PIVOT {t} ON symbol USING count(bid) GROUP BY date) p",
+     False),
+    ("float_functions", "SELECT ts, least(exp(f), 2.5) AS a, sqrt(abs(f)) AS b, "
+                        "ln(abs(f) + 1) AS c, greatest(log10(abs(f) + 2), 0.25) AS d "
+                        "FROM {t} ORDER BY ts", True),
+    ("null_mod_zero", "SELECT ts, bid % 0 AS a, NULL % 0 AS b, NULL // 0 AS c, "
+                      "CASE WHEN bidsiz > 100 THEN bidsiz END % 0 AS d FROM {t} ORDER BY ts",
+     True),
+    ("infinite_timestamps", "SELECT count(*) AS n FROM {t} WHERE ts > CAST('-infinity' AS "
+                            "TIMESTAMP) AND ts < CAST('infinity' AS TIMESTAMP)", False),
+    ("casts_decimal_boolean", "SELECT ts, TRY_CAST(bid AS DECIMAL(10, 2)) AS a, TRY_CAST(name "
+                              "AS BOOLEAN) AS b, CAST('Yes' AS BOOLEAN) AS c, TRY_CAST(f AS "
+                              "DECIMAL(6, 3)) AS d, CAST(bid / 3 AS DECIMAL(18, 4)) AS e FROM "
+                              "{t} WHERE NOT isnan(bid) ORDER BY ts", True),
+    ("least_text_symbol", "SELECT ts, least(name, symbol) AS a, greatest(symbol, 'M') AS b "
+                          "FROM {t} ORDER BY ts", True),
+    # F42, F44
+    ("count_distinct_constant", "SELECT count(DISTINCT 1) AS a, count(DISTINCT 'x') AS b FROM "
+                                "{t} WHERE bid > 100 AND bid < 0", False),
+    ("window_decimal_frames", "SELECT ts, avg(0.0) OVER (ORDER BY name DESC, ts ROWS BETWEEN 1 "
+                              "PRECEDING AND CURRENT ROW) AS a, sum(0.5) OVER (ORDER BY ts ROWS "
+                              "BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS b, max(bidsiz * 0.25) OVER "
+                              "(ORDER BY ts RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT "
+                              "ROW) AS c, sum(bidsiz * 0.1) OVER (ORDER BY ts) AS d, min(bidsiz * "
+                              "0.5) OVER (ORDER BY small RANGE 40000 PRECEDING) AS e FROM {t} "
+                              "ORDER BY ts", True),
+    ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
+                        "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "
@@ -200,6 +271,12 @@ RAISES = [
     ("int_mod_zero", "SELECT bidsiz % 0 AS x FROM {t}", "division by zero in bidsiz % 0"),
     ("cast_range", "SELECT CAST(big AS INTEGER) AS x FROM {t}", "conversion failed"),
     ("cast_text", "SELECT CAST(name AS INTEGER) AS x FROM {t}", "conversion failed"),
+    ("cast_decimal_nan", "SELECT CAST(bid AS DECIMAL(10, 2)) AS x FROM {t}",
+     "conversion failed"),
+    ("timestamp_past_ns", "SELECT count(*) AS x FROM {t} WHERE ts < TIMESTAMP '2300-01-01'",
+     "outside years 1678-2261"),
+    ("range_start_overflow", "SELECT sum(bidsiz) OVER (ORDER BY big RANGE BETWEEN 5 PRECEDING "
+                             "AND CURRENT ROW) AS x FROM {t}", "integer overflow"),
 ]
 
 
@@ -250,6 +327,16 @@ WIDE = [
     ("w_time", "SELECT time_bucket(INTERVAL '7 minutes', time) AS b, EXTRACT(dow FROM date) "
                "AS d, count(*) AS n, round(max(bid) / 3, 1) AS a FROM w WHERE time >= "
                "TIMESTAMP '2016-11-14 09:30:00' GROUP BY ALL", False),
+    # F33: functions of FLOAT columns are DOUBLE
+    ("w_float_functions", "SELECT ts, least(exp(f), 2.5) AS a, greatest(sqrt(abs(f)), 0.5) AS b,"
+                          " ln(abs(f)) AS c, log10(abs(f)) AS d FROM w", False),
+    # F26: a constant beside a column in an aggregate (polars read past a filtered literal)
+    ("w_arg_of_constant", "SELECT symbol, date, arg_max('f26-a', ts) AS a, arg_min(NULL, bid) "
+                          "AS b, arg_min(3, bidsiz) AS c, covar_pop(1.5, bid) AS d, "
+                          "weighted_avg(bid, 2) AS e, arg_max('f26-b', bid) FILTER (WHERE "
+                          "bidsiz > 5) AS f, arg_min('f26-c', name) AS g, arg_max('f26-d', "
+                          "bidsiz) FILTER (WHERE bidsiz IS NULL) AS h FROM w "
+                          "GROUP BY symbol, date", False),
 ]
 
 
@@ -257,3 +344,16 @@ WIDE = [
 def test_same_as_duckdb_over_many_partitions(db, duck, case):
     what, sql, ordered = case
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=ordered, what=what)
+
+
+def test_range_offsets_over_other_keys_are_refused(db):
+    """DuckDB frames RANGE offsets over DOUBLE keys too; hfq refuses them by name."""
+    with pytest.raises(HfqError, match=r"RANGE frames with an offset over ORDER BY bid \(a "
+                                       "number"):
+        db.sql("SELECT sum(bidsiz) OVER (ORDER BY bid RANGE BETWEEN 1 PRECEDING AND CURRENT "
+               "ROW) AS s FROM m").collect()
+
+
+def test_wide_limit_0_over_many_partitions(db, duck):
+    sql = "SELECT ts, bid FROM w ORDER BY bid DESC, ts LIMIT 0"
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what="limit 0")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import importlib.util
 import math
+import pathlib
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +28,20 @@ from hfq.service import ServiceConfig, serve
 from hfq.service.identity import Admin
 from hfq.service.passwords import Passwords
 from hfq.service.state import SecurityStore
+
+# pytest may import this file as the module ``conftest`` in place of ``tests/conftest.py``
+# (directories without ``__init__.py``): test files anywhere that do ``from conftest import
+# ROOT, canonical, ...`` get the parent's helpers from here too
+_parent_spec = importlib.util.spec_from_file_location(
+    "_hfq_tests_conftest", pathlib.Path(__file__).resolve().parents[1] / "conftest.py")
+assert _parent_spec is not None and _parent_spec.loader is not None
+_parent = importlib.util.module_from_spec(_parent_spec)
+_parent_spec.loader.exec_module(_parent)
+ROOT: str = _parent.ROOT
+canonical = _parent.canonical
+csv_nulls = _parent.csv_nulls
+python = _parent.python
+in_thread = _parent.in_thread
 
 PASSWORDS = Passwords(time_cost=1, memory_kib=1024, parallelism=1)   # cheap, for tests
 SECRETS = ("SECRET", "HIDDENMM")

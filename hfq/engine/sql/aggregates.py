@@ -77,6 +77,10 @@ class Agg(Plain):
         if all(not a.find(exp.Column) for a in args) and not isinstance(node, exp.ArgMax) \
                 and not isinstance(node, exp.ArgMin):
             return self._constant(name, values[0], where, node)
+        # a constant beside a column is one value per row (polars 2.1 reads past the end of
+        # a filtered literal inside a grouping: F26)
+        values = [v if a.find(exp.Column) else pl.repeat(v, pl.len())
+                  for a, v in zip(args, values)]
         if where is not None:
             values = [v.filter(where) for v in values]
         values = [lexical(self, v) for v in values] if name in ("min", "max") else values
@@ -101,6 +105,8 @@ class Agg(Plain):
             if len(inner.expressions) != 1:
                 raise unsupported(node, "count(DISTINCT) of several columns")
             x = self.expr(inner.expressions[0])
+            if not inner.expressions[0].find(exp.Column):   # a constant: one value per row
+                x = pl.repeat(x, pl.len())                   # (none over no rows)
             x = x.filter(where) if where is not None else x
             return x.drop_nulls().n_unique().cast(pl.Int64)
         x = self.expr(inner)
@@ -191,6 +197,9 @@ class Agg(Plain):
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         if len(values) != 2:
             raise error(node, f"{name}(value, key) takes two arguments")
+        if not args[0].find(exp.Column):   # a constant value: it, if any key is not NULL
+            # (never x.filter(...) of a literal: polars 2.1 reads past its end, F26)
+            return pl.when(values[1].count() > 0).then(self.expr(args[0]))
         both = x.is_not_null() & values[1].is_not_null()
         key = lexical(self, values[1]).filter(both)
         if not self.dtype(key).is_float():   # no NaN: polars' own max_by/min_by (merged)

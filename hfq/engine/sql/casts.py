@@ -12,6 +12,7 @@ casts to types hfq does not hold are refused by name.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from typing import Any
 
 import polars as pl
@@ -21,10 +22,12 @@ from hfq.engine.sql.errors import unsupported
 from hfq.engine.sql.literals import interval_ns, parse_literal
 from hfq.engine.sql.scope import Compiles
 
-__all__ = ["cast", "target_type"]
+__all__ = ["cast", "sql_type", "target_type"]
 
 T = exp.DataType.Type
 _INT_RANGE = {T.TINYINT: 8, T.SMALLINT: 16, T.INT: 32, T.BIGINT: 64}
+_TRUE = ("true", "t", "yes", "y", "1")
+_FALSE = ("false", "f", "no", "n", "0")
 _TIMESTAMPS = {T.TIMESTAMP: "us", T.TIMESTAMPNTZ: "us", T.DATETIME: "us",
                T.TIMESTAMP_MS: "ms", T.TIMESTAMP_NS: "ns"}
 
@@ -104,8 +107,21 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
         if _text(source):
             out = value.cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
             return checked(out, out.is_null() & value.is_not_null() | (out < lo) | (out > hi))
+    if isinstance(target, pl.Decimal) and source.is_float():
+        # scaled in DOUBLE and rounded half away from zero, as DuckDB; past the precision
+        # (or NaN, inf) the cast fails; past 2^53 units (where DuckDB's digits and a
+        # double's part) it is refused
+        scaled = (value.cast(pl.Float64) * 10.0 ** (target.scale or 0)).round(
+            0, mode="half_away_from_zero")
+        bad = ~scaled.is_finite() | (scaled.abs() >= 10.0 ** (target.precision or 38))
+        whole = pl.when(bad).then(None).otherwise(scaled).cast(pl.Int64, strict=False)
+        out = (whole.cast(pl.Decimal(38, 0)) *
+               decimal.Decimal(10) ** -(target.scale or 0)).cast(target)
+        out = c.fail(out, ~bad & (scaled.abs() >= 2.0**53), node,
+                     f"{what} of a DOUBLE of more than 2^53 units is not supported")
+        return checked(out, bad)
     if target.is_float() or isinstance(target, pl.Decimal):
-        if source.is_numeric() and not (isinstance(target, pl.Decimal) and source.is_float()):
+        if source.is_numeric():
             return value.cast(target)
         if _text(source) and target.is_float():
             out = value.cast(pl.String).str.strip_chars().cast(target, strict=False)
@@ -116,6 +132,10 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
             return value.cast(pl.String)
     if target == pl.Boolean and (source.is_integer() or source.is_float()):
         return value != 0
+    if target == pl.Boolean and _text(source):   # DuckDB's words, any case, no blanks
+        word = value.cast(pl.String).str.to_lowercase()
+        out = pl.when(word.is_in(_TRUE)).then(True).when(word.is_in(_FALSE)).then(False)
+        return checked(out, out.is_null() & value.is_not_null())
     if target == pl.Date:
         if isinstance(source, pl.Datetime):
             return _utc(value, source).dt.date()
@@ -163,6 +183,25 @@ def _temporal_value(text: str, target: pl.DataType, node: exp.Expression) -> Any
                 value.replace(tzinfo=dt.timezone.utc)
         return value.replace(tzinfo=None)   # DuckDB's TIMESTAMP ignores an offset
     return parse_literal(text, target, node)
+
+
+def sql_type(dtype: pl.DataType) -> str | None:
+    """The SQL type holding values of ``dtype`` (what a CAST to it is written with), or
+    None when there is none."""
+    if dtype.is_integer():
+        return "BIGINT"
+    if isinstance(dtype, pl.Decimal):
+        return f"DECIMAL({dtype.precision or 38}, {dtype.scale or 0})"
+    if isinstance(dtype, pl.Datetime):
+        unit = {"ns": "TIMESTAMP_NS", "ms": "TIMESTAMP_MS"}.get(dtype.time_unit or "us",
+                                                               "TIMESTAMP")
+        return "TIMESTAMPTZ" if dtype.time_zone and unit == "TIMESTAMP" else \
+            None if dtype.time_zone else unit
+    simple = {pl.Float64: "DOUBLE", pl.Float32: "FLOAT", pl.String: "VARCHAR",
+              pl.Boolean: "BOOLEAN", pl.Date: "DATE", pl.Time: "TIME"}
+    if isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return "VARCHAR"
+    return next((name for t, name in simple.items() if dtype == t), None)
 
 
 def _utc(value: pl.Expr, source: pl.DataType) -> pl.Expr:

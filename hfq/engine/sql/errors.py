@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import polars as pl
 from sqlglot import exp
 
 from hfq.errors import QueryError, SqlError
@@ -63,4 +64,15 @@ def at(node: exp.Expression | None) -> Iterator[None]:
     except SqlError:
         raise
     except QueryError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, pl.exceptions.PolarsError) and node is not None:
+            # the step's polars plan means nothing to the SQL user: the clause instead
+            lines = str(cause).strip().splitlines()
+            raise error(node, f"{_clause(node)}: {lines[0] if lines else type(cause).__name__}"
+                        ) from exc
         raise error(node, str(exc)) from exc
+
+
+def _clause(node: exp.Expression) -> str:
+    text = node.sql("duckdb")
+    return text if len(text) <= 120 else text[:117] + "..."

@@ -140,6 +140,9 @@ class Plain:
         that type, dates and timestamps of any unit or time zone meet in one type (as in
         DuckDB); mixing others is a named error."""
         lt, rt = self.dtype(left), self.dtype(right)
+        if isinstance(lt, pl.Null) != isinstance(rt, pl.Null):   # NULL takes the other type
+            return (left.cast(rt), right) if isinstance(lt, pl.Null) else \
+                (left, right.cast(lt))
         if lt.is_temporal() and rt == pl.String:
             return left, parse_temporal(right, lt, node)
         if rt.is_temporal() and lt == pl.String:
@@ -256,7 +259,7 @@ class Plain:
         """Division rounding toward zero, as DuckDB's ``//`` (polars' floors); on other
         numbers, a plain division.  Division by zero raises."""
         left, right = self._binary(node)
-        zero = right == 0
+        zero = left.is_not_null() & (right == 0)   # (NULL // 0 is NULL)
         if not self._integers(left, right):
             out = divide(left.cast(pl.Float64), right.cast(pl.Float64))
             return self.fail(out, zero, node, "division by zero")
@@ -268,14 +271,17 @@ class Plain:
 
     def _Mod(self, node: exp.Mod) -> pl.Expr:
         """The remainder with the dividend's sign, as DuckDB's ``%`` (polars' has the
-        divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles."""
+        divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles (NULL %
+        0 is NULL)."""
         left, right = self._binary(node)
-        rem = left % right
-        out = pl.when((rem != 0) & ((left < 0) != (right < 0))).then(rem - right) \
-            .otherwise(rem)
-        if self.dtype(left).is_float() or self.dtype(right).is_float():
-            return pl.when(right == 0).then(pl.lit(float("nan"))).otherwise(out)
-        return self.fail(out, right == 0, node, "division by zero")
+        zero = left.is_not_null() & (right == 0)
+        floats = self.dtype(left).is_float() or self.dtype(right).is_float()
+        by = right if floats else pl.when(right != 0).then(right)   # (no polars error)
+        rem = left % by
+        out = pl.when((rem != 0) & ((left < 0) != (by < 0))).then(rem - by).otherwise(rem)
+        if floats:
+            return pl.when(zero).then(pl.lit(float("nan"))).otherwise(out)
+        return self.fail(out, zero, node, "division by zero")
 
     def _DPipe(self, node: exp.DPipe) -> pl.Expr:
         left, right = self._binary(node)

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
 from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import count_of, interval_ns, months_of
+from hfq.engine.sql.literals import count_of, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
@@ -198,7 +198,9 @@ BY_CLASS: dict[type[exp.Expression], Callable[[Compiles, Any], pl.Expr]] = {
 
 
 _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
-    "sqrt": pl.Expr.sqrt, "exp": pl.Expr.exp, "ln": pl.Expr.log, "log10": pl.Expr.log10,
+    # DOUBLE results, FLOAT arguments included (as DuckDB's)
+    "sqrt": lambda e: e.cast(pl.Float64).sqrt(), "exp": lambda e: e.cast(pl.Float64).exp(),
+    "ln": lambda e: e.cast(pl.Float64).log(), "log10": lambda e: e.cast(pl.Float64).log10(),
     "lower": lambda e: e.cast(pl.String).str.to_lowercase(),
     "upper": lambda e: e.cast(pl.String).str.to_uppercase(),
     "length": lambda e: e.cast(pl.String).str.len_chars().cast(pl.Int64),
@@ -267,8 +269,15 @@ def _substr(c: Compiles, s: pl.Expr, start: pl.Expr, length: pl.Expr | None) -> 
     return s.str.slice(lo, pl.max_horizontal(hi - lo, pl.lit(0, pl.Int64)))
 
 
-def _greatest(c: Compiles, args: list[pl.Expr], *, most: bool) -> pl.Expr:
-    """greatest/least: NULLs skipped, NaN the largest."""
+def _greatest(c: Compiles, args: list[pl.Expr], node: exp.Expression, *, most: bool
+              ) -> pl.Expr:
+    """greatest/least: NULLs skipped, NaN the largest, text (SYMBOL too) as text."""
+    kinds = {kind(c.dtype(a)) for a in args} - {""}
+    if len(kinds) > 1:
+        raise error(node, f"type mismatch in {node.sql('duckdb')}: "
+                          f"{' and '.join(sorted(kinds))}")
+    if kinds == {"text"}:
+        args = [a.cast(pl.String) for a in args]
     floats = [a for a in args if c.dtype(a).is_float()]
     if not floats:
         return (pl.max_horizontal if most else pl.min_horizontal)(args)
@@ -316,7 +325,7 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
     if name in ("pow", "power") and len(args) == 2:
         return c.expr(args[0]).cast(pl.Float64).pow(c.expr(args[1]).cast(pl.Float64))
     if name in ("greatest", "least") and args:
-        return _greatest(c, c.exprs(args), most=name == "greatest")
+        return _greatest(c, c.exprs(args), node, most=name == "greatest")
     if name in ("substr", "substring") and len(args) in (2, 3):
         return _substr(c, c.expr(args[0]), c.expr(args[1]),
                        c.expr(args[2]) if len(args) > 2 else None)

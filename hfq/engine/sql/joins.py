@@ -10,7 +10,7 @@ from sqlglot import exp
 
 from hfq.engine.joins import Join
 from hfq.engine.sql.errors import at, error, unsupported
-from hfq.engine.sql.scope import Env, Scope
+from hfq.engine.sql.scope import USING, Env, Scope
 from hfq.engine.sql.syntax import conjuncts
 
 __all__ = ["compile_join"]
@@ -54,7 +54,7 @@ def compile_join(c: Env, scope: Scope, join: exp.Join) -> Scope:
     using = [u.name for u in join.args.get("using") or []]
     if using:
         on = _using(scope, right, join, using, asof=method == "ASOF")
-    combined = Scope(scope.query, {**scope.qualifiers, **right.qualifiers})
+    combined = Scope(scope.query, {**scope.qualifiers, **right.qualifiers}, dict(scope.using))
     if method == "ASOF":
         return _drop_using(_asof(c, scope, right, combined, join, on, side), scope, right,
                            using)
@@ -72,27 +72,29 @@ def _using(left: Scope, right: Scope, join: exp.Join, keys: list[str], *, asof: 
     conds: list[exp.Expression] = []
     for i, k in enumerate(keys):
         owners = [q for q, cols in left.qualifiers.items() if k in cols]
-        if len(owners) != 1 or alias is None or k not in right.qualifiers[alias]:
+        if (len(owners) != 1 and k not in left.using) or alias is None or \
+                k not in right.qualifiers[alias]:
             raise error(join, f"USING ({k}): the column must be on each side once")
         op = exp.GTE if asof and i == len(keys) - 1 else exp.EQ
-        conds.append(op(this=exp.column(k, owners[0]), expression=exp.column(k, alias)))
+        mine = exp.column(k) if k in left.using else exp.column(k, owners[0])
+        conds.append(op(this=mine, expression=exp.column(k, alias)))
     out = cast(exp.Expression, exp.and_(*conds))
     return out
 
 
 def _drop_using(combined: Scope, left: Scope, right: Scope, keys: list[str]) -> Scope:
-    """After ``USING``, each key once: the right side's copy leaves the result, and its
-    name reads the left's."""
+    """After ``USING``, each key once: the unqualified name reads the left side's column,
+    the right side's copy stays under its qualifier (NULL where a LEFT JOIN found no row)
+    but out of ``*``."""
     if not keys or combined.query is left.query:
         return combined
     alias = next(iter(right.qualifiers))
-    drop = {right.qualifiers[alias][k] for k in keys}
-    kept = [x for x in combined.query.columns if x not in drop]
-    combined.query = combined.query.select(*kept)
+    cols = dict(combined.qualifiers[alias])
+    hidden = {cols[k]: f"{USING}{alias}.{k}" for k in keys}
+    combined.query = combined.query.rename(hidden)
+    combined.qualifiers[alias] = {k: hidden.get(v, v) for k, v in cols.items()}
     for k in keys:
-        owner = next(q for q, cols in left.qualifiers.items() if k in cols)
-        combined.qualifiers[alias] = {**combined.qualifiers[alias],
-                                      k: left.qualifiers[owner][k]}
+        combined.using[k] = left.resolve(exp.column(k))
     return combined
 
 
@@ -133,7 +135,7 @@ def _join(c: Env, scope: Scope, right: Scope, combined: Scope, join: exp.Join,
         else:
             q = scope.query.join(right.query, how="cross")
     if how in ("semi", "anti"):
-        combined = Scope(q, dict(scope.qualifiers))
+        combined = Scope(q, dict(scope.qualifiers), dict(scope.using))
     combined.query = q
     for cond in rest:
         predicate = c.expr(cond, combined)
@@ -194,4 +196,11 @@ def _asof(c: Env, left: Scope, right: Scope, combined: Scope, join: exp.Join,
             right.query, left_on=lo, right_on=ro, by_left=by_l, by_right=by_r,
             strategy=strategy, allow_exact_matches=op in (exp.GTE, exp.LTE),
             keep_unmatched=side == "LEFT")
+        # the join keeps one copy of each equality key; SQL keeps the right side's too:
+        # equal to the left's where a row matched, NULL where none did (ASOF LEFT)
+        schema = right.query.schema
+        kept = [pl.when(pl.col(ro).is_not_null()).then(pl.col(lk).cast(schema[rk])).alias(rk)
+                for lk, rk in zip(by_l, by_r) if not rk.startswith("__")]
+        if kept:
+            combined.query = combined.query.with_columns(*kept)
     return combined

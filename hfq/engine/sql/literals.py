@@ -190,6 +190,16 @@ def same_time_type(left: pl.Expr, lt: pl.DataType, right: pl.Expr, rt: pl.DataTy
         return left, right.dt.cast_time_unit(lu)
     if _literal_fits(left, ru):
         return left.dt.cast_time_unit(ru), right
+    other = right if lu == "ns" else left
+    if "ns" in (lu, ru) and _literal_fits(other, "us") and not _literal_fits(other, "ns"):
+        # a literal past the nanoseconds' range (years 1678-2261): 'infinity' compares
+        # with every value (in microseconds: each is on one side of it); another raises,
+        # as DuckDB's "could not convert Timestamp to higher precision"
+        if pl.select(other.dt.replace_time_zone(None).dt.cast_time_unit("us")).item() \
+                not in (dt.datetime.min, dt.datetime.max):
+            raise error(node, f"{node.sql('duckdb')}: a timestamp outside years 1678-2261 "
+                              "does not convert to a nanosecond TIMESTAMP")
+        return left.dt.cast_time_unit("us"), right.dt.cast_time_unit("us")
     unit = lu if _UNIT_RANK[lu] > _UNIT_RANK[ru] else ru
     return left.dt.cast_time_unit(unit), right.dt.cast_time_unit(unit)
 

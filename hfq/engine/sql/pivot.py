@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import empty_lazy
 from hfq.engine.query import Query
 from hfq.engine.reshape import Pivot
 from hfq.engine.sql.aggregates import Agg
@@ -89,6 +90,10 @@ def _pivot(c: Env, base: Scope, col: exp.Expression, value_nodes: list[exp.Expre
         names = [_label(v) for v in values]
         q = q.rename({old: new for old, new in zip(q.columns[len(index):], names)
                       if old != new})
+        # a combination without rows holds the aggregate of no rows (count: 0), as DuckDB
+        none = empty_lazy(base.query.schema).select(agg_expr.alias("v")).collect().item()
+        if none is not None and names:
+            q = q.with_columns(pl.col(names).fill_null(none))
     return q
 
 

@@ -9,6 +9,7 @@ needs another statement compiled (a subquery, a CTE, the right side of a join) a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,7 +20,10 @@ from sqlglot import exp
 from hfq.engine.query import Query
 from hfq.engine.sql.errors import error
 
-__all__ = ["Catalog", "Compiles", "Env", "Scope"]
+__all__ = ["USING", "Catalog", "Compiles", "Env", "Scope"]
+
+USING = "__using "
+"""The prefix of the right side's copy of a ``JOIN ... USING`` key."""
 
 Catalog = Callable[..., Query]
 """``catalog(name, version=None, as_of=None)``: a query over that table (at that committed
@@ -33,6 +37,9 @@ class Scope:
 
     query: Query
     qualifiers: dict[str, dict[str, str]] = field(default_factory=dict)
+    using: dict[str, str] = field(default_factory=dict)
+    """The keys of ``JOIN ... USING (k)``: the unqualified name -> the left side's column
+    (the right side's copy stays under its qualifier, out of ``*``)."""
 
     def columns(self) -> list[str]:
         """The columns ``*`` stands for (hidden ``__`` columns left out)."""
@@ -50,6 +57,8 @@ class Scope:
                 raise error(col, f"unknown column {col.sql()!r}; columns of {qual}: "
                                  f"{', '.join(cols)}")
             return cols[name]
+        if name in self.using:
+            return self.using[name]
         hits = {cols[name] for cols in self.qualifiers.values() if name in cols}
         if not self.qualifiers and name in self.query.columns:
             return name
@@ -67,7 +76,17 @@ class Scope:
             return name in self.qualifiers.get(qual, {})
         if not self.qualifiers:
             return name in self.query.columns
-        return any(name in cols for cols in self.qualifiers.values())
+        return name in self.using or any(name in cols for cols in self.qualifiers.values())
+
+    def star(self) -> list[tuple[str, str | None]]:
+        """What ``*`` stands for: (name, qualifier) of each column, side by side over a
+        join (the right side's copies of ``USING`` keys left out)."""
+        if not self.qualifiers:
+            return [(c, None) for c in self.columns()]
+        out = [(c, q) for q, cols in self.qualifiers.items() for c, frame in cols.items()
+               if not c.startswith("__") and not frame.startswith(USING)]
+        seen = Counter(c for c, _ in out)   # qualified only where a name is on both sides
+        return [(c, q if seen[c] > 1 else None) for c, q in out]
 
 
 class Env(Protocol):

@@ -112,8 +112,10 @@ class Compiler:
         group = node.args.get("group")
         having = node.args.get("having")
         order = node.args.get("order")
-        aggregate = group is not None or having is not None or \
-            any(has_agg(e) for _, e in items)
+        # GROUP BY ALL groups by the items without aggregates that read a column (DuckDB
+        # leaves constants out: with nothing else, it groups nothing)
+        grouped = group is not None and not (group.args.get("all") and not _all_keys(items))
+        aggregate = grouped or having is not None or any(has_agg(e) for _, e in items)
         q = scope.query
         if aggregate:
             q, post = self.aggregate(node, scope, items, names)
@@ -147,8 +149,8 @@ class Compiler:
                 sort_keys.append((key, desc, not nulls_first if nulls_first is not None
                                   else True))
         with at(node):
-            if not aggregate and any(not e.meta.root_names() for e in outputs):
-                # a constant item is one per row: added to the rows, then chosen
+            if any(not e.meta.root_names() for e in outputs):
+                # a constant item is one per row (or group): added to the rows, then chosen
                 q = q.with_columns(*outputs, *hidden).select(
                     *names, *(h.meta.output_name() for h in hidden))
             else:
@@ -222,8 +224,7 @@ class Compiler:
         if group is not None:
             groups = list(group.expressions)
             if group.args.get("all"):   # GROUP BY ALL: every select item without aggregates
-                groups = [exp.Literal.number(i + 1) for i, (_, e) in enumerate(items)
-                          if not has_agg(e)]
+                groups = [exp.Literal.number(i + 1) for i in _all_keys(items)]
             for g in groups:
                 if isinstance(g, exp.Literal) and not g.is_string:
                     k = int(g.this)
@@ -241,6 +242,8 @@ class Compiler:
                 if has_agg(g_expr):
                     raise error(g, "aggregates are not allowed in GROUP BY")
                 key = Plain(scope, self).expr(g_expr)
+                if not g_expr.find(exp.Column):   # a constant key: one group of every row
+                    key = pl.repeat(key, pl.len())   # (none over no rows)
                 keys.append(key.alias(name))
                 key_nodes[g_expr] = name
                 if isinstance(g_expr, exp.Column):
@@ -287,6 +290,11 @@ class Compiler:
             raise error(node, f"a subquery in IN must return one column, not "
                                f"{len(q.columns)}")
         return q.collect().to_series().to_list()
+
+
+def _all_keys(items: list[tuple[str, Any]]) -> list[int]:
+    """The positions GROUP BY ALL groups by: items without aggregates that read a column."""
+    return [i for i, (_, e) in enumerate(items) if not has_agg(e) and e.find(exp.Column)]
 
 
 def _version(node: exp.Table) -> int | str | None:

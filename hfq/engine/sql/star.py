@@ -47,7 +47,7 @@ def _star(e: exp.Expression, star: exp.Star, scope: Scope) -> list[Item]:
             raise error(e, f"unknown table or alias {table!r}")
         items: list[Item] = [(c, exp.column(c, table)) for c in cols if not c.startswith("__")]
     else:
-        items = [(c, exp.column(c)) for c in scope.columns()]
+        items = [(c, exp.column(c, q)) for c, q in scope.star()]
     names = [n for n, _ in items]
     drop = [_name(x) for x in star.args.get("except_") or []]
     for x, name in zip(star.args.get("except_") or [], drop):
@@ -87,28 +87,27 @@ def _columns(e: exp.Expression, found: list[exp.Columns], scope: Scope) -> list[
         raise unsupported(found[1], "several COLUMNS(...) in one item")
     node = found[0]
     arg = node.this
-    names = scope.columns()
+    matched: list[Item]
     if isinstance(arg, exp.Star):
-        star = _star(arg, arg, scope)
-        matched = [n for n, _ in star]
+        matched = _star(arg, arg, scope)
     elif isinstance(arg, exp.Literal) and arg.is_string:
         try:
             pattern = re.compile(arg.this)
         except re.error as exc:
             raise error(arg, f"COLUMNS: bad regular expression {arg.this!r}: {exc}") from None
-        matched = [n for n in names if pattern.search(n)]
+        matched = [(n, exp.column(n, q)) for n, q in scope.star() if pattern.search(n)]
     else:
         raise unsupported(node, "COLUMNS(...) other than COLUMNS('regex') or COLUMNS(*)")
     if not matched:
         raise error(node, "COLUMNS(...) matches no column")
     out: list[Item] = []
-    for name in matched:
+    for name, column in matched:
         copy = e.copy()
         target = next(copy.find_all(exp.Columns))
         if target is copy:
-            copy = exp.column(name)
+            copy = column.copy()
         else:
-            target.replace(exp.column(name))
+            target.replace(column.copy())
         if isinstance(copy, exp.Alias):
             out.append((copy.alias, copy.this))
         elif isinstance(copy, exp.Column):

@@ -15,20 +15,23 @@ columns (symbol and date) run on the nodes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.sql.casts import sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
+from hfq.engine.sql.literals import kind as kind_name
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, is_agg, name_of
 
 __all__ = ["window_expr"]
 
-_BIG = 2**62
+_I64 = 2**63 - 1
 _AGG_KINDS = {"count": "count", "sum": "sum", "avg": "mean", "mean": "mean", "min": "min",
               "max": "max"}
 
@@ -133,20 +136,34 @@ def _text(c: Compiles, e: pl.Expr) -> pl.Expr:
     return e.cast(pl.String) if isinstance(c.dtype(e), (pl.Categorical, pl.Enum)) else e
 
 
+def _value(c: Compiles, node: exp.Expression) -> pl.Expr:
+    """A window function's argument, one value per row even when it is a constant (a
+    literal would be one value: shifted or rolled, it is gone)."""
+    value = c.expr(node)
+    return value if node.find(exp.Column) else pl.repeat(value, pl.len())
+
+
 def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.Expr:
     args = args_of(fn)
-    value = c.expr(args[0])
+    value = _value(c, args[0])
     n = count_of(args[1], "lag/lead offset") if len(args) > 1 else 1
-    fill = None
-    if len(args) > 2:
-        if args[2].find(exp.Column):
-            raise unsupported(args[2], f"{name_of(fn)}() with a default that is not a "
-                                       "constant")
-        fill = c.expr(args[2])
     if ignore_nulls:
         raise unsupported(fn, f"IGNORE NULLS with {name_of(fn)}()")
     shift = (n or 0) * (1 if isinstance(fn, exp.Lag) else -1)
-    return w.over(value.shift(shift, fill_value=fill))
+    out = value.shift(shift)
+    if len(args) > 2:   # the default, in the value's type (DuckDB casts it so)
+        if args[2].find(exp.Column):
+            raise unsupported(args[2], f"{name_of(fn)}() with a default that is not a "
+                                       "constant")
+        target = sql_type(c.dtype(value))
+        if target is None:
+            raise unsupported(args[2], f"{name_of(fn)}() with a default, of a "
+                                       f"{c.dtype(value)} value")
+        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, dialect="duckdb")))
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        outside = row < shift if shift >= 0 else row >= pl.len() + shift
+        out = pl.when(outside).then(fill).otherwise(out)
+    return w.over(out)
 
 
 def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
@@ -181,7 +198,7 @@ def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
 
 def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
                 spec: exp.WindowSpec | None, ignore_nulls: bool) -> pl.Expr:
-    value = c.expr(fn.this)
+    value = _value(c, fn.this)
     kind, start, end = _bounds(spec, c)
     if not w.keys or (start is None and end is None):
         pick = value.drop_nulls() if ignore_nulls else value
@@ -201,8 +218,7 @@ def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
 def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, name: str,
                spec: exp.WindowSpec | None) -> pl.Expr:
     args = args_of(fn)
-    if isinstance(fn, exp.Count) and (not args or isinstance(args[0], exp.Star) or
-                                      not args[0].find(exp.Column)):
+    if isinstance(fn, exp.Count) and (not args or isinstance(args[0], exp.Star)):
         value = pl.int_range(pl.len()).is_not_null()   # one per row
         kind = "count"
     else:
@@ -210,7 +226,7 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
             raise unsupported(fn, f"{name}(DISTINCT ...) OVER")
         if len(args) != 1:
             raise unsupported(fn, f"window aggregate {name}() with {len(args)} arguments")
-        value = c.expr(args[0])
+        value = _value(c, args[0])
         kind = _AGG_KINDS.get(name, "")
         if not kind:
             raise unsupported(fn, f"window aggregate {name}()")
@@ -230,34 +246,93 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
                                     "UNBOUNDED PRECEDING AND CURRENT ROW")
         if start > end:
             raise error(spec, "a window frame's start is after its end")
-        return w.over(_sliding(kind, value, dtype, -start, end))
+        f, ft, back = _in_doubles(c, node, kind, value, dtype)
+        return w.over(back(_sliding(kind, f, ft, -start, end)))
     # RANGE frames
     if end != 0:
         raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
     if start is None:   # running, peers included
         key = w.keys[0] if len(w.keys) == 1 else None
-        kt = c.dtype(key) if key is not None else None
-        if key is not None and not w.desc[0] and w.nulls_last[0] and kt is not None and \
-                (kt.is_integer() or kt.is_temporal()) and not isinstance(kt, pl.Duration):
-            # one ascending time/integer key: a rolling window over every smaller key
-            # (NULL keys last, peers of each other)
-            phys = key.to_physical().cast(pl.Int64)
-            by = phys.fill_null(phys.max().fill_null(0) + 1)
-            return w.over(_by_range(kind, value, dtype, by, f"{_BIG}i"), ordered=False)
+        by = _rebased(c, key, node) if key is not None and not w.desc[0] and \
+            w.nulls_last[0] else None
+        if key is not None and by is not None:
+            # one ascending time or narrow integer key: a rolling window over every smaller
+            # key; the NULL keys come last, peers of each other: their frame is every row
+            known = key.is_not_null()
+            f, ft, back = _in_doubles(c, node, kind, value, dtype)
+            rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{_I64}i"))
+            return w.over(pl.when(known).then(rolled).otherwise(_whole(kind, value, dtype)),
+                          ordered=False)
         return w.peers(_running(kind, value, dtype))
     if len(w.keys) != 1 or w.desc[0]:
         raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
                                 "ORDER BY column")
+    key = w.keys[0]
+    kt = c.dtype(key)
+    if not (kt.is_integer() or kt.is_temporal()) or isinstance(kt, pl.Duration):
+        by_node = node.args["order"].expressions[0].this
+        raise unsupported(node, f"RANGE frames with an offset over ORDER BY {by_node.sql()} "
+                                f"({kind_name(kt) or kt}; integer, DATE, TIME or TIMESTAMP "
+                                "keys only)")
     if isinstance(start, exp.Interval):
-        unit = _unit_of(c, w.keys[0])
+        unit = _unit_of(c, key)
         if unit is None:
             raise error(start, "an INTERVAL frame needs a time ORDER BY column")
         width = interval_ns(start) // unit
     else:
         width = -start
-    by = w.keys[0].to_physical()
-    size = f"{width + 1}i"   # (key - width - 1, key]: closed on the right, integer keys
-    return w.over(_by_range(kind, value, dtype, by, size), ordered=False)
+    if width >= _I64:
+        raise error(spec, f"a RANGE frame offset of {width} is past BIGINT")
+    # (key - width - 1, key]: closed on the right, integer keys; a NULL key's frame is the
+    # NULL keys (its peers), the others' frames hold no NULL key
+    known = key.is_not_null()
+    phys = key.to_physical().cast(pl.Int64)
+    by = phys.fill_null(phys.min().fill_null(0))
+    f, ft, back = _in_doubles(c, node, kind, value, dtype)
+    rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
+    out = pl.when(known).then(rolled).otherwise(
+        _whole(kind, pl.when(~known).then(value), dtype))
+    if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
+        out = c.fail(out, phys < -_I64 - 1 + width, spec,
+                     f"integer overflow (the frame's start, ORDER BY key - {width})")
+    return w.over(out, ordered=False)
+
+
+def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
+                dtype: pl.DataType) -> tuple[pl.Expr, pl.DataType, Callable[[pl.Expr], pl.Expr]]:
+    """A DECIMAL value of a sliding or RANGE frame (polars rolls no DECIMAL) as a DOUBLE,
+    and how to take the frame's sum/min/max back to DECIMAL: rounded to the scale, exact
+    while the result holds fewer than 2^50 units (larger ones fail, named)."""
+    if not isinstance(dtype, pl.Decimal):
+        return value, dtype, lambda e: e
+    scale = dtype.scale or 0
+    target = dtype if kind in ("min", "max") else pl.Decimal(38, scale)
+
+    def back(e: pl.Expr) -> pl.Expr:
+        if kind in ("mean", "count"):
+            return e
+        out = e.round(scale).cast(target)
+        return c.fail(out, e.abs() * 10.0**scale >= 2.0**50, node,
+                      "a DECIMAL window aggregate of 2^50 units or more is not supported")
+    return value.cast(pl.Float64), pl.Float64(), back
+
+
+def _rebased(c: Compiles, key: pl.Expr, node: exp.Expression) -> pl.Expr | None:
+    """The key's physical integers less their smallest, NULLs as 0 -- so that a window of
+    BIGINT's largest width reaches every smaller key without overflow -- for keys whose
+    values cannot be further apart than that: dates, times, timestamps (for nanoseconds the
+    query fails, named, on keys 292 years apart) and integers narrower than BIGINT; None
+    for other keys."""
+    kt = c.dtype(key)
+    if isinstance(kt, pl.Duration) or not (kt.is_integer() or kt.is_temporal()) or \
+            kt in (pl.Int64, pl.UInt64):
+        return None
+    phys = key.to_physical().cast(pl.Int64)
+    by = (phys - phys.min()).fill_null(0)
+    if isinstance(kt, pl.Datetime) and kt.time_unit == "ns":
+        by = c.fail(by, phys.max() // 2 - phys.min() // 2 >= 2**62, node,
+                    "window ORDER BY timestamps more than 292 years apart")
+    return by
 
 
 def _finite(value: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr | None]:

@@ -1,0 +1,243 @@
+"""The SQL fuzzer run long (issue 24): hfq's ``db.sql`` against DuckDB on adversarial rows,
+plus the metamorphic oracles (TLP, NoREC), embedded or on a 2-node cluster.
+
+    python benchmarks/fuzz.py --minutes N [--seed S] [--cluster] [--strict] [--shrink K]
+                              [--out DIR] [--block-minutes M]
+
+* ``--minutes`` -- how long to run (``--queries`` stops earlier at a count); the campaign
+  draws datasets from ``--seed`` (default 1) and 50 queries on each (``tests/fuzz/sqlfuzz``).
+* ``--cluster`` -- on ``hfq.testing.local_cluster(nodes=2)``, tables with one replica each, so
+  that about half the partitions are on the other node and run there (a small query over
+  partitions all held here runs inline in the driver).
+* ``--strict``  -- count every mismatch, also those the open findings explain
+  (``tests/fuzz/sqlfuzz/known.py``; by default they are counted apart, per finding).
+* ``--shrink K`` -- shrink up to K mismatches (the first of each distinct shrunk text) and
+  write each as a findings section and a regression case.
+
+The run is supervised: blocks of ``--block-minutes`` (default 10) run each in a child process
+that writes its counts after every dataset and the statement it is about to run to a trace, so
+a crash of the process itself (a segfault in a native library) is recorded as a finding --
+dataset and statement -- and the run goes on with the next dataset.
+
+Writes ``<out>/fuzz-<embedded|cluster>-seed<S>.md`` and ``.json`` (default
+``benchmarks/results/fuzz``): queries run, outcomes (same, refused, agreed errors, invalid,
+mismatches), the refusals by construct, the metamorphic checks, the process crashes, the
+shrunk mismatches.  Not part of CI: ``tests/fuzz/test_fuzz.py`` runs a fixed-seed budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import datetime as dt
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
+
+from sqlfuzz.campaign import Campaign, Report  # noqa: E402
+from sqlfuzz.findings import markdown, normalized, python_case  # noqa: E402
+from sqlfuzz.shrink import shrink  # noqa: E402
+
+import hfq  # noqa: E402
+
+COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known")
+
+
+@contextlib.contextmanager
+def database(cluster: bool) -> Iterator[tuple[hfq.Database, int | None]]:
+    if not cluster:
+        with tempfile.TemporaryDirectory(prefix="hfq-fuzz-") as root:
+            yield hfq.connect(root), None
+        return
+    from hfq.testing import local_cluster
+    with local_cluster(nodes=2) as lc:
+        yield lc.connect(), 1
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+# -- the worker: one block of datasets in this process ------------------------------------------
+def worker(args: argparse.Namespace) -> int:
+    state = pathlib.Path(args.state)
+    with database(args.cluster) as (db, replicas):
+        kw: dict[str, Any] = {"replicas": replicas, "trace": args.trace}
+        if args.strict:
+            kw["known"] = []
+        campaign = Campaign(db, seed=args.seed, **kw)
+        shrunk: list[dict[str, str]] = []
+
+        def save(report: Report) -> None:
+            state.write_text(json.dumps({**report.counts(), "shrunk": shrunk}))
+
+        report = campaign.run(queries=args.queries, seconds=args.minutes * 60,
+                              first_round=args.first_round, progress=save)
+        save(report)
+        seen = set(args.seen or [])
+        for f in report.found:
+            if len(shrunk) >= args.shrink:
+                break
+            ds, sql, outcome = shrink(campaign, f.dataset, f.sql, f.outcome,
+                                      seconds=args.shrink_seconds, known=campaign.known)
+            key = normalized(sql)
+            if key in seen:
+                continue
+            seen.add(key)
+            fid = f"S{args.seed}-{f.dataset.seed}-{len(shrunk)}"
+            shrunk.append({"key": key, "markdown": markdown(fid, ds, sql, outcome,
+                                                            oracle=f.oracle),
+                           "case": python_case(fid, ds, sql)})
+            save(report)
+    return 0
+
+
+# -- the supervisor ---------------------------------------------------------------------------
+def supervise(args: argparse.Namespace) -> dict[str, Any]:
+    total: dict[str, Any] = {"queries": 0, "datasets": 0, "seconds": 0.0, "found": [],
+                             "shrunk": [], "crashes": [], "blocks": 0, "examples": {},
+                             **{k: collections.Counter() for k in COUNTERS}}
+    started = time.monotonic()
+    next_round = 0
+    work = pathlib.Path(tempfile.mkdtemp(prefix="hfq-fuzz-run-"))
+    while time.monotonic() - started < args.minutes * 60 and \
+            total["queries"] < (args.queries or 10**12):
+        left = args.minutes * 60 - (time.monotonic() - started)
+        block = min(args.block_minutes * 60, left)
+        state, trace = work / f"state{total['blocks']}.json", work / f"trace{total['blocks']}"
+        cmd = [sys.executable, __file__, "--worker", "--seed", str(args.seed),
+               "--first-round", str(next_round), "--minutes", str(block / 60),
+               "--queries", str((args.queries or 10**12) - total["queries"]),
+               "--state", str(state), "--trace", str(trace),
+               "--shrink", str(max(0, args.shrink - len(total["shrunk"]))),
+               "--shrink-seconds", str(args.shrink_seconds)]
+        cmd += ["--cluster"] if args.cluster else []
+        cmd += ["--strict"] if args.strict else []
+        for s in total["shrunk"]:
+            cmd += ["--seen", s["key"]]
+        proc = subprocess.run(cmd, cwd=ROOT)
+        total["blocks"] += 1
+        part = json.loads(state.read_text()) if state.exists() else {"next_round": next_round}
+        for k in ("queries", "datasets", "seconds"):
+            total[k] += part.get(k, 0)
+        for k in COUNTERS:
+            total[k].update(part.get(k, {}))
+        total["found"] += part.get("found", [])
+        for k, v in part.get("examples", {}).items():
+            total["examples"].setdefault(k, v)
+        total["shrunk"] += part.get("shrunk", [])
+        next_round = part.get("next_round", next_round)
+        if proc.returncode != 0:
+            lines = trace.read_text().splitlines() if trace.exists() else []
+            dataset = next((ln for ln in reversed(lines) if ln.startswith("-- dataset")), "")
+            last = lines[-1] if lines else ""
+            total["crashes"].append({"returncode": proc.returncode, "dataset": dataset,
+                                     "statement": last})
+            print(f"worker died ({proc.returncode}) at {dataset}: {last[:300]}", flush=True)
+            if dataset:   # go on after the dataset it died on
+                next_round = int(dataset.split()[-1]) - args.seed * 1000 + 1
+        print(f"{total['queries']} queries, {len(total['found'])} mismatches, "
+              f"{len(total['crashes'])} crashes, "
+              f"{sum(total['refused'].values())} refused", flush=True)
+    return total
+
+
+def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
+    q = total["queries"]
+    lines = [f"# SQL fuzzer: {where}, seed {args.seed}", "",
+             f"- commit {commit()}, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+             f"{total['seconds'] / 60:.1f} minutes of fuzzing in {total['blocks']} blocks; "
+             + ("every mismatch counted" if args.strict else
+                "mismatches explained by open findings counted apart "
+                "(tests/fuzz/sqlfuzz/known.py)"),
+             f"- command: `python benchmarks/fuzz.py --minutes {args.minutes:g} --seed "
+             f"{args.seed}{' --cluster' if args.cluster else ''}"
+             f"{' --strict' if args.strict else ''}`",
+             f"- queries run: **{q}** on {total['datasets']} datasets "
+             f"({q / max(total['seconds'], 1e-9):.0f} per second)",
+             f"- mismatches: **{len(total['found'])}**; process crashes: "
+             f"**{len(total['crashes'])}**",
+             f"- explained by open findings: {dict(sorted(total['known'].items()))}", "",
+             "## Outcomes", "", "| outcome | queries |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(total["outcomes"].items())]
+    lines += ["", "## Refused by construct (hfq raised an HfqError, DuckDB answered)", "",
+              "| construct | queries |", "|---|---|"]
+    lines += [f"| {k.replace('|', '/')} | {v} |" for k, v in total["refused"].most_common()]
+    lines += ["", "An example of each refusal:", ""]
+    lines += [f"- {k}: `{total['examples'].get(k, '')}`" for k, _ in
+              total["refused"].most_common()]
+    lines += ["", "## Query shapes", "", "| shape | queries |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in total["shapes"].most_common()]
+    lines += ["", "## Invalid in DuckDB (the grammar's misses, not held against hfq)", ""]
+    lines += [f"- {k} x{v}" for k, v in total["invalid"].most_common(20)]
+    lines += ["", "## Process crashes", ""]
+    lines += [f"- exit {c['returncode']} at {c['dataset']}: `{c['statement']}`"
+              for c in total["crashes"]] or ["none"]
+    lines += ["", "## Mismatches", ""]
+    lines += [s["markdown"] for s in total["shrunk"]]
+    if len(total["found"]) > len(total["shrunk"]):
+        lines += [f"- [{f['oracle']}/{f['status']}] `{f['sql']}`: {f['detail']}"
+                  for f in total["found"][:200]]
+    if not total["found"]:
+        lines.append("none")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--queries", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cluster", action="store_true")
+    ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--shrink", type=int, default=0)
+    ap.add_argument("--shrink-seconds", type=float, default=90.0)
+    ap.add_argument("--block-minutes", type=float, default=10.0)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fuzz"))
+    # the worker's own arguments
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--state", help=argparse.SUPPRESS)
+    ap.add_argument("--trace", help=argparse.SUPPRESS)
+    ap.add_argument("--seen", action="append", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        args.queries = args.queries or 10**12
+        return worker(args)
+    where = "cluster" if args.cluster else "embedded"
+    total = supervise(args)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    base = out / f"fuzz-{where}-seed{args.seed}"
+    base.with_suffix(".md").write_text(render(total, args, where))
+    base.with_suffix(".json").write_text(json.dumps({
+        "where": where, "seed": args.seed, "commit": commit(), "strict": args.strict,
+        **{k: total[k] for k in ("queries", "datasets", "blocks", "crashes")},
+        "seconds": round(total["seconds"], 1), "mismatches": len(total["found"]),
+        **{k: dict(total[k]) for k in COUNTERS},
+        "found": total["found"][:500]}, indent=1))
+    if total["shrunk"]:
+        base.with_suffix(".cases.py").write_text(
+            "\n".join(s["case"] for s in total["shrunk"]) + "\n")
+    print(f"wrote {base}.md ({total['queries']} queries, {len(total['found'])} mismatches, "
+          f"{len(total['crashes'])} crashes)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""One query through hfq and DuckDB on the same rows, and what came of it.
+
+Outcomes (:class:`Outcome.status`):
+
+* ``same``      -- equal answers (:func:`sqlfuzz.compare.differ`).  A float answer that differs
+  from DuckDB's on the stored row order but equals DuckDB's on another order of the same rows
+  (a sum of 1e300, 1 and -1e300) counts as the same: SQL does not fix the order of a sum.
+* ``refused``   -- hfq raised an :class:`~hfq.errors.HfqError` where DuckDB answered: not a
+  mismatch, counted by the construct the message names (:func:`construct`); ``leaked`` when
+  that message quotes a polars plan (the compiler failed inside rather than refused by name:
+  counted apart, reported, not a mismatch).
+* ``agreed_error`` -- DuckDB raised at run time (overflow, a failed cast, division by zero) and
+  hfq raised an HfqError too.
+* ``invalid``   -- DuckDB refused to parse or bind the text (or a cast it does not implement):
+  a query outside the dialect (the grammar's own miss), not held against hfq.
+* ``widened``   -- DuckDB overflowed a 32-bit integer (``2147483647 + 1``: its integer literals
+  are INTEGER) where hfq computes in 64 bits by design (``docs/sql.md``).
+* mismatches: ``wrong`` (different answers), ``crash`` (hfq raised anything but an HfqError),
+  ``answered_error`` (DuckDB raised at run time, hfq answered).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+import hfq
+from hfq.errors import HfqError
+from sqlfuzz.compare import Answer, answer_from_arrow, answer_from_polars, differ
+
+__all__ = ["MISMATCHES", "Outcome", "construct", "duckdb_text", "run_duckdb", "run_hfq",
+           "run_query"]
+
+MISMATCHES = ("wrong", "crash", "answered_error")
+#: DuckDB's errors that mean "not this dialect": the text is wrong, not the data
+_INVALID = (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogException,
+            duckdb.NotImplementedException, duckdb.SyntaxException,
+            duckdb.TypeMismatchException)
+#: DuckDB's overflow of a 32/16/8-bit integer (its literals are INTEGER): hfq computes in 64
+#: bits by design, so this error is not a difference (counted as ``widened``)
+_NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b")
+
+
+#: a polars plan quoted in an error message: the compiler failed inside, it did not refuse
+_PLAN = re.compile(r"col\(\"|\.alias\(|strict_cast|dyn (int|float)|\.when\(")
+
+
+@dataclass
+class Outcome:
+    status: str
+    detail: str = ""
+    hfq: Answer | None = None
+    duck: Answer | None = None
+    error: str = ""
+
+    @property
+    def mismatch(self) -> bool:
+        return self.status in MISMATCHES
+
+
+_AT_VERSION = re.compile(r"\b(\w+) AT \(VERSION => (\d+)\)", re.I)
+
+
+def duckdb_text(sql: str) -> str:
+    """The statement for DuckDB: a table read at a version (``t AT (VERSION => 2)``, hfq's
+    time travel) becomes the table DuckDB holds for that version (``t_v2``, see
+    :func:`sqlfuzz.data.load_duckdb`)."""
+    return _AT_VERSION.sub(lambda m: f"{m.group(1)}_v{m.group(2)}", sql)
+
+
+def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str) -> Answer | BaseException:
+    try:
+        return answer_from_arrow(con.sql(duckdb_text(sql)).to_arrow_table())
+    except duckdb.Error as exc:
+        return exc
+
+
+def run_hfq(db: hfq.Database, sql: str) -> Answer | BaseException:
+    try:
+        return answer_from_polars(db.sql(sql).collect())
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a panic or TypeError is a finding
+        return exc
+
+
+def construct(exc: BaseException) -> str:
+    """What an hfq refusal names: the construct after "unsupported SQL:", else the message's
+    first words, without positions or quoted values."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = re.sub(r"\s*\(line \d+, column \d+\)", "", text)
+    m = re.match(r"unsupported SQL: (.*)", text)
+    if m:
+        text = m.group(1)
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "…", text)
+    text = re.sub(r"\d+", "N", text)
+    return text[:70]
+
+
+def classify(got: Answer | BaseException, want: Answer | BaseException, *, ordered: bool,
+             others: list[Answer | BaseException] = ()) -> Outcome:  # type: ignore[assignment]
+    """The outcome of hfq's ``got`` against DuckDB's ``want`` (``others``: DuckDB's answers on
+    other orders of the rows, tried when the answers differ)."""
+    if isinstance(want, _INVALID) or (isinstance(want, duckdb.ConversionException) and
+                                      "Unimplemented type for cast" in str(want)):
+        return Outcome("invalid", type(want).__name__, error=_line(want))
+    if isinstance(want, duckdb.OutOfRangeException) and _NARROW.search(str(want)):
+        return Outcome("widened", _line(want))
+    if isinstance(want, BaseException):
+        if isinstance(got, HfqError):
+            return Outcome("agreed_error", construct(got), error=_line(want))
+        if isinstance(got, BaseException):
+            return Outcome("crash", f"{type(got).__name__}: {_line(got)}", error=_line(got))
+        return Outcome("answered_error", f"DuckDB: {_line(want)}", hfq=got)
+    if isinstance(got, HfqError):
+        status = "leaked" if _PLAN.search(str(got)) else "refused"
+        return Outcome(status, construct(got), duck=want, error=_line(got))
+    if isinstance(got, BaseException):
+        return Outcome("crash", f"{type(got).__name__}: {_line(got)}", duck=want,
+                       error=_line(got))
+    why = differ(got, want, ordered=ordered)
+    if why is None:
+        return Outcome("same", hfq=got, duck=want)
+    for other in others:
+        if isinstance(other, Answer) and differ(got, other, ordered=ordered) is None:
+            return Outcome("same", "order-sensitive floats", hfq=got, duck=want)
+    return Outcome("wrong", why, hfq=got, duck=want)
+
+
+def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str, *,
+              ordered: bool) -> Outcome:
+    """``sql`` on hfq and on DuckDB (``cons[0]``: the stored order of the rows; the others,
+    other orders, consulted only when the answers differ)."""
+    want = run_duckdb(cons[0], sql)
+    got = run_hfq(db, sql)
+    out = classify(got, want, ordered=ordered)
+    if out.status == "wrong" and len(cons) > 1:
+        others = [run_duckdb(c, sql) for c in cons[1:]]
+        out = classify(got, want, ordered=ordered, others=others)
+    return out
+
+
+def _line(exc: Any) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__

@@ -1,0 +1,269 @@
+"""The fuzzer's own parts, tested so that a quiet fuzzer means a correct compiler and not a
+blind fuzzer: the comparison, the data (every adversarial value reaches hfq and DuckDB as the
+same rows), the grammar (seeded, mostly valid DuckDB, every shape drawn), the metamorphic
+checks and the shrinker (on an engine with a planted bug).  Ray-free and fast."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import math
+import os
+import pathlib
+import random
+import re
+import subprocess
+import sys
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pytest
+from sqlfuzz.campaign import duckdb_connections
+from sqlfuzz.compare import Answer, answer_from_arrow, differ
+from sqlfuzz.data import KIND, Dataset, load_duckdb, load_hfq, random_dataset, register, to_arrow
+from sqlfuzz.differential import classify, construct, run_duckdb, run_query
+from sqlfuzz.findings import normalized, python_case
+from sqlfuzz.metamorphic import random_check
+from sqlfuzz.queries import QueryGen
+from sqlfuzz.shrink import order_is_total, query_candidates, shrink
+
+import hfq
+from hfq.errors import QueryError, SqlError
+from hfq.testing.strategies import EDGE_VALUES
+
+
+def _ans(rows, kinds=("float",), narrow=False):
+    return Answer([f"c{i}" for i in range(len(kinds))], list(kinds), rows,
+                  [narrow] * len(kinds))
+
+
+# -- comparison ---------------------------------------------------------------------------------
+def test_the_comparison_treats_nan_null_and_zero_signs_as_documented():
+    nan = float("nan")
+    assert differ(_ans([(nan,), (None,)]), _ans([(None,), (nan,)]), ordered=False) is None
+    assert differ(_ans([(nan,)]), _ans([(None,)]), ordered=False) is not None
+    assert differ(_ans([(-0.0,)]), _ans([(0.0,)]), ordered=True) is None
+    assert differ(_ans([(math.inf,)]), _ans([(-math.inf,)]), ordered=True) is not None
+    assert differ(_ans([(1.0,)]), _ans([(1.0 + 1e-12,)]), ordered=True) is None
+    assert differ(_ans([(1.0,)]), _ans([(1.0 + 1e-7,)]), ordered=True) is not None
+    assert differ(_ans([(1.0,)], narrow=True), _ans([(1.0 + 1e-7,)]), ordered=True) is None
+
+
+def test_the_comparison_sees_order_multiplicity_and_kinds():
+    a = _ans([(1,), (2,)], ("int",))
+    b = _ans([(2,), (1,)], ("int",))
+    assert differ(a, b, ordered=False) is None
+    assert differ(a, b, ordered=True) is not None
+    assert differ(_ans([(1,), (1,)], ("int",)), _ans([(1,)], ("int",)), ordered=False)
+    assert differ(_ans([(1,), (1,), (2,)], ("int",)), _ans([(1,), (2,), (2,)], ("int",)),
+                  ordered=False)
+    assert "is float" in differ(_ans([(1.0,)]), _ans([(1,)], ("int",)), ordered=False)
+    # an all-NULL column matches any kind; True is not 1
+    assert differ(_ans([(None,)], ("null",)), _ans([(None,)], ("date",)), ordered=True) is None
+    assert differ(_ans([(True,)], ("int",)), _ans([(1,)], ("int",)), ordered=True)
+
+
+def test_answers_from_both_engines_reduce_to_the_same_cells():
+    table = pa.table({"s": pa.array(["a", None]).dictionary_encode(),
+                      "t": pa.array([dt.datetime(2024, 1, 5, 9, 30), None],
+                                    pa.timestamp("s", tz="UTC")),
+                      "n": pa.array([2**63 - 1, None], pa.int64())})
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register("x", table)
+    got = answer_from_arrow(pl.from_arrow(table).to_arrow())
+    want = run_duckdb(con, "SELECT s, t, sum(n) FROM x GROUP BY ALL")   # HUGEINT sum
+    assert isinstance(want, Answer)
+    assert differ(got, want, ordered=False) is None
+
+
+# -- data ---------------------------------------------------------------------------------------
+def test_datasets_are_seeded_and_hold_every_adversarial_value():
+    assert repr(random_dataset(7)) == repr(random_dataset(7))
+    seen: dict[str, set] = collections.defaultdict(set)
+    sizes = set()
+    for seed in range(150):
+        for t in random_dataset(seed).tables:
+            sizes.add(len(t.rows))
+            for i, (_, ty) in enumerate(t.columns):
+                for r in t.rows:
+                    v = r[i]
+                    seen[ty].add(repr(v) if not (isinstance(v, float) and math.isnan(v))
+                                 else "nan")
+    for ty, edges in EDGE_VALUES.items():
+        wanted = {"nan" if isinstance(v, float) and math.isnan(v) else repr(v) for v in edges}
+        assert wanted <= seen[ty], f"{ty}: never drawn {wanted - seen[ty]}"
+        if ty not in ("LONG",):   # id is LONG and never NULL; the extras are
+            assert "None" in seen[ty], f"{ty}: never NULL"
+    assert {0, 1} <= sizes
+
+
+def test_hfq_and_duckdb_hold_the_same_rows(tmp_path):
+    db = hfq.connect(str(tmp_path))
+    con = duckdb_connections(1)[0]
+    for seed in (3, 4, 5):
+        ds = random_dataset(seed)
+        load_hfq(db, ds)
+        load_duckdb(con, db, ds)
+        for spec in ds.tables:
+            mine = answer_from_arrow(to_arrow(spec))
+            theirs = run_duckdb(con, f"SELECT * FROM {spec.name}")
+            assert isinstance(theirs, Answer)
+            assert differ(mine, theirs, ordered=False) is None, (seed, spec.name)
+            if spec.rows:
+                parts = db[spec.name].partitions()
+                assert len(parts) >= 1
+
+
+# -- grammar ------------------------------------------------------------------------------------
+def test_the_grammar_is_seeded_mostly_valid_and_draws_every_shape():
+    con = duckdb_connections(1)[0]
+    shapes = collections.Counter()
+    invalid = []
+    total = 0
+    for seed in range(8):
+        ds = random_dataset(seed)
+        for spec in ds.tables:
+            register(con, spec)
+        a = QueryGen(random.Random(seed), ds)
+        b = QueryGen(random.Random(seed), ds)
+        for _ in range(60):
+            q = a.query()
+            assert q == b.query()
+            shapes[q.shape] += 1
+            total += 1
+            out = classify(SqlError("x"), run_duckdb(con, q.sql), ordered=q.ordered)
+            if out.status == "invalid":
+                invalid.append((q.sql, out.error))
+    assert set(shapes) == {"project", "aggregate", "group", "window", "join", "subquery",
+                           "derived", "setop", "star", "nofrom", "pivot", "timetravel"}
+    assert len(invalid) <= 0.05 * total, invalid[:5]
+
+
+def test_a_seed_names_the_same_queries_in_every_process():
+    """No set's iteration order (it changes with PYTHONHASHSEED) steers the grammar."""
+    here = str(pathlib.Path(__file__).parent)
+    code = (f"import random, sys; sys.path.insert(0, {here!r})\n"
+            "from sqlfuzz.data import random_dataset\nfrom sqlfuzz.queries import QueryGen\n"
+            "from sqlfuzz.metamorphic import random_check\n"
+            "for seed in range(4):\n"
+            "    g = QueryGen(random.Random(seed), random_dataset(seed))\n"
+            "    for _ in range(40): print(g.query().sql); print(random_check(g).queries)\n")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": h}).stdout
+            for h in ("1", "2", "3")}
+    assert len(outs) == 1
+
+
+def test_order_is_total_only_when_every_output_is_named():
+    assert order_is_total("SELECT a AS c1, b AS c2 FROM t ORDER BY c2, 1")
+    assert not order_is_total("SELECT a AS c1, b AS c2 FROM t ORDER BY c2")
+    assert not order_is_total("SELECT a FROM t")
+    assert order_is_total("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1")
+
+
+def test_refusals_are_counted_by_the_construct_they_name():
+    assert construct(SqlError("unsupported SQL: QUALIFY", line=1, column=8)) == "QUALIFY"
+    assert construct(SqlError("unknown column 'x'; columns: a")) == "unknown column …; columns: a"
+
+
+# -- metamorphic --------------------------------------------------------------------------------
+class _Engine:
+    """A stand-in for hfq: DuckDB on the same rows, with ``bug`` applied to every answer."""
+
+    def __init__(self, bug=None, rewrite=None):
+        self.con = duckdb_connections(1)[0]
+        self.bug = bug
+        self.rewrite = rewrite
+
+    def sql(self, text):
+        engine = self
+        if self.rewrite is not None:
+            text = self.rewrite(text)
+
+        class _Q:
+            def collect(self):
+                try:
+                    df = engine.con.sql(text).pl()
+                except duckdb.Error as exc:   # hfq's errors are HfqErrors
+                    raise QueryError(str(exc)) from exc
+                return engine.bug(text, df) if engine.bug else df
+        return _Q()
+
+
+class _Loader:
+    def __init__(self, bug=None, rewrite=None):
+        self.db = _Engine(bug, rewrite)
+        self.cons = duckdb_connections()
+
+    def load(self, ds: Dataset) -> None:
+        for spec in ds.tables:
+            for con in (self.db.con, *self.cons):
+                register(con, spec)
+
+
+def _drop_nan_rows(text, df):
+    floats = [c for c, t in df.schema.items() if t.is_float()]
+    if not floats:
+        return df
+    return df.filter(~pl.any_horizontal([pl.col(c).is_nan().fill_null(False) for c in floats]))
+
+
+def _not_null_is_true(text):
+    """Three-valued logic broken: ``NOT (p)`` passes the rows where p is NULL."""
+    return re.sub(r"WHERE NOT \((.*)\)( GROUP BY 1)?$", r"WHERE NOT (\1) IS TRUE\2", text)
+
+
+def test_metamorphic_checks_pass_on_a_correct_engine_and_fail_on_a_planted_bug():
+    results = collections.Counter()
+    for seed in range(6):
+        ds = random_dataset(seed)
+        good, bad = _Loader(), _Loader(rewrite=_not_null_is_true)
+        good.load(ds)
+        bad.load(ds)
+        gen = QueryGen(random.Random(seed), ds)
+        for _ in range(25):
+            check = random_check(gen)
+            assert check.run(good.db).status != "violated", check.queries
+            results[check.run(bad.db).status] += 1
+    assert results["violated"] > 0, results
+
+
+def test_a_mismatch_shrinks_to_a_few_rows_and_a_short_query():
+    loader = _Loader(_drop_nan_rows)
+    sql = ("SELECT id AS c1, (d0 + 1) AS c2, upper(sym) AS c3 FROM t "
+           "WHERE (id > -1000 OR sym = 'A') ORDER BY c1, c2, c3")
+    for seed in range(200):
+        ds = random_dataset(seed)
+        t = ds.table("t")
+        if len(t.rows) >= 20 and "d0" in dict(t.columns) and any(
+                isinstance(r[[c for c, _ in t.columns].index("d0")], float) and
+                math.isnan(r[[c for c, _ in t.columns].index("d0")]) for r in t.rows):
+            break
+    loader.load(ds)
+    out = run_query(loader.db, loader.cons, sql, ordered=True)
+    assert out.status == "wrong"
+    small, text, final = shrink(loader, ds, sql, out, seconds=60)
+    assert final.status == "wrong"
+    assert len(small.table("t").rows) == 1
+    assert len(text) < 40, text
+    assert "d0" in text
+    assert list(query_candidates(text)) is not None
+    case = python_case("X1", small, text)
+    assert "NAN" in case and normalized(text) == normalized(text.replace("1", "2"))
+    assert KIND["DOUBLE"] == "float"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_correct_engine_has_no_mismatches(seed):
+    """DuckDB against itself through the whole differential path: no mismatch (the
+    comparison and the determinism of the grammar's queries)."""
+    loader = _Loader()
+    ds = random_dataset(seed)
+    loader.load(ds)
+    gen = QueryGen(random.Random(seed), ds)
+    for _ in range(150):
+        q = gen.query()
+        out = run_query(loader.db, loader.cons, q.sql, ordered=q.ordered)
+        assert not out.mismatch, (q.sql, out.detail)
