@@ -324,7 +324,7 @@ class Database:
         from hfq.engine.query import make_query
         from hfq.engine.sql import SqlCache, compile_sql  # lazily: sqlglot loads in ~0.2 s
 
-        def table(name: str, version: int | None = None) -> Query:
+        def table(name: str, version: int | None = None, rowid: bool = False) -> Query:
             try:
                 m = self.session.snapshot(name)
             except TableNotFoundError:
@@ -336,7 +336,7 @@ class Database:
                     raise QueryError(f"table {name!r} has no version {version}; versions on "
                                      f"record: {', '.join(map(str, versions))}")
                 m = self.session.snapshot(name, version)
-            return make_query(self.session, name, m)
+            return make_query(self.session, name, m, rowid=rowid)
 
         def version(name: str) -> tuple[str, int]:
             try:

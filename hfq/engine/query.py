@@ -61,6 +61,7 @@ from hfq.engine.ops import (
 )
 from hfq.engine.read import PlainRead, pandas_ready, plain_schema
 from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
+from hfq.engine.rowid import ROWID
 from hfq.errors import QueryError
 from hfq.query.plan import Filters, Plan
 from hfq.session import Session, check_columns, check_where, read_filters
@@ -89,10 +90,15 @@ class TableSource:
     date_lo: str | None = None
     date_hi: str | None = None
     symbols: tuple | None = None
+    rowid: bool = False
+    """The rows carry their ``rowid`` (column :data:`~hfq.engine.rowid.ROWID`)."""
 
     @functools.cached_property
     def schema(self) -> pl.Schema:
-        return empty_frame(self.manifest.schema.arrow).schema
+        schema = empty_frame(self.manifest.schema.arrow).schema
+        if self.rowid:
+            schema = pl.Schema({**schema, ROWID: pl.Int64()})
+        return schema
 
     def filters(self) -> Filters:
         """The query's ``dates=``/``symbols=`` as read filters."""
@@ -557,8 +563,8 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
-        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
-            return None
+        if isinstance(src, FrameSource) or src.rowid:   # rows given, not read (they run on
+            return None                                  # the driver), or numbered: staged
         if self._read is not None:
             columns, where = self._read
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
@@ -941,10 +947,12 @@ def plain_query(session: Session, name: str, manifest: Manifest, *,
 
 
 def make_query(session: Session, name: str, manifest: Manifest, *, dates: Any = None,
-               symbols: Iterable[str] | str | None = None) -> Query:
+               symbols: Iterable[str] | str | None = None, rowid: bool = False) -> Query:
     """A query over one pinned version of a table (what :meth:`hfq.Table.query` returns);
-    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`."""
+    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`.  ``rowid``: the
+    rows carry their position in the version's storage order (see :mod:`hfq.engine.rowid`)
+    in column :data:`~hfq.engine.rowid.ROWID`."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
-                      filters.date_lo, filters.date_hi, filters.symbols)
+                      filters.date_lo, filters.date_hi, filters.symbols, rowid)
     return _source_query(src)
