@@ -105,6 +105,16 @@ class Bench:
         """Tickers in the data: many (skewed activity) or a few (SHAPES)."""
         return SHAPES[self.shape][1](self.rows)
 
+    @property
+    def zipf(self) -> float | None:
+        """The Zipf exponent of the symbols' activity (issue 29's second shape), else None
+        (hfq.synth's lognormal activity)."""
+        return 1.1 if self.shape == "zipf" else None
+
+    def buckets(self, default: int) -> int:
+        """Hash buckets on symbol: the second shape's 50, else ``default``."""
+        return 50 if self.shape == "zipf" else default
+
     def name(self, scenario: str) -> str:
         """A scenario's name in the results: the default shape unmarked, others suffixed."""
         return scenario if self.shape == "many" else f"{scenario} [{SHAPES[self.shape][0]}]"
@@ -118,6 +128,9 @@ SHAPES: dict[str, tuple[str, Callable[[int], int]]] = {
     # about a quarter of the quotes), times written H:MM:SS without a leading zero
     "many": ("many symbols", lambda rows: min(8000, max(50, rows // 500))),
     "few": ("few symbols", lambda rows: 20),
+    # issue 29's second shape (measured from outside at 5 M rows, times H:MM:SS): 2,000
+    # symbols with Zipf(1.1) activity, 50 buckets -- run it with --rows 5000000
+    "zipf": ("2,000 symbols Zipf(1.1)", lambda rows: 2000),
 }
 
 
@@ -323,12 +336,12 @@ def make_csv(bench: Bench) -> list[str]:
     shutil.rmtree(csv_dir, ignore_errors=True)
     bench.log(f"generating {bench.days} x {bench.rows:,} rows of TAQ CSV ...")
     return [str(p) for p in synth.taq_csv_files(csv_dir, dates=dates, rows_per_day=bench.rows,
-                                                symbols=bench.symbols)]
+                                                symbols=bench.symbols, zipf=bench.zipf)]
 
 
 def taq_table(bench: Bench, root: str, compression: str) -> hfq.Table:
     db = hfq.connect(root, compression=compression)
-    buckets = max(1, min(100, bench.rows // 200_000))
+    buckets = bench.buckets(max(1, min(100, bench.rows // 200_000)))
     return db.create_table("quotes", hfq.schemas.TAQ,
                            partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", buckets)),
                            sort_by=("symbol", "time"))
@@ -404,7 +417,7 @@ def cluster_data(bench: Bench) -> TaqData:
         from hfq.demo import trading_days
         bench.log(f"  generating {bench.days} x {bench.rows:,} rows of TAQ in memory ...")
         table = synth.taq_table(dates=trading_days(DAY, bench.days), rows_per_day=bench.rows,
-                                symbols=bench.symbols)
+                                symbols=bench.symbols, zipf=bench.zipf)
         frame = pl.from_arrow(table.select(SPREAD_COLUMNS))
         arrays = (frame["bid"].to_numpy(), frame["ofr"].to_numpy(),
                   frame["time"].to_physical().to_numpy())
@@ -460,7 +473,7 @@ class ClusterSession:
     def table(self, name: str, data: TaqData, *, replicas: int) -> hfq.Table:
         """``data`` loaded once into this cluster as table ``name``."""
         if name not in self.tables:
-            buckets = max(8, min(100, self.bench.rows // 200_000))
+            buckets = self.bench.buckets(max(8, min(100, self.bench.rows // 200_000)))
             table = self.db.create_table(
                 name, hfq.schemas.TAQ, sort_by=("symbol", "time"), replicas=replicas,
                 partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", buckets)))

@@ -59,9 +59,10 @@ def show(title: str, rows: list[tuple[str, float]], total: float | None = None) 
 
 
 def profile_day(bench: Bench, repeats: int) -> None:
-    """A day -> pandas (zstd), its stages in one thread: file bytes and checksums, Arrow IPC
-    (zstd decompression), hfq's column encodings, the copy into the result's buffers, the
-    pandas conversion -- against ``pickle.load`` of the same frame with categoricals."""
+    """A day -> pandas (format 2), its stages in one thread: file bytes and checksums, the IPC
+    frames opened, the blobs decoded straight into the result's buffers, the dictionary
+    merge, the pandas conversion -- against ``pickle.load`` of the same frame with
+    categoricals."""
     import pickle
 
     import pyarrow as pa
@@ -69,8 +70,8 @@ def profile_day(bench: Bench, repeats: int) -> None:
 
     import hfq
     from hfq.query.read import Assembler, pandas_type
-    from hfq.storage import encoding
-    from hfq.storage.fragment import check_read, load_file
+    from hfq.storage import light
+    from hfq.storage.fragment import check_read, load_file, read_fragment_pieces
     root = os.path.join(bench.work, "profile_day")
     if not os.path.exists(root):
         taq_table(bench, root, "zstd").db.load_csv("quotes", make_csv(bench), progress=False)
@@ -79,27 +80,31 @@ def profile_day(bench: Bench, repeats: int) -> None:
     units, store, logical = scan.plan.units, table.session.store, scan.manifest.schema.arrow
     frags = [(u, f) for u in units for f in u.fragments]
     buffers = [load_file(store, f.file) for _, f in frags]
-    ipcs = [ipc.open_file(pa.BufferReader(b)).read_all() for b in buffers]
-    decoded = [encoding.decode(t, pa.schema([logical.field(n) for n in t.column_names]))
-               for t in ipcs]
+    if not light.is_light(ipc.open_file(pa.BufferReader(buffers[0])).schema):
+        raise SystemExit("profile.py day profiles format-2 files; this table has older ones")
 
-    def assemble() -> Any:
+    def pieces() -> list[Any]:
+        return [next(read_fragment_pieces(store, f, logical, [list(range(len(f.batches)))],
+                                          encoded=True)) for _, f in frags]
+
+    blobs = pieces()
+
+    def assemble(finish: bool = True) -> Any:
         out = Assembler(logical, [u.rows for u in units], types=pandas_type)
-        for i, t in enumerate(decoded):
-            out.fill(i, t)
-        return out.finish()
+        for i, piece in enumerate(blobs):
+            out.fill(i, piece)
+        return out.finish() if finish else out
 
     assembled = assemble()
     stages = [
         ("file bytes (memory map) + CRC-32 of every batch",
          timed(lambda: [check_read(load_file(store, f.file), f, None) for _, f in frags],
                repeats)),
-        ("Arrow IPC read: zstd decompression", timed(
-            lambda: [ipc.open_file(pa.BufferReader(b)).read_all() for b in buffers], repeats)),
-        ("hfq column encodings undone (deltas, scaled decimals)", timed(
-            lambda: [encoding.decode(t, pa.schema([logical.field(n) for n in t.column_names]))
-                     for t in ipcs], repeats)),
-        ("copy into the result's buffers + dictionary merge", timed(assemble, repeats)),
+        ("IPC frame and batches opened (the blobs, no decoding)", timed(pieces, repeats)),
+        ("decoded straight into the result's buffers", timed(lambda: assemble(False),
+                                                              repeats)),
+        ("dictionary merge (finish)", max(0.0, timed(assemble, repeats)
+                                          - timed(lambda: assemble(False), repeats))),
         ("pyarrow -> pandas (no copy: split blocks)", timed(
             lambda: assembled.to_pandas(date_as_object=False, split_blocks=True), repeats))]
     whole = timed(lambda: table.scan(dates=DAY).to_pandas(), repeats)

@@ -1,7 +1,7 @@
 """Side-by-side benchmarks: hfq against the tools a quant researcher would otherwise pick.
 
     python benchmarks/run.py [--rows N] [--days D] [--quick] [--only NAME ...]
-                             [--shapes many few] [--out DIR]
+                             [--shapes many few zipf] [--out DIR]
 
 Every scenario runs on each data shape (hfq.synth TAQ with many symbols of skewed activity, and
 with a few symbols), runs each contender on the same rows with a warm-up and several timed
@@ -27,6 +27,8 @@ Scenarios (all of them by default; ``--only`` picks some):
 * ``cluster_read`` -- one day spread over 2 nodes into pandas / arrow, vs ``pickle.load``.
 * ``analytics``    -- spread by minute (warm and cold), minute bars (written back) and OLS on
   1 node x 2 CPUs, vs DuckDB SQL (in memory and on its database file), polars and pandas.
+* ``taq``          -- 60+ queries of every category of KX's NYSE TAQ benchmark over a NYSE Daily
+  TAQ day (2026 format, loaded by ``load_taq``): hfq ``db.sql`` vs DuckDB and polars in memory.
 * ``queries``      -- about thirty queries (filters, top-N, per-minute/hour groups, VWAP, joins,
   asof joins, windows, pivot) through hfq's engine vs DuckDB, polars and Daft (on Ray).
 
@@ -49,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
 from harness import SHAPES, Bench  # noqa: E402
-from scenarios import analytics, cluster, packed, queries, readers, scale, store  # noqa: E402
+from scenarios import analytics, cluster, packed, queries, readers, scale, store, taq  # noqa: E402
 
 SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "point": readers.scenario_point, "concurrent": readers.scenario_concurrent,
@@ -59,7 +61,8 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "cluster_read": cluster.scenario_cluster_read,
              "analytics": analytics.scenario_analytics,
              "queries": queries.scenario_queries,
-             "scale": scale.scenario_scale}
+             "scale": scale.scenario_scale,
+             "taq": taq.scenario_taq}
 
 
 # scenarios that share data (bench.cache, a running cluster) run in one process, in this order
@@ -103,7 +106,7 @@ def main(argv=None) -> int:
                    metavar="NAME", help=f"run only these: {', '.join(SCENARIOS)}")
     p.add_argument("--out", default="bench_out")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES),
+    p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["many", "few"],
                    help="the data's shapes, each running every chosen scenario: "
                    + "; ".join(f"{k} = {v[0]}" for k, v in SHAPES.items()))
     p.add_argument("--keep-data", action="store_true", help="keep the generated data in --out")

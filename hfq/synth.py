@@ -264,13 +264,16 @@ def _ticker_names(n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _taq_universe(symbols: int, seed: int) -> dict[str, np.ndarray]:
-    """Per symbol, in name order: name, activity weight, price level, typical spread (cents)."""
+def _taq_universe(symbols: int, seed: int, zipf: float | None = None) -> dict[str, np.ndarray]:
+    """Per symbol, in name order: name, activity weight, price level, typical spread (cents).
+    Activity is lognormal, or Zipf(``zipf``) over the activity ranks when given."""
     if symbols > 1_000_000:
         raise ValueError(f"at most 1,000,000 symbols are supported, got {symbols}")
     names = np.array(_ticker_names(symbols))
     g = _rng(seed, _TAQ)
     w = np.sort(g.lognormal(0.0, 1.6, symbols))[::-1]
+    if zipf is not None:   # (drawn above all the same: the other draws stay as they were)
+        w = np.arange(1, symbols + 1, dtype=float) ** -float(zipf)
     k = min(symbols, len(_FAMOUS))            # the well-known tickers are among the most active
     w = np.concatenate([g.permutation(w[:k]), g.permutation(w[k:])])
     level = np.exp(g.normal(np.log(30.0), 0.9, symbols)).clip(5.0, 500.0)
@@ -319,18 +322,19 @@ def _taq_day(day: _dt.date, rows: int, uni: dict, seed: int) -> Iterator[dict[st
                "ex": _draw(g, "cat", _EX_P, m), "mmid": _draw(g, "cat", _MMID_P, m)}
 
 
-def _taq_stream(dates: Dates, rows_per_day: int, symbols: int, seed: int, batch_rows: int
+def _taq_stream(dates: Dates, rows_per_day: int, symbols: int, seed: int, batch_rows: int,
+                zipf: float | None = None
                 ) -> Iterator[tuple[_dt.date, dict[str, np.ndarray], dict[str, np.ndarray]]]:
     _check(seed, batch_rows, rows_per_day=(rows_per_day, 0), symbols=(symbols, 1))
-    uni = _taq_universe(symbols, seed)
+    uni = _taq_universe(symbols, seed, zipf)
     for day in _dates(dates):
         for piece in _rebatch(_taq_day(day, rows_per_day, uni, seed), batch_rows):
             yield day, uni, piece
 
 
 def taq_batches(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 1_000_000,
-                symbols: int = 8000, seed: int = 0, batch_rows: int = 1_000_000
-                ) -> Iterator[pa.RecordBatch]:
+                symbols: int = 8000, seed: int = 0, batch_rows: int = 1_000_000,
+                zipf: float | None = None) -> Iterator[pa.RecordBatch]:
     """Synthetic NYSE TAQ level-1 quotes in :data:`hfq.schema.TAQ`, streamed.
 
     Per day exactly ``rows_per_day`` rows sorted by (symbol, time), like the real files, over
@@ -348,6 +352,9 @@ def taq_batches(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 1_000_000
         Rows for each day; distinct tickers (at most 1,000,000).
     seed, batch_rows : int
         Seed; rows per batch (the last of a day may be shorter), which never changes the data.
+    zipf : float, optional
+        Activity by Zipf's law with this exponent over the symbols' activity ranks (issue
+        29's second shape: 2,000 symbols, Zipf(1.1)) instead of lognormal.
 
     Yields
     ------
@@ -364,7 +371,7 @@ def taq_batches(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 1_000_000
     """
     names = None
     ex, mmid = pa.array(_EX), pa.array(_MMID)
-    for day, uni, c in _taq_stream(dates, rows_per_day, symbols, seed, batch_rows):
+    for day, uni, c in _taq_stream(dates, rows_per_day, symbols, seed, batch_rows, zipf):
         names = pa.array(uni["names"].tolist()) if names is None else names
         yield pa.RecordBatch.from_arrays([
             _dict_col(c["sym"], names, compact=True), _const_date(day, len(c["time"])),
@@ -375,7 +382,7 @@ def taq_batches(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 1_000_000
 
 
 def taq_table(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 1_000_000,
-              symbols: int = 8000, seed: int = 0) -> pa.Table:
+              symbols: int = 8000, seed: int = 0, zipf: float | None = None) -> pa.Table:
     """The rows of :func:`taq_batches` (same arguments) as one in-memory table: small data only.
 
     Examples
@@ -384,13 +391,13 @@ def taq_table(*, dates: Dates = ("2007-08-01",), rows_per_day: int = 1_000_000,
     100
     """
     return pa.Table.from_batches(taq_batches(dates=dates, rows_per_day=rows_per_day,
-                                             symbols=symbols, seed=seed),
+                                             symbols=symbols, seed=seed, zipf=zipf),
                                  schema=_schema.TAQ.arrow)
 
 
 def write_taq_csv(path: Target, *, dates: Dates = ("2007-08-01",),
                   rows_per_day: int = 1_000_000, symbols: int = 8000, seed: int = 0,
-                  header: bool = True) -> int:
+                  header: bool = True, zipf: float | None = None) -> int:
     """Write the rows of :func:`taq_batches` (same arguments) as a raw TAQ CSV file.
 
     Rows look like ``A,20070801,6:24:34,1,0,1,0,12,P,``: date ``YYYYMMDD``, time ``H:MM:SS``
@@ -423,7 +430,8 @@ def write_taq_csv(path: Target, *, dates: Dates = ("2007-08-01",),
     with _open(path) as fh:
         if header:
             fh.write((TAQ_CSV_HEADER + "\n").encode())
-        for day, uni, c in _prefetch(_taq_stream(dates, rows_per_day, symbols, seed, 1 << 19)):
+        for day, uni, c in _prefetch(_taq_stream(dates, rows_per_day, symbols, seed, 1 << 19,
+                                                 zipf)):
             names = pl.Series(uni["names"].tolist()) if names is None else names
             df = pl.DataFrame(c).select(
                 symbol=pl.lit(names).gather("sym"), date=pl.lit(day.strftime("%Y%m%d")),
@@ -437,7 +445,7 @@ def write_taq_csv(path: Target, *, dates: Dates = ("2007-08-01",),
 
 def taq_csv_files(directory: str | os.PathLike, *, dates: Dates = ("2007-08-01",),
                   rows_per_day: int = 1_000_000, symbols: int = 8000, seed: int = 0,
-                  header: bool = True) -> list[Path]:
+                  header: bool = True, zipf: float | None = None) -> list[Path]:
     """Write one raw TAQ CSV file per day, ``directory/taq_YYYYMMDD.csv``.
 
     Each file holds that day's rows of :func:`taq_batches` with the same arguments; see
@@ -455,7 +463,7 @@ def taq_csv_files(directory: str | os.PathLike, *, dates: Dates = ("2007-08-01",
     for day in _dates(dates):
         out.append(Path(directory) / f"taq_{day.strftime('%Y%m%d')}.csv")
         write_taq_csv(out[-1], dates=(day,), rows_per_day=rows_per_day, symbols=symbols,
-                      seed=seed, header=header)
+                      seed=seed, header=header, zipf=zipf)
     return out
 
 

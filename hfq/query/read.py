@@ -33,8 +33,8 @@ from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
 __all__ = ["Assembler", "EncodedFiles", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec",
-           "ReadTask", "decoded", "pandas_type", "read_unit", "read_unit_pieces", "ships_encoded",
-           "where_mask"]
+           "ReadTask", "decoded", "decoded_pieces", "pandas_type", "read_unit",
+           "read_unit_pieces", "ships_encoded", "where_mask"]
 
 
 class NodeLike(Protocol):
@@ -86,14 +86,7 @@ def read_unit_pieces(store: Store, spec: ReadSpec, unit: Unit, node: str | None 
         yield 0, read_unit(store, spec, unit, node)
         return
     wanted = range(len(record.batches)) if unit.batches[0] is None else unit.batches[0]
-    pieces: list[list[int]] = []
-    rows = 0
-    for b in wanted:
-        if not pieces or rows + record.batches[b].rows > PIECE_ROWS:
-            pieces.append([])
-            rows = 0
-        pieces[-1].append(b)
-        rows += record.batches[b].rows
+    pieces = _pieces(record, wanted)
     if not pieces:   # every batch pruned
         yield 0, spec.schema.select(spec.columns).arrow.empty_table()
         return
@@ -364,6 +357,41 @@ def decoded(spec: ReadSpec, unit: Unit, value: pa.Table | EncodedFiles,
         return value
     data = {file: pa.py_buffer(array) for file, array in value.files.items()}
     return read_unit(None, spec, unit, node, data=data)
+
+
+def decoded_pieces(spec: ReadSpec, unit: Unit, value: pa.Table | EncodedFiles,
+                   node: str | None) -> Iterator[tuple[int, pa.Table | Blobs]]:
+    """A :class:`ReadTask` result as (offset, piece) for :meth:`Assembler.fill`, like
+    :func:`read_unit_pieces`: the shipped file of a format-2 unit read whole comes in pieces
+    of :class:`~hfq.storage.fragment.Blobs` -- verified against the catalog's checksums (a
+    damaged copy raises :class:`~hfq.errors.CorruptPartitionError` naming ``node``), decoded
+    only by the Assembler, straight into the result -- anything else as :func:`decoded`, in one
+    piece."""
+    record = unit.fragments[0] if len(unit.fragments) == 1 else None
+    if not isinstance(value, EncodedFiles) or record is None or not record.batches or \
+            not ships_encoded(spec, unit) or record.file not in value.files:
+        yield 0, decoded(spec, unit, value, node)
+        return
+    pieces = _pieces(record, range(len(record.batches)))
+    offset = 0
+    for piece in read_fragment_pieces(None, record, spec.schema.arrow, pieces,
+                                      columns=list(spec.columns), node=node, encoded=True,
+                                      data=pa.py_buffer(value.files[record.file])):
+        yield offset, piece
+        offset += piece.num_rows
+
+
+def _pieces(record: Any, wanted: Any) -> list[list[int]]:
+    """Consecutive batches of ``wanted`` grouped into pieces of about :data:`PIECE_ROWS`."""
+    pieces: list[list[int]] = []
+    rows = 0
+    for b in wanted:
+        if not pieces or rows + record.batches[b].rows > PIECE_ROWS:
+            pieces.append([])
+            rows = 0
+        pieces[-1].append(b)
+        rows += record.batches[b].rows
+    return pieces
 
 
 class PartitionFunction:
