@@ -420,10 +420,10 @@ class Database:
                              f"{', '.join(self.tables()) or '(none)'}")
         return self[name]
 
-    def _sql_table(self, name: str, version: int | None = None, as_of: str | None = None
-                   ) -> Query:
-        """The query over table ``name`` (at ``version``, or as of the instant ``as_of``)
-        that SQL's ``FROM`` reads: the one
+    def _sql_table(self, name: str, version: int | None = None, as_of: str | None = None,
+                   rowid: bool = False) -> Query:
+        """The query over table ``name`` (at ``version``, or as of the instant ``as_of``; its
+        rows numbered in column ``rowid`` when ``rowid``) that SQL's ``FROM`` reads: the one
         door from SQL to the tables, through this database's session -- and so under its
         reader's grants, when it has an access (``hfq.service``)."""
         from hfq.engine.query import make_query  # lazily: the engine loads on first use
@@ -443,7 +443,7 @@ class Database:
                 raise QueryError(f"table {name!r} has no version {version}; versions on "
                                  f"record: {', '.join(map(str, versions))}")
             m = self.session.snapshot(name, version)
-        return make_query(self.session, name, m)
+        return make_query(self.session, name, m, rowid=rowid)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node.

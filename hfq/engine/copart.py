@@ -164,7 +164,8 @@ def co_partitioned(op: Op, src: Any, intact: bool, index: int,
     right = getattr(op, "right", None)
     rsrc = getattr(right, "source", None)
     if join is None or not intact or pairs is None or rsrc is None or \
-            getattr(getattr(rsrc, "session", None), "catalog", None) is not src.session.catalog:
+            getattr(getattr(rsrc, "session", None), "catalog", None) is not src.session.catalog \
+            or getattr(rsrc, "rowid", False):   # (a right side with rowids: broadcast)
         return None
     scheme = src.manifest.partition_by
     if rsrc.manifest.partition_by != scheme:

@@ -54,6 +54,7 @@ from hfq.engine.ops import (
     WithColumns,
     plain_name,
 )
+from hfq.engine.rowid import ROWID, partition_offsets, read_with_rowid
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Filters, Plan
 from hfq.query.read import INLINE_ROWS, ReadSpec, read_frame, read_unit
@@ -99,6 +100,9 @@ class NodeStage:
     """Decoded record batches to read through (in this process only: small queries run
     inline), whatever rows of them the filters keep -- a new symbol of a cached batch costs
     no decoding."""
+    offsets: dict[str, int] | None = None
+    """With the rows' ``rowid``: the first rowid of each partition (see
+    :mod:`hfq.engine.rowid`)."""
 
     def __call__(self, node: Any, unit: Any) -> pl.DataFrame:
         faults.point("engine.node.before_stage")
@@ -173,6 +177,8 @@ class NodeStage:
 
     def _read(self, node: Any, unit: Any) -> pl.DataFrame:
         part = getattr(unit, "left", unit)
+        if self.offsets is not None:
+            return read_with_rowid(node, self.spec, part, self.offsets[part.partition])
         if self.batches is not None and self.spec.where is None:
             return cast(pl.DataFrame, pl.from_arrow(
                 read_unit(node.store, self.spec, part, node.name, cache=self.batches)))
@@ -235,9 +241,16 @@ class Staged:
     driver_ops: list[Op]
     units: list[Any]
     notes: list[str] = field(default_factory=list)
+    offsets: dict[str, int] | None = None
+    """With ``rowid``: the first rowid of each partition read."""
+
+    def read_schema(self) -> pa.Schema:
+        """The columns the node stage reads (with the rowid when asked for)."""
+        schema = self.spec.schema.select(self.spec.columns).arrow
+        return schema if self.offsets is None else schema.append(pa.field(ROWID, pa.int64()))
 
     def node_schema(self) -> pl.Schema:
-        lf = empty_frame(self.spec.schema.select(self.spec.columns).arrow).lazy()
+        lf = empty_frame(self.read_schema()).lazy()
         for op in self.node_ops:
             lf = op.apply(lf)
         return lf.collect_schema()
@@ -428,7 +441,7 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
         needed = op.needs(needed)
     names = src.schema.names()   # the columns the reader may see
     columns = [c for c in names if needed is None or c in needed]
-    if not columns:   # count(*) and the like: read the narrowest column
+    if not columns and not src.rowid:   # count(*) and the like: read the narrowest column
         columns = names[:1]
     lo, hi, symbols = hints(node_ops, src)
     filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
@@ -437,7 +450,8 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     read = src.session.plan_read(m, columns=columns, filters=filters)
     plan, spec = read.plan, read.spec
     units = src.bind_units(plan.units)
-    return Staged(src, plan, spec, node_ops, driver_ops, units, notes)
+    offsets = partition_offsets(m, [u.partition for u in plan.units]) if src.rowid else None
+    return Staged(src, plan, spec, node_ops, driver_ops, units, notes, offsets)
 
 
 # -- pruning hints from filters ---------------------------------------------------------------
@@ -550,7 +564,7 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
     src = staged.source
     stats = RunStats(partitions=len(staged.units))
     task = NodeStage(staged.spec, tuple(staged.node_ops), src.name,
-                     int(src.session.settings.cache_bytes))
+                     int(src.session.settings.cache_bytes), offsets=staged.offsets)
     units = batched(staged)
     frames: list[pl.DataFrame | None] = [None] * len(units)
 
@@ -612,14 +626,22 @@ def batched(staged: Staged) -> list[Any]:
     nodes = staged.source.nodes()
     alive = set(nodes.alive())
     per = max(1, staged.source.threads())
-    groups: dict[tuple[str, ...], list[int]] = {}
+    runs = _picks_by_order(staged.node_ops)
+    groups: dict[Any, list[int]] = {}
     out: list[tuple[int, Any]] = []
+    last: tuple[str, ...] | None = None
+    run = 0
     for i, u in enumerate(units):
         holders = tuple(sorted(n for n in nodes.unit_holders(u) if n in alive))
         if holders:
-            groups.setdefault(holders, []).append(i)
+            # a stage whose partial states pick rows by their order batches runs of
+            # consecutive partitions only (ties go to the earliest partition)
+            if runs and holders != last:
+                run = i
+            groups.setdefault((holders, run), []).append(i)
         else:
             out.append((i, u))
+        last = holders
     for members in groups.values():
         total = sum(max(1, units[i].rows) for i in members)
         chunks: list[list[int]] = [[]]
@@ -636,6 +658,14 @@ def batched(staged: Staged) -> list[Any]:
         out += [(c[0], BatchUnit(tuple(units[i] for i in c)) if len(c) > 1 else units[c[0]])
                 for c in chunks]
     return [u for _, u in sorted(out, key=lambda x: x[0])]
+
+
+def _picks_by_order(ops: Sequence[Op]) -> bool:
+    """Does a partial aggregate of ``ops`` pick a row by its place (first/last, arg_min/
+    arg_max ties): its partial states merge in partition order only when each batch of
+    partitions is a run of consecutive ones."""
+    return any(isinstance(op, PartialAgg) and
+               {"first", "last", "maxby", "minby"} & set(op.plan.kinds) for op in ops)
 
 
 def _run_inline(staged: Staged, task: NodeStage, units: list[Any]
@@ -658,7 +688,7 @@ def _run_inline(staged: Staged, task: NodeStage, units: list[Any]
 
 
 def _empty_result(staged: Staged) -> pl.DataFrame:
-    lf = empty_frame(staged.spec.schema.select(staged.spec.columns).arrow).lazy()
+    lf = empty_frame(staged.read_schema()).lazy()
     for op in staged.node_ops:
         lf = op.apply(lf)
     return lf.collect()

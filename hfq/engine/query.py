@@ -61,6 +61,7 @@ from hfq.engine.ops import (
 )
 from hfq.engine.read import PlainRead, pandas_ready, plain_schema
 from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
+from hfq.engine.rowid import ROWID
 from hfq.errors import QueryError
 from hfq.query.plan import Filters, Plan
 from hfq.session import Session, TablePolicy, check_columns, check_where, read_filters
@@ -91,6 +92,8 @@ class TableSource:
     date_lo: str | None = None
     date_hi: str | None = None
     symbols: tuple | None = None
+    rowid: bool = False
+    """The rows carry their ``rowid`` (column :data:`~hfq.engine.rowid.ROWID`)."""
 
     @functools.cached_property
     def policy(self) -> TablePolicy:
@@ -101,7 +104,11 @@ class TableSource:
     def schema(self) -> pl.Schema:
         full = empty_frame(self.manifest.schema.arrow).schema
         hidden = self.policy.hidden
-        return pl.Schema({n: t for n, t in full.items() if n not in hidden}) if hidden else full
+        schema = pl.Schema({n: t for n, t in full.items() if n not in hidden}) if hidden \
+            else full
+        if self.rowid:
+            schema = pl.Schema({**schema, ROWID: pl.Int64()})
+        return schema
 
     def filters(self) -> Filters:
         """The query's ``dates=``/``symbols=`` as read filters."""
@@ -580,8 +587,8 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
-        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
-            return None
+        if isinstance(src, FrameSource) or src.rowid:   # rows given, not read (they run on
+            return None                                  # the driver), or numbered: staged
         if self._read is not None:
             columns, where = self._read
             if where is not None and src.policy.rows is not None:
@@ -1014,10 +1021,12 @@ def plain_query(session: Session, name: str, manifest: Manifest, *,
 
 
 def make_query(session: Session, name: str, manifest: Manifest, *, dates: Any = None,
-               symbols: Iterable[str] | str | None = None) -> Query:
+               symbols: Iterable[str] | str | None = None, rowid: bool = False) -> Query:
     """A query over one pinned version of a table (what :meth:`hfq.Table.query` returns);
-    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`."""
+    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`.  ``rowid``: the
+    rows carry their position in the version's storage order (see :mod:`hfq.engine.rowid`)
+    in column :data:`~hfq.engine.rowid.ROWID`."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
-                      filters.date_lo, filters.date_hi, filters.symbols)
+                      filters.date_lo, filters.date_hi, filters.symbols, rowid)
     return _source_query(src)

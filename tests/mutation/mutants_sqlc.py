@@ -12,6 +12,7 @@ TRUST_WIDE = "tests/query/test_trust.py::test_same_as_duckdb_over_many_partition
 RAISES = "tests/query/test_trust.py::test_raises_like_duckdb[{}]"
 DIALECT = "tests/query/test_dialect.py::test_dialect_equals_duckdb[{}]"
 ALLOW = "tests/query/test_allowlist.py::{}"
+ROWID = "tests/query/test_rowid.py::test_rowid_is_the_storage_position[{}]"
 SQL = "hfq/engine/sql/"
 
 MUTANTS: list[Mutant] = [
@@ -197,7 +198,7 @@ MUTANTS: list[Mutant] = [
            "ASOF JOIN drops the right side's equality keys: u.sym a raw KeyError (F28)",
            (TRUST.format("asof_keeps_right_keys"),)),
     Mutant("sqlc-using-keys-in-star", AREA, SQL + "scope.py",
-           "               if not c.startswith(\"__\") and not frame.startswith(USING)]",
+           "               if not frame.startswith(\"__\")]   # (USING copies, rowid)",
            "               if not c.startswith(\"__\")]",
            "SELECT * over JOIN ... USING shows the right side's copy of each key too",
            (TRUST.format("star_over_using"),)),
@@ -270,4 +271,45 @@ MUTANTS: list[Mutant] = [
            "    if True:\n        return value, dtype, lambda e: e",
            "a DECIMAL in a sliding or RANGE frame: a polars error (F44)",
            (TRUST.format("window_decimal_frames"),)),
+    # -- rowid and LIMIT p% --
+    Mutant("sqlc-rowid-kept-partitions-only", AREA, "hfq/engine/rowid.py",
+           "        offset += entry.rows\n",
+           "        offset += entry.rows if path in wanted else 0\n",
+           "rowid numbered over the partitions a query keeps, not the version's",
+           (ROWID.format("one_symbol_day"),
+            "tests/query/test_rowid.py::test_partition_offsets_count_the_partitions_before")),
+    Mutant("sqlc-rowid-groups-uncounted", AREA, "hfq/engine/rowid.py",
+           "            base += ref.rows", "            base += 0",
+           "rowid of a later day's partitions ignores the earlier days' rows",
+           (ROWID.format("one_symbol_day"),)),
+    Mutant("sqlc-rowid-pruned-batches", AREA, "hfq/engine/rowid.py",
+           "                                                dtype=np.int64) for b in kept])",
+           "                                                dtype=np.int64) "
+           "for b in range(len(kept))])",
+           "rowid counts only the record batches read: pruned batches shift the numbers",
+           ("tests/query/test_rowid.py::test_the_reads_prune_and_still_number_every_row",)),
+    Mutant("sqlc-rowid-files-reversed", AREA, "hfq/engine/rowid.py",
+           "    for fragment, batches in zip(unit.fragments, unit.batches):",
+           "    for fragment, batches in zip(unit.fragments[::-1], unit.batches[::-1]):",
+           "rowid numbers a partition's files newest first (not in commit order)",
+           (ROWID.format("all"),)),
+    Mutant("sqlc-limit-percent-rounds", AREA, SQL + "select.py",
+           "        rows = (pl.lit(pct / 100.0) * pl.len().cast(pl.Float64)).floor()"
+           ".cast(pl.Int64)",
+           "        rows = (pl.lit(pct / 100.0) * pl.len().cast(pl.Float64)).round()"
+           ".cast(pl.Int64)",
+           "LIMIT p% rounds the row count (DuckDB truncates)",
+           (TRUST.format("limit_percent"), TRUST_WIDE.format("w_limit_percent"))),
+    Mutant("sqlc-limit-percent-after-offset", AREA, SQL + "select.py",
+           "        keep = keep & (row < off + rows)",
+           "        keep = keep & (row < off + rows - off)",
+           "LIMIT p% OFFSET m takes the percentage of the rows after the offset",
+           (TRUST.format("limit_percent_offset"),)),
+    Mutant("sqlc-batches-interleaved", AREA, "hfq/engine/execute.py",
+           "            if runs and holders != last:\n                run = i",
+           "            if False:\n                run = i",
+           "partitions interleaved in a node's batch: first/last/arg_min ties merge out of "
+           "partition order on a cluster (test_cluster_trust w_aggregates)",
+           ("tests/query/test_batches.py::"
+            "test_order_picking_aggregates_batch_consecutive_partitions_only",)),
 ]

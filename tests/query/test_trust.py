@@ -193,6 +193,10 @@ SAME = [
                           "(ORDER BY big DESC) AS e, sum(bidsiz) OVER (ORDER BY ts) AS f "
                           "FROM {t} ORDER BY ts", True),
     ("limit_0", "SELECT bid FROM {t} ORDER BY bid LIMIT 0", True),
+    # LIMIT p% as DuckDB: trunc(p / 100 * rows) after OFFSET, of the rows before it
+    ("limit_percent", "SELECT ts, bid FROM {t} ORDER BY ts LIMIT 66.67%", True),
+    ("limit_percent_offset", "SELECT ts FROM {t} ORDER BY ts DESC LIMIT 50% OFFSET 1", True),
+    ("limit_percent_null", "SELECT ts FROM {t} ORDER BY ts LIMIT NULL%", True),
     # F28, F35: ASOF joins keep the right side's keys; USING keys and * over joins
     ("asof_keeps_right_keys", "SELECT a.ts, b.symbol AS s, b.date AS d, b.ts AS bts, b.bid "
                               "FROM {t} a ASOF LEFT JOIN {t} b ON a.symbol = b.symbol AND "
@@ -330,6 +334,10 @@ WIDE = [
     # F33: functions of FLOAT columns are DOUBLE
     ("w_float_functions", "SELECT ts, least(exp(f), 2.5) AS a, greatest(sqrt(abs(f)), 0.5) AS b,"
                           " ln(abs(f)) AS c, log10(abs(f)) AS d FROM w", False),
+    ("w_limit_percent", "SELECT symbol, count(*) AS n FROM (SELECT * FROM w ORDER BY ts, "
+                        "symbol LIMIT 33.3%) s GROUP BY symbol", False),
+    ("w_limit_percent_groups", "SELECT symbol, date, count(*) AS n FROM w GROUP BY ALL ORDER "
+                               "BY n, symbol, date LIMIT 15%", True),
     # F26: a constant beside a column in an aggregate (polars read past a filtered literal)
     ("w_arg_of_constant", "SELECT symbol, date, arg_max('f26-a', ts) AS a, arg_min(NULL, bid) "
                           "AS b, arg_min(3, bidsiz) AS c, covar_pop(1.5, bid) AS d, "

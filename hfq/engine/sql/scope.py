@@ -84,7 +84,7 @@ class Scope:
         if not self.qualifiers:
             return [(c, None) for c in self.columns()]
         out = [(c, q) for q, cols in self.qualifiers.items() for c, frame in cols.items()
-               if not c.startswith("__") and not frame.startswith(USING)]
+               if not frame.startswith("__")]   # (USING copies, rowid)
         seen = Counter(c for c, _ in out)   # qualified only where a name is on both sides
         return [(c, q if seen[c] > 1 else None) for c, q in out]
 

@@ -11,6 +11,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.query import FrameSource, Query
+from hfq.engine.rowid import ROWID
 from hfq.engine.sql import subqueries
 from hfq.engine.sql.aggregates import Agg
 from hfq.engine.sql.errors import at, error, unsupported
@@ -78,14 +79,21 @@ class Compiler:
             if name in self.ctes and version is None:
                 q = self.ctes[name]
             else:
+                # the rows carry their rowid when the statement names one
+                kw: dict[str, Any] = {"rowid": True} if _names_rowid(node) else {}
+                if isinstance(version, int):
+                    kw["version"] = version
+                elif version is not None:
+                    kw["as_of"] = version
                 try:
-                    q = self.catalog(name) if version is None else \
-                        self.catalog(name, version=version) if isinstance(version, int) else \
-                        self.catalog(name, as_of=version)
+                    q = self.catalog(name, **kw)
                 except QueryError as exc:
                     raise error(node, str(exc)) from exc
             alias = node.alias_or_name
-            return Scope(q, {alias: {c: c for c in q.columns if not c.startswith("__")}})
+            cols = {c: c for c in q.columns if not c.startswith("__")}
+            if ROWID in q.columns and "rowid" not in cols:
+                cols["rowid"] = ROWID
+            return Scope(q, {alias: cols})
         if isinstance(node, exp.Subquery):
             if node.args.get("pivots"):
                 return self.pivot(node)
@@ -175,6 +183,9 @@ class Compiler:
 
     def limit(self, node: exp.Expression, q: Query) -> Query:
         limit, offset = node.args.get("limit"), node.args.get("offset")
+        options = limit.args.get("limit_options") if limit is not None else None
+        if limit is not None and options is not None and options.args.get("percent"):
+            return _percent(limit, offset, q)
         if limit is not None or offset is not None:
             n = count_of(limit.expression if limit is not None else None, "LIMIT")
             off = count_of(offset.expression if offset is not None else None, "OFFSET")
@@ -295,6 +306,34 @@ class Compiler:
 def _all_keys(items: list[tuple[str, Any]]) -> list[int]:
     """The positions GROUP BY ALL groups by: items without aggregates that read a column."""
     return [i for i, (_, e) in enumerate(items) if not has_agg(e) and e.find(exp.Column)]
+
+
+def _percent(limit: exp.Limit, offset: exp.Offset | None, q: Query) -> Query:
+    """``LIMIT p% [OFFSET m]`` as DuckDB: ``trunc(p / 100 * n)`` rows (``n`` the rows
+    before the offset, the product in DOUBLE) from row ``m``; ``LIMIT NULL%`` keeps all."""
+    value = limit.expression
+    off = count_of(offset.expression if offset is not None else None, "OFFSET") or 0
+    if isinstance(value, exp.Null):
+        pct = None
+    elif isinstance(value, exp.Literal) and not value.is_string:
+        pct = float(value.this)
+    else:
+        raise error(value, "LIMIT ... % takes a number literal")
+    if pct is not None and not 0 <= pct <= 100:
+        raise error(value, f"LIMIT {value.sql()}%: the percentage must be between 0 and 100")
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    keep = row >= off
+    if pct is not None:
+        rows = (pl.lit(pct / 100.0) * pl.len().cast(pl.Float64)).floor().cast(pl.Int64)
+        keep = keep & (row < off + rows)
+    with at(limit):
+        return q.filter(keep)
+
+
+def _names_rowid(node: exp.Table) -> bool:
+    """Does the statement holding ``node`` name a column ``rowid`` (of this table or
+    another: the pseudo-column then costs a staged read, never a wrong answer)?"""
+    return any(c.name.lower() == "rowid" for c in node.root().find_all(exp.Column))
 
 
 def _version(node: exp.Table) -> int | str | None:

@@ -80,7 +80,8 @@ def compile_sql(text: str, catalog: Catalog, *, params: Sequence[Any] | None = N
         q = catalog(name, **kw)
         m = getattr(q.source, "manifest", None)
         # a table read at a pinned version never matches its head: compiled again
-        seen[name] = (m.table_id, m.version if not kw else -1) if m is not None else None
+        pinned = kw.get("version") is not None
+        seen[name] = (m.table_id, -1 if pinned else m.version) if m is not None else None
         return q
 
     query = _compile(text, tracked, params)

@@ -293,7 +293,7 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
     out = pl.when(known).then(rolled).otherwise(
         _whole(kind, pl.when(~known).then(value), dtype))
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
-        out = c.fail(out, phys < -_I64 - 1 + width, spec,
+        out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
     return w.over(out, ordered=False)
 
