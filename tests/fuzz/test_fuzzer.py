@@ -48,6 +48,10 @@ def test_the_comparison_treats_nan_null_and_zero_signs_as_documented():
     assert differ(_ans([(1.0,)]), _ans([(1.0 + 1e-12,)]), ordered=True) is None
     assert differ(_ans([(1.0,)]), _ans([(1.0 + 1e-7,)]), ordered=True) is not None
     assert differ(_ans([(1.0,)], narrow=True), _ans([(1.0 + 1e-7,)]), ordered=True) is None
+    # a FLOAT sum past 3.4e38 is inf in 32 bits: equal to the double, not to a smaller one
+    assert differ(_ans([(math.inf,)], narrow=True), _ans([(6.8e38,)]), ordered=True) is None
+    assert differ(_ans([(math.inf,)], narrow=True), _ans([(3e38,)]), ordered=True) is not None
+    assert differ(_ans([(math.inf,)]), _ans([(6.8e38,)]), ordered=True) is not None
 
 
 def test_the_comparison_sees_order_multiplicity_and_kinds():
