@@ -93,15 +93,16 @@ def worker(args: argparse.Namespace) -> int:
             if len(shrunk) >= args.shrink:
                 break
             ds, sql, outcome = shrink(campaign, f.dataset, f.sql, f.outcome,
-                                      seconds=args.shrink_seconds, known=campaign.known)
+                                      seconds=args.shrink_seconds, known=campaign.known,
+                                      params=f.params)
             key = normalized(sql)
             if key in seen:
                 continue
             seen.add(key)
             fid = f"S{args.seed}-{f.dataset.seed}-{len(shrunk)}"
             shrunk.append({"key": key, "markdown": markdown(fid, ds, sql, outcome,
-                                                            oracle=f.oracle),
-                           "case": python_case(fid, ds, sql)})
+                                                            oracle=f.oracle, params=f.params),
+                           "case": python_case(fid, ds, sql, params=f.params)})
             save(report)
     return 0
 

@@ -46,6 +46,7 @@ def test_the_fuzz_budget_finds_no_mismatch(tmp_path):
     if report.found:
         first = report.found[0]
         ds, sql, out = shrink(campaign, first.dataset, first.sql, first.outcome, seconds=60,
-                            known=campaign.known)
+                            known=campaign.known, params=first.params)
+        text = markdown("first", ds, sql, out, params=first.params)
         raise AssertionError(f"{report.mismatches} mismatches\n{report.summary()}\n\n"
-                             f"the first, shrunk:\n{markdown('first', ds, sql, out)}")
+                             f"the first, shrunk:\n{text}")

@@ -45,6 +45,7 @@ class Case:
     note: str = ""
     refusal_ok: bool = False
     open: bool = False   # the fix has not landed: xfail(strict=True)
+    params: tuple = ()   # bound to the statement's $n placeholders
 
 
 T3 = [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL")]
@@ -236,6 +237,11 @@ CASES: list[Case] = [
                 [(1, D1, "A", 5, 0), (2, D1, "A", None, 2)], [])],
          note="a guarded integer division in WHERE: a leaked 'conversion from str to i8'",
          open=True),
+    Case("F46", "SELECT id, avg(l0) OVER (ORDER BY time NULLS FIRST) AS a FROM t",
+         [Table("t", [*T3, ("time", "SECOND"), ("l0", "LONG")], ONE, (),
+                [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63))], [])],
+         note="a running avg of BIGINT extremes: the frame's sum wraps (-1 + -2^63)",
+         open=True),
 ]
 
 
@@ -252,7 +258,7 @@ def test_finding(case: Case, tmp_path):
     load_hfq(db, dataset)
     cons = duckdb_connections(1)
     load_duckdb(cons[0], db, dataset)
-    out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql))
+    out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql), params=case.params)
     allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set())
     assert out.status in allowed, f"{case.id}: {out.status}: {out.detail}\n{case.note}"
 

@@ -36,6 +36,7 @@ class Found:
     ordered: bool
     outcome: Outcome
     oracle: str = "differential"   # or "tlp", "norec"
+    params: tuple[Any, ...] = ()
     tags: frozenset[str] = frozenset()
     related: list[str] = field(default_factory=list)   # the metamorphic oracle's other queries
 
@@ -65,6 +66,7 @@ class Report:
         out.update({k: dict(getattr(self, k)) for k in self._COUNTERS})
         out["examples"] = self.examples
         out["found"] = [{"oracle": f.oracle, "status": f.outcome.status, "sql": f.sql,
+                         "params": [repr(p) for p in f.params],
                          "detail": f.outcome.detail, "dataset": f.dataset.seed}
                         for f in self.found]
         return out
@@ -183,7 +185,7 @@ class Campaign:
             report.known[f"{fid} (not run)"] += 1
             return
         self.note(q.sql)
-        out = run_query(self.db, self.cons, q.sql, ordered=q.ordered)
+        out = run_query(self.db, self.cons, q.sql, ordered=q.ordered, params=q.params)
         report.queries += 1
         report.outcomes[out.status] += 1
         report.shapes[q.shape] += 1
@@ -195,7 +197,8 @@ class Campaign:
         elif out.status == "invalid":
             report.invalid[out.error[:90]] += 1
         elif out.mismatch:
-            self.record(report, Found(dataset, q.sql, q.ordered, out, tags=q.tags))
+            self.record(report, Found(dataset, q.sql, q.ordered, out, tags=q.tags,
+                                      params=q.params))
 
     def record(self, report: Report, found: Found) -> None:
         """Keep a mismatch, or count it against the open finding that explains it."""

@@ -12,7 +12,8 @@ conformance corpus:
 * **Rows**: in order when the query's ORDER BY makes the order total, else as multisets.
 * **Cells**: NULL equals NULL only; NaN equals NaN; +inf and -inf equal themselves; -0.0
   equals 0.0; other floats agree to 1e-9 relative (1e-6 when either side's column is a 32-bit
-  FLOAT: DuckDB computes FLOAT arithmetic in 32 bits), with 1e-12 absolute slack near zero;
+  FLOAT: DuckDB computes FLOAT arithmetic in 32 bits, and a 32-bit +-inf equals a double
+  beyond FLOAT's range of the same sign), with 1e-12 absolute slack near zero;
   temporal values to the nanosecond; everything else exactly.
 """
 
@@ -29,6 +30,7 @@ import pyarrow as pa
 __all__ = ["Answer", "answer_from_arrow", "answer_from_polars", "differ", "render"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
+_FLOAT32_MAX = 3.4028234663852886e38
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -122,6 +124,8 @@ def _close(u: Any, v: Any, narrow: bool) -> bool:
         if math.isnan(u) or math.isnan(v):
             return math.isnan(u) and math.isnan(v)
         if math.isinf(u) or math.isinf(v):
+            if narrow and (u > 0) == (v > 0) and min(abs(u), abs(v)) > _FLOAT32_MAX:
+                return True   # a 32-bit result overflowed where the double did not
             return u == v
         rel = 1e-6 if narrow else 1e-9
         return abs(u - v) <= rel * max(abs(u), abs(v)) + 1e-12

@@ -45,7 +45,8 @@ _NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b")
 
 
 #: a polars plan quoted in an error message: the compiler failed inside, it did not refuse
-_PLAN = re.compile(r"col\(\"|\.alias\(|strict_cast|dyn (int|float)|\.when\(")
+_PLAN = re.compile(r"col\(\"|\.alias\(|strict_cast|dyn (int|float)|\.when\(|conversion from `|"
+                   r"supertype of|invalid series dtype")
 
 
 @dataclass
@@ -71,16 +72,21 @@ def duckdb_text(sql: str) -> str:
     return _AT_VERSION.sub(lambda m: f"{m.group(1)}_v{m.group(2)}", sql)
 
 
-def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str) -> Answer | BaseException:
+def run_duckdb(con: duckdb.DuckDBPyConnection, sql: str,
+               params: tuple[Any, ...] = ()) -> Answer | BaseException:
     try:
-        return answer_from_arrow(con.sql(duckdb_text(sql)).to_arrow_table())
+        rel = con.sql(duckdb_text(sql), params=list(params)) if params else \
+            con.sql(duckdb_text(sql))
+        return answer_from_arrow(rel.to_arrow_table())
     except duckdb.Error as exc:
         return exc
 
 
-def run_hfq(db: hfq.Database, sql: str) -> Answer | BaseException:
+def run_hfq(db: hfq.Database, sql: str, params: tuple[Any, ...] = ()
+            ) -> Answer | BaseException:
     try:
-        return answer_from_polars(db.sql(sql).collect())
+        query = db.sql(sql, params=list(params)) if params else db.sql(sql)
+        return answer_from_polars(query.collect())
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - a panic or TypeError is a finding
@@ -131,14 +137,15 @@ def classify(got: Answer | BaseException, want: Answer | BaseException, *, order
 
 
 def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str, *,
-              ordered: bool) -> Outcome:
-    """``sql`` on hfq and on DuckDB (``cons[0]``: the stored order of the rows; the others,
-    other orders, consulted only when the answers differ)."""
-    want = run_duckdb(cons[0], sql)
-    got = run_hfq(db, sql)
+              ordered: bool, params: tuple[Any, ...] = ()) -> Outcome:
+    """``sql`` (with bound ``params`` for its ``$n`` placeholders) on hfq and on DuckDB
+    (``cons[0]``: the stored order of the rows; the others, other orders, consulted only when
+    the answers differ)."""
+    want = run_duckdb(cons[0], sql, params)
+    got = run_hfq(db, sql, params)
     out = classify(got, want, ordered=ordered)
     if out.status == "wrong" and len(cons) > 1:
-        others = [run_duckdb(c, sql) for c in cons[1:]]
+        others = [run_duckdb(c, sql, params) for c in cons[1:]]
         out = classify(got, want, ordered=ordered, others=others)
     return out
 

@@ -10,11 +10,13 @@ are recorded, and a tag can be switched off (a construct with an open finding, s
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["AGG_TAGS", "ExprGen", "Scope", "literal"]
+__all__ = ["AGG_TAGS", "PARAM_VALUES", "ExprGen", "Scope", "literal"]
 
 KINDS = ("int", "float", "bool", "str", "date", "time", "ts", "tstz")
 _ORDERABLE = ("int", "float", "str", "date", "time", "ts", "tstz", "bool")
@@ -59,6 +61,20 @@ _TRUNC = {"ts": ("second", "minute", "hour", "day", "week", "month", "quarter", 
 _TRUNC["tstz"] = _TRUNC["ts"]
 _LIKE = ("'A%'", "'%b'", "'_'", "'%'", "''", "'%é%'", "'a_b'", "'%B%'", "'a%b'", "'A'")
 
+_UTC = dt.timezone.utc
+#: the values bound to ``$n`` parameters (``db.sql(text, params=[...])``), per kind
+PARAM_VALUES: dict[str, tuple[Any, ...]] = {
+    "int": (0, 1, -1, 7, 2 ** 31 - 1, -(2 ** 31), 2 ** 62, None),
+    "float": (0.5, -1.25, 2.5, float("nan"), float("inf"), -0.0, 1e300, None),
+    "str": ("", "A", "é", "O'Neil", "a%b", "日本株", None),
+    "bool": (True, False, None),
+    "date": (dt.date(2024, 1, 5), dt.date(2024, 1, 7), dt.date(1970, 1, 1), None),
+    "time": (dt.time(9, 30), dt.time(0, 0), dt.time(23, 59, 59, 999000), None),
+    "ts": (dt.datetime(2024, 1, 5, 9, 30), dt.datetime(2000, 1, 3), None),
+    "tstz": (dt.datetime(2024, 1, 5, 9, 30, tzinfo=_UTC), dt.datetime(1970, 1, 1, tzinfo=_UTC),
+             None),
+}
+
 _SQL_TYPE = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "date": "DATE", "time": "TIME",
              "ts": "TIMESTAMP", "tstz": "TIMESTAMPTZ", "bool": "BOOLEAN"}
 
@@ -99,6 +115,7 @@ class ExprGen:
         self.scope = scope
         self.disabled = disabled
         self.tags: set[str] = set()
+        self.params: list[Any] | None = None   # a list: literals may become $n parameters
 
     # -- helpers ----------------------------------------------------------------------------
     def pick(self, options: list[Production], depth: int) -> str:
@@ -125,6 +142,10 @@ class ExprGen:
         if self.rng.random() < 0.05 and "lit:null" not in self.disabled:
             self.tags.add("lit:null")
             return "NULL" if self.rng.random() < 0.5 else f"CAST(NULL AS {_SQL_TYPE[kind]})"
+        if self.params is not None and self.rng.random() < 0.5:
+            self.tags.add("param")
+            self.params.append(self.rng.choice(PARAM_VALUES[kind]))
+            return f"${len(self.params)}"
         return self.lit(kind)
 
     def num(self, depth: int) -> str:

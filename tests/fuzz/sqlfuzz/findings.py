@@ -51,7 +51,8 @@ def pyrepr(v: Any) -> str:
     return repr(v)
 
 
-def python_case(fid: str, dataset: Dataset, sql: str, *, note: str = "") -> str:
+def python_case(fid: str, dataset: Dataset, sql: str, *, note: str = "",
+                params: tuple[Any, ...] = ()) -> str:
     """A ``Case(...)`` of ``test_regressions.py``."""
     lines = [f"    Case({fid!r},", f"         {sql!r},"]
     tables = []
@@ -63,6 +64,8 @@ def python_case(fid: str, dataset: Dataset, sql: str, *, note: str = "") -> str:
         tables.append(f"         Table({t.name!r}, {t.columns!r},\n"
                       f"               {t.scheme!r}, {t.sort_by!r}, [{rows}], {t.cuts!r})")
     lines.append("         [" + ",\n".join(tables).lstrip() + "],")
+    if params:
+        lines.append(f"         params=({', '.join(pyrepr(p) for p in params)},),")
     if note:
         lines.append(f"         note={note!r}),")
     else:
@@ -71,8 +74,10 @@ def python_case(fid: str, dataset: Dataset, sql: str, *, note: str = "") -> str:
 
 
 def markdown(fid: str, dataset: Dataset, sql: str, outcome: Outcome, *, cause: str = "",
-             oracle: str = "differential") -> str:
+             oracle: str = "differential", params: tuple[Any, ...] = ()) -> str:
     out = [f"## {fid}: {outcome.status} ({oracle})", "", "```sql", sql, "```", ""]
+    if params:
+        out += [f"params: `[{', '.join(pyrepr(p) for p in params)}]`", ""]
     for t in dataset.tables:
         if t.name not in sql:
             continue

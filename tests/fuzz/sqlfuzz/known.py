@@ -89,6 +89,11 @@ def _count_distinct_constant(tree: exp.Expression) -> bool:
                for c in tree.find_all(exp.Count))
 
 
+def _ordered_window_avg(tree: exp.Expression) -> bool:
+    return any(isinstance(w.this, exp.Avg) and w.args.get("order") is not None
+               for w in tree.find_all(exp.Window))
+
+
 def _arg_of_constant(tree: exp.Expression) -> bool:
     """arg_min/arg_max whose value names no column (``arg_max('x', id)``)."""
     return any(not node.this.find(exp.Column) for node in tree.find_all(exp.ArgMax, exp.ArgMin))
@@ -116,6 +121,7 @@ KNOWN: list[Known] = [
     Known("F37", "NULL % 0 on doubles is NaN", text=r"%\s*0\b"),
     Known("F42", "count(DISTINCT <constant>) over no rows is 1", tree=_count_distinct_constant),
     Known("F38", "comparisons with +-infinity timestamps", text=r"infinity"),
+    Known("F46", "a running avg over BIGINT extremes wraps", tree=_ordered_window_avg),
 ]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from sqlfuzz.data import KIND, Dataset
 from sqlfuzz.exprs import ExprGen, NoProduction, Scope
@@ -32,6 +33,7 @@ class Query:
     ordered: bool
     shape: str
     tags: frozenset[str]
+    params: tuple[Any, ...] = ()   # bound to the ``$n`` placeholders of ``sql``
 
 
 class QueryGen:
@@ -47,10 +49,13 @@ class QueryGen:
         self.t_cols = [(n, KIND[ty]) for n, ty in t.columns]
         self.u_cols = [(n, KIND[ty]) for n, ty in u.columns]
         self.tags: set[str] = set()
+        self.params: list[Any] = []
 
-    def gen(self, scope: Scope) -> ExprGen:
+    def gen(self, scope: Scope, *, params: bool = False) -> ExprGen:
         g = ExprGen(self.rng, scope, disabled=self.disabled)
         g.tags = self.tags   # one set for the whole query
+        if params:
+            g.params = self.params   # one list for the whole query
         return g
 
     def t_scope(self, qualifier: str = "") -> Scope:
@@ -72,18 +77,19 @@ class QueryGen:
         """One random query (drawn again if every production of a part is switched off)."""
         shapes = [("project", 4), ("aggregate", 2), ("group", 4), ("window", 3), ("join", 3),
                   ("subquery", 3), ("derived", 1.5), ("setop", 1.5), ("star", 0.7),
-                  ("nofrom", 0.7), ("pivot", 0.8), ("timetravel", 0.6)]
+                  ("nofrom", 0.7), ("pivot", 0.8), ("timetravel", 0.6), ("params", 1.2)]
         for _ in range(50):
             self.tags = set()
             shape = self.rng.choices([s for s, _ in shapes], [w for _, w in shapes])[0]
             if f"shape:{shape}" in self.disabled:
                 continue
+            self.params = []
             try:
                 sql, ordered = getattr(self, f"_{shape}")()
             except NoProduction:
                 continue
             self.tags.add(f"shape:{shape}")
-            return Query(sql, ordered, shape, frozenset(self.tags))
+            return Query(sql, ordered, shape, frozenset(self.tags), tuple(self.params))
         raise NoProduction()
 
     # -- clauses -----------------------------------------------------------------------------
@@ -461,6 +467,19 @@ class QueryGen:
         order, ordered = self.order_all(names)
         return f"SELECT {self.select_list(exprs, names)} FROM {source}{self.where(g, 0.5)}" \
                f"{order}", ordered
+
+    def _params(self) -> tuple[str, bool]:
+        """Literals bound as parameters (``db.sql(text, params=[...])``, ``$n``)."""
+        r = self.rng
+        g = self.gen(self.t_scope(), params=True)
+        if r.random() < 0.4:
+            aggs = [g.agg_expr(k) for k in self.kinds(g.scope, r.randint(1, 2))]
+            names = [f"a{i + 1}" for i in range(len(aggs))]
+            return f"SELECT {self.select_list(aggs, names)} FROM t{self.where(g, 0.8)}", False
+        exprs, names, _ = self.items(g, r.randint(1, 3))
+        order, ordered = self.order_all(names)
+        return f"SELECT {self.select_list(exprs, names)} FROM t{self.where(g, 0.8)}{order}", \
+            ordered
 
     def _nofrom(self) -> tuple[str, bool]:
         g = self.gen(Scope([], "1"))

@@ -82,8 +82,9 @@ def _signature(out: Outcome) -> tuple[str, str]:
 
 class _Checker:
     def __init__(self, loader: Loader, target: tuple[str, str],
-                 known: list[Known] | None) -> None:
+                 known: list[Known] | None, params: tuple[Any, ...] = ()) -> None:
         self.loader = loader
+        self.params = params
         self.target = target
         self.known = known or []
         self.checks = 0
@@ -91,12 +92,13 @@ class _Checker:
     def __call__(self, sql: str) -> Outcome | None:
         self.checks += 1
         ordered = order_is_total(sql)
-        out = run_query(self.loader.db, self.loader.cons, sql, ordered=ordered)
+        out = run_query(self.loader.db, self.loader.cons, sql, ordered=ordered,
+                        params=self.params)
         if not out.mismatch or _signature(out) != self.target:
             return None
         if explain(sql, frozenset(), out.status, out.detail, self.known) is not None:
             return None   # drifted into an open finding: not the same bug
-        answers = [run_duckdb(c, sql) for c in self.loader.cons]
+        answers = [run_duckdb(c, sql, self.params) for c in self.loader.cons]
         if any(isinstance(a, BaseException) for a in answers):
             if not all(isinstance(a, BaseException) for a in answers):
                 return None
@@ -242,14 +244,14 @@ def _with_table(ds: Dataset, spec: TableSpec) -> Dataset:
 
 
 def shrink(loader: Loader, dataset: Dataset, sql: str, outcome: Outcome, *,
-           seconds: float = 120.0, known: list[Known] | None = None
-           ) -> tuple[Dataset, str, Outcome]:
+           seconds: float = 120.0, known: list[Known] | None = None,
+           params: tuple[Any, ...] = ()) -> tuple[Dataset, str, Outcome]:
     """The smallest (dataset, sql) found within ``seconds`` that still mismatches like
     ``outcome`` (and, given ``known`` open findings, is not explained by one of them: a shrink
     must not drift from a new bug to a known one); the loader is left holding the result's
     dataset."""
     deadline = time.monotonic() + seconds
-    check = _Checker(loader, _signature(outcome), known)
+    check = _Checker(loader, _signature(outcome), known, params)
     loader.load(dataset)
     canonical = sqlglot.parse_one(sql, read="duckdb").sql(dialect="duckdb")
     if canonical != sql and check(canonical) is not None:
