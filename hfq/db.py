@@ -330,7 +330,7 @@ class Database:
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
-            if version is not None:
+            if version is not None and version != m.version:
                 versions = self.session.catalog.versions(name)
                 if version not in versions:
                     raise QueryError(f"table {name!r} has no version {version}; versions on "

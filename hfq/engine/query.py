@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["FrameSource", "GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource", "make_query", "plain_query", "reuse"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -194,9 +194,9 @@ class Query:
         ['Filter']
         """
         if self._ops is None:
-            assert self._read is not None
+            assert self._read is not None and isinstance(self.source, TableSource)
             columns, where = self._read
-            q = _source_query(cast(TableSource, self.source))   # scan() reads a table
+            q = _source_query(self.source)
             if where is not None:
                 q = q.filter(where)
             if columns != q.columns:
@@ -557,7 +557,7 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
-        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
+        if isinstance(src, FrameSource):
             return None
         if self._read is not None:
             columns, where = self._read
@@ -582,21 +582,6 @@ class Query:
                 self._memo.append(stage(self))
         got = self._memo[0]
         return got if isinstance(got, Staged) else stage(self)
-
-    def fresh(self) -> Query:
-        """The same query with its own ``last_run``, sharing the plan made already (what a
-        cache of compiled statements hands out).
-
-        Examples
-        --------
-        >>> q = quotes.scan(symbols="IBM")
-        >>> q.count() == q.fresh().count()
-        True
-        """
-        q = Query(self.source, self._ops or (), self._schema, fixed=self._fixed,
-                  read=self._read if self._ops is None else None)
-        q._memo = self._memo
-        return q
 
     @property
     def plan(self) -> Plan:
@@ -780,8 +765,27 @@ class Query:
         [(datetime.date(2007, 8, 1), 32), (datetime.date(2007, 8, 2), 9)]
         """
         from hfq.engine.write import write_frame
-        src = cast(TableSource, self.source)
-        return write_frame(src.session, src.manifest, name, self.collect(), **options)
+        if not isinstance(self.source, TableSource):
+            raise QueryError("write(): a query without a table (SELECT without FROM) has no "
+                             "database to write to")
+        return write_frame(self.source.session, self.source.manifest, name, self.collect(),
+                           **options)
+
+
+def reuse(query: Query) -> Query:
+    """The same query with its own ``last_run``, sharing the plan made already (what a cache
+    of compiled statements hands out).
+
+    Examples
+    --------
+    >>> q = quotes.scan(symbols="IBM")
+    >>> q.count() == reuse(q).count() and reuse(q)._memo is q._memo
+    True
+    """
+    q = Query(query.source, query._ops or (), query._schema, fixed=query._fixed,
+              read=query._read if query._ops is None else None)
+    q._memo = query._memo
+    return q
 
 
 def _source_query(src: TableSource) -> Query:

@@ -46,10 +46,16 @@ MUTANTS: list[Mutant] = [
            "a running sum is NULL at a NULL input (issue 24 item 3)",
            (TRUST.format("running_sum_nulls"),)),
     Mutant("sqlc-rank-null-keys", AREA, SQL + "windows.py",
-           "            ranks.append(r.fill_null(r.max().fill_null(0) + 1 if last else 0))",
-           "            ranks.append(r)",
+           "            out = pl.when(key.is_null()).then(after + 1 if w.nulls_last[0] "
+           "else 1) \\\n",
+           "            out = pl.when(key.is_null()).then(None) \\\n",
            "NULL order keys get NULL ranks (issue 24 item 3)",
            (TRUST.format("rank_null_keys"),)),
+    Mutant("sqlc-nulls-first-in-multikey-windows", AREA, SQL + "windows.py",
+           "            ranks.append(r.fill_null(r.max().fill_null(0) + 1 if last else 0))",
+           "            ranks.append(r.fill_null(0))",
+           "NULLs sort first in multi-key window orders (issue 24 item 3)",
+           (TRUST.format("window_nulls_last"), TRUST_WIDE.format("w_windows_global"))),
     Mutant("sqlc-frame-of-nulls-sums-to-zero", AREA, SQL + "windows.py",
            "        total = _frame(value, \"sum\", before, after)\n"
            "        total = total if kind == \"sum\" else total.cast(pl.Float64) / count\n"

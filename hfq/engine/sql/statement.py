@@ -11,7 +11,7 @@ from typing import Any, cast
 import sqlglot
 from sqlglot import exp
 
-from hfq.engine.query import Query
+from hfq.engine.query import Query, reuse
 from hfq.engine.sql.check import check
 from hfq.engine.sql.errors import unsupported
 from hfq.engine.sql.literals import bind
@@ -41,7 +41,7 @@ class SqlCache:
         except QueryError:   # a table gone since
             return None
         self.entries.move_to_end(text)
-        return query.fresh()
+        return reuse(query)
 
     def put(self, text: str, query: Query, seen: dict[str, Any]) -> None:
         self.entries[text] = (query, seen)
@@ -77,7 +77,7 @@ def compile_sql(text: str, catalog: Catalog, *, params: Sequence[Any] | None = N
 
     query = _compile(text, tracked, params)
     cache.put(key, query, seen)
-    return query.fresh()
+    return reuse(query)
 
 
 _STARTS = {"SELECT", "WITH", "FROM", "PIVOT", "VALUES", "(", "INSERT", "UPDATE", "DELETE",
