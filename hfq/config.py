@@ -71,7 +71,22 @@ def _in_jupyter() -> bool:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob hfq has.  Environment variable ``HFQ_<FIELD>`` (upper case) sets the default."""
+    """Every knob hfq has.  Environment variable ``HFQ_<FIELD>`` (upper case) sets the default.
+
+    :func:`get` gives the settings in force; ``hfq.connect(root, **settings)`` fixes a
+    database handle's (``db.settings``).  Values are checked when the object is made.
+
+    Examples
+    --------
+    >>> from hfq.config import Settings
+    >>> s = Settings(compression="lz4", threads=2)
+    >>> s.compression, s.threads, s.batch_rows
+    ('lz4', 2, 65536)
+    >>> Settings(progress="sometimes")
+    Traceback (most recent call last):
+        ...
+    ValueError: progress must be auto, always or never, not 'sometimes'
+    """
 
     root: str = "./hfq_data"
     """Where the embedded default keeps its tables (``HFQ_ROOT``)."""
@@ -118,7 +133,16 @@ class Settings:
 
     def show_progress(self, progress: bool | None = None) -> bool:
         """Whether to draw a progress bar: ``progress`` if given, else per ``self.progress``
-        (``auto``: only when standard error is a terminal or a Jupyter notebook's)."""
+        (``auto``: only when standard error is a terminal or a Jupyter notebook's).
+
+        Examples
+        --------
+        >>> from hfq.config import Settings
+        >>> Settings(progress="never").show_progress(), Settings(progress="always").show_progress()
+        (False, True)
+        >>> Settings(progress="never").show_progress(True)     # a call's own progress= wins
+        True
+        """
         if progress is not None:
             return progress
         import sys
@@ -126,6 +150,19 @@ class Settings:
             sys.stderr.isatty() or _in_jupyter()))
 
     def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` applied (and checked); an unknown name is a TypeError that
+        lists the valid ones.
+
+        Examples
+        --------
+        >>> from hfq.config import Settings
+        >>> Settings().replace(batch_rows=4096, compression="none").batch_rows
+        4096
+        >>> Settings().replace(batch_size=4096)   # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        TypeError: unknown settings ['batch_size']; valid: ['root', 'compression', ...]
+        """
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise TypeError(f"unknown settings {sorted(unknown)}; "

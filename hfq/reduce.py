@@ -88,7 +88,17 @@ class Reducer(abc.ABC, Generic[S, R]):
 
     @abc.abstractmethod
     def identity(self) -> S:
-        """The state of no rows: ``merge(identity(), s) == s``."""
+        """The state of no rows: ``merge(identity(), s) == s == merge(s, identity())``.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.Mean()
+        >>> r.identity()
+        VarState(n=0, mean=0.0, m2=0.0)
+        >>> r.merge(r.identity(), r.of([2.0, 4.0])) == r.of([2.0, 4.0])
+        True
+        """
 
     @abc.abstractmethod
     def merge(self, a: S, b: S) -> S:
@@ -103,6 +113,15 @@ class Reducer(abc.ABC, Generic[S, R]):
         -------
         S
             The state of the rows of both.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.Var(ddof=0)
+        >>> r.merge(r.of([1.0, 2.0]), r.of([3.0, 4.0]))        # two partitions' states
+        VarState(n=4, mean=2.5, m2=5.0)
+        >>> r.of([1.0, 2.0, 3.0, 4.0])                          # the state of all the rows
+        VarState(n=4, mean=2.5, m2=5.0)
         """
 
     @abc.abstractmethod
@@ -119,10 +138,27 @@ class Reducer(abc.ABC, Generic[S, R]):
         -------
         S
             A state to :meth:`merge`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> part = pl.DataFrame({"bid": [1.0, 2.0], "bidsiz": [100, 200]})   # one partition
+        >>> hr.Sum(on="bidsiz").accumulate(part)
+        300
         """
 
     def finalize(self, state: S) -> R:
-        """The answer for a merged state (the state itself unless a subclass says otherwise)."""
+        """The answer for a merged state (the state itself unless a subclass says otherwise).
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Count().finalize(7)                  # a count's state is its answer
+        7
+        >>> hr.Mean().finalize(hr.Mean().of([1.0, 2.0]))   # a mean's is (n, mean, m2)
+        1.5
+        """
         return state   # type: ignore[return-value]   # overridden wherever S is not R
 
     def merge_all(self, states: Iterable[S]) -> S:
@@ -298,19 +334,43 @@ class Count(Reducer[int, int]):
         return () if self.on is None else (self.on,)
 
     def identity(self) -> int:
+        """0, the count of no rows.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Count().identity()
+        0
+        """
         return 0
 
     def merge(self, a: int, b: int) -> int:
+        """The sum of two counts.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Count().merge(3, 4)
+        7
+        """
         return int(a) + int(b)
 
     def accumulate(self, frame: pl.DataFrame) -> int:
+        """The rows of ``frame``, or its non-null values of ``on``.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> df = pl.DataFrame({"bid": [10.0, 10.5, 11.0], "ofr": [10.1, 10.4, 11.2]})
+        >>> crossed = pl.when(pl.col("bid") > pl.col("ofr")).then(1)   # null where not
+        >>> hr.Count(on=crossed).accumulate(df)                        # the crossed quotes
+        1
+        """
         if self.on is None:
             return frame.height
         values = _evaluate(frame, self.on)
         return values.len() - values.null_count()
-
-    def finalize(self, state: int) -> int:
-        return state
 
 
 @dataclass(frozen=True)
@@ -347,20 +407,47 @@ class Sum(Reducer[Total, Total]):
         return (self.on,)
 
     def identity(self) -> Total:
+        """0, the sum of no values.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Sum().identity()
+        0
+        """
         return 0
 
     def merge(self, a: Total, b: Total) -> Total:
+        """``a + b``: numbers, or numpy arrays of sums elementwise.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hfq import reduce as hr
+        >>> hr.Sum().merge(2, 3.5)
+        5.5
+        >>> hr.Sum().merge(np.array([1, 2]), np.array([10, 20]))   # sums a map function made
+        array([11, 22])
+        """
         return a + b
 
     def accumulate(self, frame: pl.DataFrame) -> Total:
+        """The sum of the non-null values: an int for integer columns, else a float.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> hr.Sum(on="size").accumulate(pl.DataFrame({"size": [100, None, 300]}))
+        400
+        >>> hr.Sum(on="bid").accumulate(pl.DataFrame({"bid": [1.0, float("nan")]}))
+        nan
+        """
         (values,) = self._read(frame)
         arr = _present(values).to_numpy()
         with np.errstate(over="ignore", invalid="ignore"):   # IEEE: overflow gives +-inf
             total: Total = _python(arr.sum())
         return total
-
-    def finalize(self, state: Total) -> Total:
-        return state
 
 
 def _nan(value: Any) -> bool:
@@ -397,9 +484,28 @@ class Min(Reducer[Value | None, Value | None]):
         return (self.on,)
 
     def identity(self) -> Value | None:
+        """None: no values.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Min().identity() is None
+        True
+        """
         return None
 
     def merge(self, a: Value | None, b: Value | None) -> Value | None:
+        """The smaller (:class:`Max`: the larger) of two states; None gives way to a value,
+        NaN wins.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Min().merge(2.0, 3.0), hr.Max().merge(2.0, 3.0)
+        (2.0, 3.0)
+        >>> hr.Min().merge(None, 3.0), hr.Min().merge(2.0, float("nan"))
+        (3.0, nan)
+        """
         if a is None or _nan(b):
             return b
         if b is None or _nan(a):
@@ -407,6 +513,18 @@ class Min(Reducer[Value | None, Value | None]):
         return max(a, b) if self._largest else min(a, b)
 
     def accumulate(self, frame: pl.DataFrame) -> Value | None:
+        """The smallest (:class:`Max`: largest) non-null value of ``frame``, None if none.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> df = pl.DataFrame({"symbol": ["MSFT", "IBM", None], "bid": [1.0, float("nan"), 2.0]})
+        >>> hr.Min(on="symbol").accumulate(df), hr.Max(on="symbol").accumulate(df)
+        ('IBM', 'MSFT')
+        >>> hr.Min(on="bid").accumulate(df)       # NaN propagates, as in numpy
+        nan
+        """
         (values,) = self._read(frame)
         values = _present(values)
         if values.len() == 0:
@@ -415,9 +533,6 @@ class Min(Reducer[Value | None, Value | None]):
             arr = values.to_numpy()
             return _python(arr.max() if self._largest else arr.min())
         return values.max() if self._largest else values.min()
-
-    def finalize(self, state: Value | None) -> Value | None:
-        return state
 
 
 @dataclass(frozen=True)
@@ -479,9 +594,28 @@ class Var(Reducer[VarState, float]):
         return (self.on,)
 
     def identity(self) -> VarState:
+        """``VarState(0, 0.0, 0.0)``: no values.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Var().identity()
+        VarState(n=0, mean=0.0, m2=0.0)
+        """
         return VarState(0, 0.0, 0.0)
 
     def merge(self, a: VarState, b: VarState) -> VarState:
+        """Chan's update: the count, mean and squared deviations of the values of both.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.Var()
+        >>> r.merge(hr.VarState(n=2, mean=1.5, m2=0.5), hr.VarState(n=1, mean=6.0, m2=0.0))
+        VarState(n=3, mean=3.0, m2=14.0)
+        >>> r.of([1.0, 2.0, 6.0])                  # the same values in one piece
+        VarState(n=3, mean=3.0, m2=14.0)
+        """
         na, ma, qa = a
         nb, mb, qb = b
         if na == 0:
@@ -493,6 +627,15 @@ class Var(Reducer[VarState, float]):
         return VarState(n, ma + delta * nb / n, qa + qb + delta * delta * na * nb / n)
 
     def accumulate(self, frame: pl.DataFrame) -> VarState:
+        """The count, mean and sum of squared deviations of the non-null values.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> hr.Var(on="bid").accumulate(pl.DataFrame({"bid": [1.0, None, 3.0]}))
+        VarState(n=2, mean=2.0, m2=2.0)
+        """
         (values,) = self._read(frame)
         arr = _floats(values)
         if len(arr) == 0:
@@ -502,6 +645,15 @@ class Var(Reducer[VarState, float]):
             return VarState(len(arr), mean, float(((arr - mean) ** 2).sum()))
 
     def finalize(self, state: VarState) -> float:
+        """``m2 / (n - ddof)``; NaN for ``ddof`` values or fewer.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> state = hr.VarState(n=2, mean=2.0, m2=2.0)
+        >>> hr.Var().finalize(state), hr.Var(ddof=0).finalize(state), hr.Var(ddof=2).finalize(state)
+        (2.0, 1.0, nan)
+        """
         n, _, m2 = state
         return m2 / (n - self.ddof) if n > self.ddof else math.nan
 
@@ -520,6 +672,14 @@ class Std(Var):
     """
 
     def finalize(self, state: VarState) -> float:
+        """The square root of :meth:`Var.finalize`.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Std().finalize(hr.VarState(n=3, mean=2.0, m2=8.0))
+        2.0
+        """
         return math.sqrt(super().finalize(state))
 
 
@@ -539,6 +699,14 @@ class Mean(Var):
     """
 
     def finalize(self, state: VarState) -> float:
+        """The state's mean; NaN for no values.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Mean().finalize(hr.VarState(n=2, mean=1.5, m2=0.5))
+        1.5
+        """
         n, mean, _ = state
         return mean if n else math.nan
 
@@ -598,9 +766,28 @@ class First(Reducer[Timed | None, Value | None]):
         return (self.on, self.by)
 
     def identity(self) -> Timed | None:
+        """None: no rows.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.First().identity() is None
+        True
+        """
         return None
 
     def merge(self, a: Timed | None, b: Timed | None) -> Timed | None:
+        """The state with the earlier time (:class:`Last`: the later); a tie goes by value.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> a, b = hr.Timed(time=2, value=7.0), hr.Timed(time=1, value=9.0)
+        >>> hr.First().merge(a, b), hr.Last().merge(a, b)
+        (Timed(time=1, value=9.0), Timed(time=2, value=7.0))
+        >>> hr.First().merge(None, a)
+        Timed(time=2, value=7.0)
+        """
         if a is None:
             return b
         if b is None:
@@ -609,6 +796,19 @@ class First(Reducer[Timed | None, Value | None]):
         return a if (ka >= kb if self._latest else ka <= kb) else b
 
     def accumulate(self, frame: pl.DataFrame) -> Timed | None:
+        """The earliest (:class:`Last`: latest) row's ``Timed(time, value)``; rows with a
+        null time are skipped, a null value is kept.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> df = pl.DataFrame({"time": [None, 2, 2], "bid": [1.0, None, 8.0]})
+        >>> hr.First(on="bid", by="time").accumulate(df)       # ties: numbers first
+        Timed(time=2, value=8.0)
+        >>> hr.Last(on="bid", by="time").accumulate(df)        # ties: null last
+        Timed(time=2, value=None)
+        """
         values, times = self._read(frame)
         keep = times.is_not_null()
         if times.dtype.is_float():
@@ -623,6 +823,14 @@ class First(Reducer[Timed | None, Value | None]):
         return best
 
     def finalize(self, state: Timed | None) -> Value | None:
+        """The state's value; None for no rows.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.First().finalize(hr.Timed(time=1, value=9.0)), hr.First().finalize(None)
+        (9.0, None)
+        """
         return None if state is None else state[1]
 
 
@@ -684,9 +892,26 @@ class WeightedMean(Reducer[WeightedState, float]):
         return (self.on, self.weight)
 
     def identity(self) -> WeightedState:
+        """``WeightedState(0.0, 0.0)``: no weight.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.WeightedMean().identity()
+        WeightedState(weight=0.0, mean=0.0)
+        """
         return WeightedState(0.0, 0.0)
 
     def merge(self, a: WeightedState, b: WeightedState) -> WeightedState:
+        """The total weight and the weighted mean of both.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.WeightedMean().merge(hr.WeightedState(weight=1.0, mean=10.0),
+        ...                         hr.WeightedState(weight=3.0, mean=11.0))
+        WeightedState(weight=4.0, mean=10.75)
+        """
         wa, ma = a
         wb, mb = b
         if wa == 0:
@@ -697,6 +922,16 @@ class WeightedMean(Reducer[WeightedState, float]):
         return WeightedState(w, ma + (mb - ma) * (wb / w))
 
     def accumulate(self, frame: pl.DataFrame) -> WeightedState:
+        """The total weight and weighted mean of the rows with both a value and a weight.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> df = pl.DataFrame({"price": [10.0, 11.0, 12.0], "size": [100, 300, None]})
+        >>> hr.WeightedMean(on="price", weight="size").accumulate(df)
+        WeightedState(weight=400.0, mean=10.75)
+        """
         values, weights = _complete(self._read(frame))
         x, w = _floats(values), _floats(weights)
         with np.errstate(over="ignore", invalid="ignore"):   # IEEE: overflow gives +-inf
@@ -706,6 +941,15 @@ class WeightedMean(Reducer[WeightedState, float]):
             return WeightedState(total, float((w * x).sum() / total))
 
     def finalize(self, state: WeightedState) -> float:
+        """The state's weighted mean; NaN for no weight.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.WeightedMean()
+        >>> r.finalize(hr.WeightedState(weight=4.0, mean=10.75)), r.finalize(r.identity())
+        (10.75, nan)
+        """
         w, mean = state
         return mean if w else math.nan
 
@@ -762,18 +1006,52 @@ class Grouped(Reducer[dict[Any, S], dict[Any, R]]):
                             f"{type(self.reducer).__name__}")
 
     def columns(self) -> list[str]:
+        """The key columns, then those the inner reducer reads.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Grouped(by=["symbol", "date"], reducer=hr.Sum(on="bidsiz")).columns()
+        ['symbol', 'date', 'bidsiz']
+        """
         return list(dict.fromkeys([*self._keys, *self.reducer.columns()]))
 
     def identity(self) -> dict[Any, S]:
+        """``{}``: no groups.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Grouped(by="symbol", reducer=hr.Count()).identity()
+        {}
+        """
         return {}
 
     def merge(self, a: dict[Any, S], b: dict[Any, S]) -> dict[Any, S]:
+        """Key by key: a key in both merges its states with the inner reducer.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.Grouped(by="symbol", reducer=hr.Count()).merge({"A": 2, "B": 1}, {"B": 4})
+        {'A': 2, 'B': 5}
+        """
         out = dict(a)
         for key, state in b.items():
             out[key] = self.reducer.merge(out[key], state) if key in out else state
         return out
 
     def accumulate(self, frame: pl.DataFrame) -> dict[Any, S]:
+        """The inner reducer's state of each group of ``frame``, keyed by its key.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> df = pl.DataFrame({"symbol": ["B", "A", "B"], "bid": [1.0, 2.0, 3.0]})
+        >>> hr.Grouped(by="symbol", reducer=hr.Max(on="bid")).accumulate(df)
+        {'B': 3.0, 'A': 2.0}
+        """
         if frame.height == 0:
             return {}
         groups = frame.partition_by(list(self._keys), as_dict=True,
@@ -783,6 +1061,16 @@ class Grouped(Reducer[dict[Any, S], dict[Any, R]]):
                 for key, group in groups.items()}
 
     def finalize(self, state: dict[Any, S]) -> dict[Any, R]:
+        """The inner reducer's answer for each key, in key order (None last).
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.Grouped(by="symbol", reducer=hr.Mean(on="bid"))
+        >>> r.finalize({"B": hr.VarState(2, 1.5, 0.5), None: hr.VarState(1, 4.0, 0.0),
+        ...             "A": hr.VarState(0, 0.0, 0.0)})
+        {'A': nan, 'B': 1.5, None: 4.0}
+        """
         return {key: self.reducer.finalize(s)
                 for key, s in sorted(state.items(), key=lambda kv: _key_order(kv[0]))}
 
@@ -878,9 +1166,27 @@ class OLSMoments(Reducer[OLSState, OLSResult]):
         return super()._read(frame)
 
     def identity(self) -> OLSState:
+        """``OLSState(0, None, None, None)``: no rows.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> hr.OLSMoments().identity()
+        OLSState(n=0, mean_hi=None, mean_lo=None, cross=None)
+        """
         return OLSState(0, None, None, None)
 
     def merge(self, a: OLSState, b: OLSState) -> OLSState:
+        """The moments of the rows of both (multivariate Chan update, means in double-double).
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.OLSMoments(y="y", x="x")
+        >>> both = r.merge(r.of([0.0, 1.0], [1.0, 3.0]), r.of([2.0], [5.0]))   # x, then y
+        >>> both.n, both.cross.tolist()
+        (3, [[2.0, 4.0], [4.0, 8.0]])
+        """
         na, ha, la, ca = a
         nb, hb, lb, cb = b
         if na == 0 or ha is None or la is None or ca is None:
@@ -895,6 +1201,17 @@ class OLSMoments(Reducer[OLSState, OLSResult]):
         return OLSState(n, hi, lo, ca + cb + np.outer(delta, delta) * (na * nb / n))
 
     def accumulate(self, frame: pl.DataFrame) -> OLSState:
+        """The moments of the rows of ``frame`` with no null or NaN among ``[x..., y]``.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from hfq import reduce as hr
+        >>> df = pl.DataFrame({"x": [1.0, None, 3.0, 5.0], "y": [2.0, 5.0, float("nan"), 4.0]})
+        >>> state = hr.OLSMoments(y="y", x="x").accumulate(df)    # rows 0 and 3 are complete
+        >>> state.n, (state.mean_hi + state.mean_lo).tolist()
+        (2, [3.0, 3.0])
+        """
         cols = self._read(frame)
         z = np.column_stack([c.cast(pl.Float64).to_numpy() for c in cols]).astype(np.float64)
         z = z[~np.isnan(z).any(axis=1)]
@@ -907,7 +1224,19 @@ class OLSMoments(Reducer[OLSState, OLSResult]):
             return OLSState(len(z), hi, lo, centred.T @ centred)
 
     def finalize(self, state: OLSState) -> OLSResult:
-        """``(n, means, centred cross-products)``."""
+        """``OLSResult(n, mean, cross)``: the row count, the means and the centred
+        cross-products of ``[x..., y]``; None for no rows.
+
+        Examples
+        --------
+        >>> from hfq import reduce as hr
+        >>> r = hr.OLSMoments(y="y", x="x")
+        >>> n, mean, cross = r.finalize(r.of([0.0, 2.0], [1.0, 5.0]))
+        >>> n, mean.tolist(), cross.tolist()
+        (2, [1.0, 3.0], [[2.0, 4.0], [4.0, 8.0]])
+        >>> r.finalize(r.identity())
+        OLSResult(n=0, mean=None, cross=None)
+        """
         n, hi, lo, c = state
         return OLSResult(n, None if hi is None or lo is None else hi + lo, c)
 

@@ -371,7 +371,19 @@ def bucket(column: str, every: str | dt.timedelta, *, anchor: str | dt.time | No
 
 
 def minute_of_day(column: str) -> pl.Expr:
-    """Minutes since midnight as Int64 (``hour * 60 + minute``, never wrapping)."""
+    """Minutes since midnight as Int64 (``hour * 60 + minute``, never wrapping), named
+    ``minute_of_day``: a grouping key for intraday profiles across days.
+
+    Examples
+    --------
+    >>> import datetime as dt, polars as pl, hfq
+    >>> df = pl.DataFrame({"time": [dt.time(9, 30, 59), dt.time(16, 0), dt.time(23, 59)]})
+    >>> df.select(hfq.minute_of_day("time"))["minute_of_day"].to_list()
+    [570, 960, 1439]
+    >>> busiest = quotes.query().group_by(hfq.minute_of_day("time")).len()
+    >>> busiest.sort("len", "minute_of_day", descending=[True, False]).head(1).collect().rows()
+    [(575, 55)]
+    """
     col = pl.col(column)
     return (col.dt.hour().cast(pl.Int64) * 60 + col.dt.minute().cast(pl.Int64)).alias(
         "minute_of_day")

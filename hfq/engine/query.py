@@ -557,7 +557,7 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
-        if isinstance(src, FrameSource):
+        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
             return None
         if self._read is not None:
             columns, where = self._read
@@ -880,7 +880,18 @@ def _flags(value: bool | Sequence[bool], n: int, what: str) -> tuple[bool, ...]:
 
 
 class GroupBy:
-    """``query.group_by(keys)``; ``.agg(...)`` makes the aggregate query."""
+    """The groups of a query (what :meth:`Query.group_by` returns): :meth:`agg` or :meth:`len`
+    makes the aggregate query, one row per group, computed next to the data.
+
+    Examples
+    --------
+    >>> import hfq, polars as pl
+    >>> ibm = quotes.query(dates="2007-08-01", symbols="IBM")
+    >>> hourly = ibm.group_by(hfq.bucket("time", "1h", anchor="09:30"))
+    >>> mid = ((pl.col("bid") + pl.col("ofr")) / 2).mean().round(2)
+    >>> hourly.agg(quotes=pl.len(), mid=mid).sort("time").head(2).collect().rows()
+    [(datetime.time(9, 30), 8, 62.05), (datetime.time(10, 30), 5, 61.69)]
+    """
 
     def __init__(self, query: Query, keys: tuple[pl.Expr, ...]) -> None:
         self.query = query
@@ -888,7 +899,16 @@ class GroupBy:
 
     def agg(self, *aggs: IntoExpr, **named: IntoExpr) -> Query:
         """One row per group: the keys, then the aggregates, groups in order of first
-        appearance (partition order, then row order)."""
+        appearance (partition order, then row order).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> by_symbol = quotes.query(dates="2007-08-01").group_by("symbol")
+        >>> q = by_symbol.agg(pl.len(), pl.col("bid").max(), low_ofr=pl.col("ofr").min())
+        >>> q.sort("symbol").head(2).collect().rows()
+        [('A', 13, 12.53, 12.22), ('AA', 46, 16.08, 15.7)]
+        """
         exprs = _exprs(aggs, named, self.query.schema)
         if not exprs:
             raise QueryError("agg() needs at least one aggregate")

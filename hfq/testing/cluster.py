@@ -119,6 +119,27 @@ def local_cluster(nodes: int = 3, *, cpus_per_node: int = 1, root: str | None = 
 
     ``root`` keeps the node directories (default: a temporary directory, removed after);
     starting again with the same ``root`` brings back the same nodes and their partitions.
+    Start it in a process where Ray is not running: :meth:`LocalCluster.connect` connects
+    this process to the cluster, and stopping the cluster disconnects it.
+
+    Examples
+    --------
+    A table on two nodes, one of which crashes (not run by the doctests: a doctest run keeps
+    an embedded Ray running in its process):
+
+    >>> import hfq
+    >>> from hfq.testing import local_cluster
+    >>> with local_cluster(nodes=2) as cluster:                   # doctest: +SKIP
+    ...     db = cluster.connect()
+    ...     quotes = db.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+    ...     quotes.append(hfq.synth.taq_table(dates=["2007-08-01", "2007-08-02"],
+    ...                                       rows_per_day=1000))
+    ...     db.node_info()["files"].to_list()     # each day's partition on both nodes
+    ...     cluster.kill_node(1)                  # a crash: node 1 and its copies are gone
+    ...     len(quotes.to_polars())               # read from the copies on node 0
+    1
+    [2, 2]
+    2000
     """
     from ray.cluster_utils import Cluster
     if nodes < 1:
