@@ -17,6 +17,8 @@ from hfq.config import Settings
 from hfq.errors import HfqError, QueryError, TableNotFoundError
 from hfq.ingest.csv import LoadReport
 from hfq.ingest.csv import load_csv as _load_csv
+from hfq.live.cut import is_live
+from hfq.live.snapshot import LiveView
 from hfq.partition import Compo, Scheme
 from hfq.runtime.node import NodeInfo, node_identity
 from hfq.runtime.nodes import Nodes
@@ -373,7 +375,8 @@ class Database:
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
-            return make_query(self.session, name, m)
+            live = LiveView(self.session, m) if version is None and is_live(m) else None
+            return make_query(self.session, name, m, live=live)
 
         def version(name: str) -> tuple[str, int]:
             try:

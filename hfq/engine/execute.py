@@ -53,9 +53,10 @@ from hfq.engine.ops import (
     WithColumns,
     plain_name,
 )
+from hfq.engine.rows import read_rows
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Filters, Plan, make_plan
-from hfq.query.read import INLINE_ROWS, ReadSpec, read_frame, read_unit
+from hfq.query.read import INLINE_ROWS, ReadSpec
 from hfq.runtime.task import NodeContext
 from hfq.storage.cache import PartitionCache, process_cache
 
@@ -171,11 +172,7 @@ class NodeStage:
                          node, unit)
 
     def _read(self, node: Any, unit: Any) -> pl.DataFrame:
-        part = getattr(unit, "left", unit)
-        if self.batches is not None and self.spec.where is None:
-            return cast(pl.DataFrame, pl.from_arrow(
-                read_unit(node.store, self.spec, part, node.name, cache=self.batches)))
-        return read_frame(node, self.spec, part)
+        return read_rows(node, self.spec, getattr(unit, "left", unit), batches=self.batches)
 
     def _ops(self, frame: pl.DataFrame, node: Any, unit: Any) -> pl.DataFrame:
         lf = frame.lazy()
@@ -429,7 +426,9 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     filters = Filters(src.date_column, lo, hi, src.symbol_column, symbols)
     plan = make_plan(m, columns, filters, None)
     spec = ReadSpec(m.schema, m.sort_by, columns, None, [], filters)
-    units = src.bind_units(plan.units)
+    units = src.bind_units(plan.units, filters)
+    if src.live is not None:
+        notes = [*notes, src.live.describe()]
     return Staged(src, plan, spec, node_ops, driver_ops, units, notes)
 
 

@@ -80,6 +80,10 @@ class TableSource:
     date_lo: str | None = None
     date_hi: str | None = None
     symbols: tuple | None = None
+    live: Any = None
+    """The table's rows not in its files yet (:class:`hfq.live.snapshot.LiveView`):
+    ``live.bind(units, filters)`` adds them to a plan's units when it is made, pinned with
+    this version; such a query is never a plain read."""
 
     @functools.cached_property
     def schema(self) -> pl.Schema:
@@ -96,8 +100,8 @@ class TableSource:
     def threads(self) -> int:
         return int(self.session.settings.threads)
 
-    def bind_units(self, units: list[Any]) -> list[Any]:
-        return units
+    def bind_units(self, units: list[Any], filters: Filters | None = None) -> list[Any]:
+        return units if self.live is None else self.live.bind(units, filters)
 
 
 def _resolve(value: IntoExpr, schema: pl.Schema) -> pl.Expr:
@@ -535,6 +539,8 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
+        if src.live is not None:   # files and live rows: read by the node stage
+            return None
         if self._read is not None:
             columns, where = self._read
             read = src.session.plan_read(src.manifest, columns=columns, where=where,
@@ -571,7 +577,8 @@ class Query:
         """
         q = Query(self.source, self._ops or (), self._schema, fixed=self._fixed,
                   read=self._read if self._ops is None else None)
-        q._memo = self._memo
+        if self.source.live is None:   # live rows are pinned when the plan is made: anew
+            q._memo = self._memo
         return q
 
     @property
@@ -875,7 +882,8 @@ class GroupBy:
 
 def plain_query(session: Session, name: str, manifest: Manifest, *,
                 columns: Sequence[str] | None = None, where: pl.Expr | None = None,
-                dates: Any = None, symbols: Iterable[str] | str | None = None) -> Query:
+                dates: Any = None, symbols: Iterable[str] | str | None = None,
+                live: Any = None) -> Query:
     """The plain read of ``columns`` of the rows passing ``where``/``dates``/``symbols``
     (what :meth:`hfq.Table.scan` returns); bad arguments raise
     :class:`~hfq.errors.ArgumentError` naming the argument."""
@@ -883,15 +891,16 @@ def plain_query(session: Session, name: str, manifest: Manifest, *,
     cols = check_columns(manifest, columns)
     check_where(manifest, where)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
-                      filters.date_lo, filters.date_hi, filters.symbols)
+                      filters.date_lo, filters.date_hi, filters.symbols, live)
     return Query(src, read=(cols, where))
 
 
 def make_query(session: Session, name: str, manifest: Manifest, *, dates: Any = None,
-               symbols: Iterable[str] | str | None = None) -> Query:
+               symbols: Iterable[str] | str | None = None, live: Any = None) -> Query:
     """A query over one pinned version of a table (what :meth:`hfq.Table.query` returns);
-    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`."""
+    bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`.  ``live``: the
+    table's live rows (see :class:`TableSource`)."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
-                      filters.date_lo, filters.date_hi, filters.symbols)
+                      filters.date_lo, filters.date_hi, filters.symbols, live)
     return _source_query(src)
