@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -283,12 +284,18 @@ class StreamWriter:
             self._roll_locked()
         data = b"".join(frames)
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            faults.point("live.log.before_fsync")
+            _sync(self._fd)
+        except BaseException:
+            # what was not acknowledged goes: a reader (or a replay) never finds it
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            raise
         self._size += len(data)
-        faults.point("live.log.before_fsync")
-        _sync(self._fd)
 
     def close(self) -> None:
         with self._cond:

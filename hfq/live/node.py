@@ -249,15 +249,21 @@ class LiveTable:
                 for pub, runs in part.runs.items():
                     spans = runs.to_list()
                     dropped = part.dropped.get(pub)
-                    if dropped is not None and dropped[1] <= version and dropped[0]:
-                        spans = _join([[1, dropped[0]]], spans)
-                    pubs[pub] = {"runs": spans, "last": list(part.last[pub])}
+                    gone = None
+                    if dropped is not None and dropped[0]:
+                        if dropped[1] <= version:   # in the files at this version
+                            spans = _join([[1, dropped[0]]], spans)
+                        else:                       # needed, and gone
+                            gone = list(dropped)
+                    pubs[pub] = {"runs": spans, "last": list(part.last[pub]), "gone": gone}
                 floor = self.floors.get("parts", {}).get(path, {})
                 for pub, (upto, v) in floor.items():
-                    if pub not in pubs and v <= version and upto:
-                        pubs[pub] = {"runs": [[1, upto]], "last": [0, upto, upto]}
+                    if pub not in pubs and upto:
+                        pubs[pub] = {"runs": [[1, upto]] if v <= version else [],
+                                     "last": [0, upto, upto],
+                                     "gone": None if v <= version else [upto, v]}
                 parts[path] = {"key": part.key, "rows": part.rows, "pubs": pubs,
-                               "days": [d for d in part.days if d is not None]}
+                               "days": part.live_days(cut)}
             return {"pubs": {p: list(v) for p, v in self.pubs.items()}, "parts": parts}
 
     def rows(self, partition: str, seqs: Mapping[str, int],
@@ -309,13 +315,15 @@ class LiveTable:
                 if left <= 0 or not self.changed.wait(min(left, 0.05)):
                     if time.monotonic() >= deadline:
                         break
-            for pub, floor in self.floors.get("pubs_dropped", {}).items():
-                if strict and since.get(pub, 0) < floor:
-                    raise SubscriberLagError(
-                        f"table {self.spec.table!r}: the subscriber's offset {pub}:"
-                        f"{since.get(pub, 0)} is older than the live rows node {me} still "
-                        f"holds ({pub}'s batches up to {floor} were written down and "
-                        "dropped); read those from the table and subscribe from 'now'")
+            for day, pubs in self.floors.get("dropped", {}).items():
+                for pub, floor in pubs.items():
+                    if since.get(pub, 0) < floor and cut.get(day, {}).get(pub, 0) < floor:
+                        raise SubscriberLagError(
+                            f"table {self.spec.table!r}: the subscriber's offset {pub}:"
+                            f"{since.get(pub, 0)} is older than the live rows node {me} "
+                            f"still holds ({pub}'s batches of {day} up to {floor} were "
+                            "written down and dropped); read those from the table and "
+                            "subscribe from 'now'")
             match = matcher(self.spec.scheme, dict(bounds)) if bounds else None
             alive_set = set(alive)
             out: list[tuple[str, int, float, pa.Table | None]] = []
@@ -378,6 +386,10 @@ class LiveTable:
         held = self.held.get(key) if key is not None else None
         if held is None:
             return
+        for s in held.entry.slices:
+            if s.partition == partition and s.pseq == pseq and s.day is not None:
+                days = self.floors.setdefault("dropped", {}).setdefault(s.day, {})
+                days[pub] = max(days.get(pub, 0), held.entry.seq)
         held.left -= 1
         if held.left <= 0:
             del self.held[held.entry.pub, held.entry.seq]
@@ -433,11 +445,11 @@ class LiveTable:
             pubs = floors.setdefault("pubs", {})
             for pub, (seq, _) in self.pubs.items():
                 pubs[pub] = max(int(seq), int(pubs.get(pub, 0)))
-            gone = floors.setdefault("pubs_dropped", {})
-            for pub, (positions, _) in self.feed_of.items():
-                dropped = [self.feed[i][1] for i in positions if self.feed[i] not in self.held]
-                if dropped:
-                    gone[pub] = max(max(dropped), int(gone.get(pub, 0)))
+            gone = floors.setdefault("dropped", {})
+            for day, pubs in self.floors.get("dropped", {}).items():
+                mine = gone.setdefault(day, {})
+                for pub, seq in pubs.items():
+                    mine[pub] = max(int(seq), int(mine.get(pub, 0)))
             tmp = os.path.join(self.dir, f".floors-{os.getpid()}-{threading.get_ident()}")
             with open(tmp, "w") as f:
                 json.dump(floors, f)

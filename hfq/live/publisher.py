@@ -236,7 +236,7 @@ class Publisher:
             path = key_path(scheme, key)
             day = None
             if self.date_column is not None:
-                day = (np.datetime64(int(day_num[idx[0]]), "D")).astype(str)
+                day = str(np.datetime64(int(day_num[idx[0]]), "D"))
             pseq[path] = pseq.get(path, 0) + 1
             slices.append((Slice(path, [_plain(k) for k in key], day, pseq[path], count, ()),
                            idx))

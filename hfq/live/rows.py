@@ -155,12 +155,24 @@ class PartRows:
         keep = (m.seq <= top[m.pub]) & (m.pseq >= lo[m.pub]) & (m.pseq <= hi[m.pub]) \
             if n else np.zeros(0, bool)
         if cut and n:
-            limit = np.full((len(self.days), codes), -1, np.int64)
-            for d, day in enumerate(self.days):
-                for i, pub in enumerate(self.pubs):
-                    limit[d, i] = cut.get(str(day), {}).get(pub, -1) if day is not None else -1
-            keep &= m.seq > limit[m.day, m.pub]
+            keep &= self._uncut(cut)
         return keep
+
+    def _uncut(self, cut: Mapping[str, Mapping[str, int]]) -> np.ndarray:
+        """The body rows ``cut`` does not hold."""
+        m = self.meta
+        limit = np.full((max(1, len(self.days)), max(1, len(self.pubs))), -1, np.int64)
+        for d, day in enumerate(self.days):
+            for i, pub in enumerate(self.pubs):
+                limit[d, i] = cut.get(str(day), {}).get(pub, -1) if day is not None else -1
+        return m.seq > limit[m.day, m.pub]
+
+    def live_days(self, cut: Mapping[str, Mapping[str, int]]) -> list[str]:
+        """The days of the rows held that ``cut`` does not hold."""
+        self._merge()
+        m = self.meta
+        codes = np.unique(m.day[self._uncut(cut)]) if len(m.day) else []
+        return sorted(str(self.days[c]) for c in codes if self.days[c] is not None)
 
     def take(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
              cut: Mapping[str, Mapping[str, int]], columns: Sequence[str]) -> pa.Table:

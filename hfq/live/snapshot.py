@@ -36,7 +36,7 @@ import pyarrow as pa
 from hfq.catalog.records import Manifest
 from hfq.errors import NodeUnavailableError, PartitionUnavailableError
 from hfq.live.cut import cut_of, live_spec
-from hfq.live.node import Cut, LiveSpec, report, rows_of
+from hfq.live.node import Cut, LiveSnapshotExpiredError, LiveSpec, report, rows_of
 from hfq.query.plan import Filters, Unit
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.task import NodeContext
@@ -220,6 +220,13 @@ def _cover(path: str, pubs: Mapping[str, Mapping[str, Any]], seqs: Mapping[str, 
                     if a <= at <= b and (best is None or min(b, k) > best[0]):
                         best = (min(b, k), node)
             if best is None:
+                gone = [g["gone"] for g in pubs[pub].values()
+                        if g.get("gone") and g["gone"][0] >= at]
+                if gone:
+                    raise LiveSnapshotExpiredError(
+                        f"live rows of partition {path} (publisher {pub!r}, slices {at}.."
+                        f"{k}) were written down at version {gone[0][1]} and dropped after "
+                        "live_grace_s; this read is of an older version: run the query again")
                 raise LiveRowsUnavailableError(
                     f"live rows of partition {path}: slices {at}..{k} of publisher {pub!r} "
                     f"are on no live node (nodes reporting: {', '.join(sorted(pubs[pub]))});"

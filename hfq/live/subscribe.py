@@ -100,6 +100,8 @@ class Subscription:
         self.wait_s = wait_s
         self.strict = not (isinstance(start, str) and start in ("sod", "now"))
         self.cut = {} if self.strict else cut_of(self.manifest)
+        """Rows this subscriber does not want: what the table's files held when it began
+        from ``"sod"``/``"now"`` (nothing, from an offset)."""
         if start == "now":
             reports = self.session.nodes.call_each(report, self.spec, None, self.cut,
                                                    self.manifest.version)
