@@ -171,7 +171,9 @@ class PartRows:
         """The days of the rows held that ``cut`` does not hold."""
         self._merge()
         m = self.meta
-        codes = np.unique(m.day[self._uncut(cut)]) if len(m.day) else []
+        if not len(m.day):
+            return []
+        codes = np.unique(m.day[self._uncut(cut)]).tolist()
         return sorted(str(self.days[c]) for c in codes if self.days[c] is not None)
 
     def take(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
