@@ -98,20 +98,32 @@ class Entry:
     slices: tuple[Slice, ...]
     at: float
     """When the publisher made it (its clock, never decreasing for one publisher)."""
+    others: tuple[Slice, ...] = ()
+    """The batch's slices logged on other nodes (their rows are not here): every node knows
+    every partition's slice numbers, so a slice whose nodes are all gone is missed loudly."""
 
     def meta(self) -> bytes:
         return json.dumps({"pub": self.pub, "seq": self.seq, "nodes": list(self.nodes),
                            "digest": self.digest, "at": self.at,
-                           "slices": [[s.partition, s.key, s.day, s.pseq, s.rows, list(s.nodes)]
-                                      for s in self.slices]},
+                           "slices": [_slice_json(s) for s in self.slices],
+                           "others": [_slice_json(s) for s in self.others]},
                           separators=(",", ":")).encode()
 
     @staticmethod
     def from_meta(data: bytes) -> Entry:
         m = json.loads(data)
         return Entry(str(m["pub"]), int(m["seq"]), tuple(m["nodes"]), str(m["digest"]),
-                     tuple(Slice(p, list(k), d, int(q), int(r), tuple(n))
-                           for p, k, d, q, r, n in m["slices"]), float(m["at"]))
+                     tuple(_slice(x) for x in m["slices"]), float(m["at"]),
+                     tuple(_slice(x) for x in m.get("others", ())))
+
+
+def _slice_json(s: Slice) -> list[Any]:
+    return [s.partition, s.key, s.day, s.pseq, s.rows, list(s.nodes)]
+
+
+def _slice(x: list[Any]) -> Slice:
+    p, k, d, q, r, n = x
+    return Slice(p, list(k), d, int(q), int(r), tuple(n))
 
 
 def encode(entry: Entry, rows: pa.Table) -> bytes:

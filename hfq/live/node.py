@@ -118,6 +118,9 @@ class LiveTable:
         self.feed_of: dict[str, tuple[list[int], list[int]]] = {}
         """pub -> (its positions in feed, their sequence numbers), in sequence order."""
         self.slice_entry: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self.elsewhere: dict[str, tuple[list[Any], dict[str, list[int]]]] = {}
+        """Partitions this node holds no rows of, as other nodes' slices were numbered:
+        path -> (key, pub -> [seq, pseq, pseq before])."""
         self.streams: dict[str, _Stream] = {}
         self.cuts: list[tuple[float, int, dict[str, dict[str, int]]]] = []   # (t, version, cut)
         self.known_version = -1
@@ -181,6 +184,13 @@ class LiveTable:
             top[1] = sorted(set(entry.nodes))
         for s in entry.slices:
             self.slice_entry[(s.partition, entry.pub, s.pseq)] = (entry.pub, entry.seq)
+        for s in entry.others:
+            key, pubs = self.elsewhere.setdefault(s.partition, (s.key, {}))
+            last = pubs.get(entry.pub)
+            if last is None or entry.seq > last[0]:
+                pubs[entry.pub] = [entry.seq, s.pseq, last[1] if last else s.pseq - 1]
+            elif entry.seq == last[0]:
+                last[1] = max(last[1], s.pseq)
         positions, seqs = self.feed_of.setdefault(entry.pub, ([], []))
         self.feed.append((entry.pub, entry.seq))
         k = bisect.bisect_right(seqs, entry.seq)   # the end, unless replayed out of order
@@ -264,6 +274,12 @@ class LiveTable:
                                      "gone": None if v <= version else [upto, v]}
                 parts[path] = {"key": part.key, "rows": part.rows, "pubs": pubs,
                                "days": part.live_days(cut)}
+            for path, (key, known) in self.elsewhere.items():
+                if path in self.parts or (match is not None and not match(tuple(key))):
+                    continue
+                parts[path] = {"key": key, "rows": 0, "days": [], "pubs": {
+                    pub: {"runs": [], "last": list(last), "gone": None}
+                    for pub, last in known.items()}}
             return {"pubs": {p: list(v) for p, v in self.pubs.items()}, "parts": parts}
 
     def rows(self, partition: str, seqs: Mapping[str, int],
@@ -297,13 +313,13 @@ class LiveTable:
     def fetch(self, since: Mapping[str, int], bounds: Mapping[str, tuple] | None,
               symbols: Sequence[str] | None, symbol_column: str | None,
               columns: Sequence[str], alive: Sequence[str], me: str | None, max_rows: int,
-              wait_s: float, cut: Cut, strict: bool) -> dict[str, Any]:
+              wait_s: float, cut: Cut) -> dict[str, Any]:
         """Entries with a sequence number above ``since[pub]`` (every one for a publisher
         not in it), in this node's order, each with the rows of the partitions this node
         serves (the first of their nodes alive) and of ``symbols``, not held by ``cut``;
         at most about ``max_rows`` rows; waits up to ``wait_s`` for one when there is none.
-        ``strict``: ``since`` is a subscriber's offset -- entries after it that were
-        dropped already are a :class:`SubscriberLagError`."""
+        Entries after ``since`` that were dropped already and that ``cut`` does not hold
+        are a :class:`SubscriberLagError`."""
         deadline = time.monotonic() + wait_s
         with self.lock:
             while True:
@@ -553,9 +569,9 @@ def rows_of(node: NodeContext, spec: LiveSpec, partition: str, seqs: Mapping[str
 def fetch(node: NodeContext, spec: LiveSpec, since: Mapping[str, int],
           bounds: Mapping[str, tuple] | None, symbols: Sequence[str] | None,
           symbol_column: str | None, columns: Sequence[str], alive: Sequence[str],
-          max_rows: int, wait_s: float, cut: Cut, strict: bool) -> dict[str, Any]:
+          max_rows: int, wait_s: float, cut: Cut) -> dict[str, Any]:
     return live_table(node, spec).fetch(since, bounds, symbols, symbol_column, columns, alive,
-                                        node.name, max_rows, wait_s, cut, strict)
+                                        node.name, max_rows, wait_s, cut)
 
 
 def apply_cut(node: NodeContext, spec: LiveSpec, cut: Cut, version: int) -> int:

@@ -54,7 +54,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfq import faults
-from hfq.errors import ArgumentError, HfqError, SchemaMismatchError
+from hfq.errors import ArgumentError, HfqError, NodeUnavailableError, SchemaMismatchError
 from hfq.ingest.frames import iter_arrow_batches
 from hfq.live.cut import cut_of, enable, live_spec
 from hfq.live.log import Entry, Slice
@@ -177,7 +177,16 @@ class Publisher:
             if plan is None or plan.seq != number or plan.digest != digest:
                 plan = self._plan(number, digest, rows)
             self._inflight = plan
-            self._send(plan)
+            for attempt in range(3):
+                try:
+                    self._send(plan)
+                    break
+                except NodeUnavailableError as exc:   # a node died: to the live ones
+                    alive = set(self.session.nodes.alive())
+                    if attempt == 2 or not exc.nodes or any(n in alive for n in exc.nodes):
+                        raise
+                    log.warning("publish to %s: node(s) %s gone, batch %d goes to the live "
+                                "nodes", self.table, ", ".join(exc.nodes), number)
             self.seq = number
             self._inflight = None
             for s, _ in plan.slices:
@@ -270,8 +279,10 @@ class Publisher:
             idx = np.concatenate([i for _, i in mine])
             body = plan.rows if len(idx) == plan.rows.num_rows and \
                 np.array_equal(idx, np.arange(len(idx))) else plan.rows.take(pa.array(idx))
+            here = {s.partition for s, _ in mine}
             parts[n] = (Entry(self.name, plan.seq, everyone, plan.digest,
-                              tuple(s for s, _ in mine), plan.at), body)
+                              tuple(s for s, _ in mine), plan.at,
+                              tuple(s for s, _ in placed if s.partition not in here)), body)
         faults.point("live.publish.before_send")
         nodes.call_each(log_batch, names=list(parts), strict=True,
                         args_for=lambda n: (self.spec, *parts[n]))

@@ -4,10 +4,13 @@ A query over a table that takes live rows pins, when it is planned, *its version
 rows visible then* (:class:`Snapshot`):
 
 * which batches: every publisher's batches up to a sequence number.  A batch is visible once
-  it is on every node it was sent to (the nodes report their last batch of each publisher and
-  where that batch went; a publisher sends one batch at a time, so only its last one can be
-  half-logged -- and it is then left out: nothing unacknowledged is half-visible).  A
-  publisher's acknowledged batches are on all their nodes, so it reads its own writes.
+  it is on every node it was sent to that is alive (the nodes report their last batch of each
+  publisher and where that batch went; a publisher sends one batch at a time, so only its
+  last one can be half-logged -- and it is then left out: nothing unacknowledged is
+  half-visible).  A publisher's acknowledged batches are on all their nodes, so it reads its
+  own writes.  Every node knows every slice number of the batches it logged, its own and the
+  other nodes' (:attr:`~hfq.live.log.Entry.others`), so a slice whose nodes are all gone is
+  an error naming its partition, not a row silently missing.
 * which rows of them: those the version's files do not hold (its written-down cut,
   :mod:`hfq.live.cut`) -- a write-down moves rows from live to files in one commit, so a
   query at any version sees each row exactly once.
@@ -179,8 +182,10 @@ def visible(reports: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
                 went[pub] |= set(where)
     out = {}
     for pub, seq in tops.items():
-        complete = all(n in reports and reports[n]["pubs"].get(pub, [0])[0] >= seq
-                       for n in went.get(pub, ()))
+        # every node it went to that answered has it (one that did not answer is gone:
+        # the batch's rows there are read from the other copies, or missed loudly)
+        complete = all(reports[n]["pubs"].get(pub, [0])[0] >= seq
+                       for n in went.get(pub, ()) if n in reports)
         out[pub] = seq if complete else seq - 1
     return out
 

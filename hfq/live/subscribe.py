@@ -98,8 +98,8 @@ class Subscription:
             raise ArgumentError("max_rows= must be >= 1 and wait_s= >= 0", argument="max_rows")
         self.max_rows = max_rows
         self.wait_s = wait_s
-        self.strict = not (isinstance(start, str) and start in ("sod", "now"))
-        self.cut = {} if self.strict else cut_of(self.manifest)
+        offset = not (isinstance(start, str) and start in ("sod", "now"))
+        self.cut = {} if offset else cut_of(self.manifest)
         """Rows this subscriber does not want: what the table's files held when it began
         from ``"sod"``/``"now"`` (nothing, from an offset)."""
         if start == "now":
@@ -153,9 +153,14 @@ class Subscription:
         every node has sent all of, in publication order per publisher."""
         nodes = self.session.nodes
         alive = nodes.alive()
-        answers = nodes.call_each(fetch, self.spec, self._fetched, self.bounds, self.symbols,
-                                  self.symbol_column, self.columns, alive, self.max_rows,
-                                  self.wait_s, self.cut, self.strict)
+        while True:   # each slice from the first of its nodes that answers: ask again when
+            # a node thought alive did not (its slices are then served by the next copy)
+            answers = nodes.call_each(fetch, self.spec, self._fetched, self.bounds,
+                                      self.symbols, self.symbol_column, self.columns, alive,
+                                      self.max_rows, self.wait_s, self.cut)
+            if set(answers) >= set(alive):
+                break
+            alive = sorted(answers)
         upto = visible({n: {"pubs": a["pubs"]} for n, a in answers.items()})
         for answer in answers.values():
             for pub, seq in answer["covered"].items():
