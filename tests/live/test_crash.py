@@ -42,13 +42,14 @@ db = hfq.connect(root, threads=2, live_grace_s=0)
 t = db["q"]
 
 def batch(i):
-    ticks = hfq.synth.taq_table(dates=["2024-01-02"], rows_per_day=%(n)d, symbols=6, seed=2)
-    return ticks.sort_by("time").slice(i * %(rows)d, %(rows)d)
+    ticks = hfq.synth.taq_table(dates=["2024-01-02"], rows_per_day=args["n"], symbols=6,
+                                seed=2)
+    return ticks.sort_by("time").slice(i * args["rows"], args["rows"])
 
 if op == "publish":
     pub = t.publisher(name="feed")
     print("resumed", pub.seq, flush=True)
-    for i in range(pub.seq, %(batches)d):
+    for i in range(pub.seq, args["batches"]):
         pub.publish(batch(i))
         print("acked", i + 1, flush=True)
 elif op == "write_down":
@@ -67,7 +68,7 @@ elif op == "subscribe":
             json.dump(state, f)
         os.replace(state_path + ".tmp", state_path)
     print("done", len(state["seen"]), flush=True)
-""" % {"n": BATCHES * ROWS, "rows": ROWS, "batches": BATCHES}
+"""
 
 
 def batch(i: int) -> pa.Table:
@@ -85,6 +86,7 @@ def run(root, op: str, fault: str | None = None, **args) -> subprocess.Completed
     env.pop(faults.ENV, None)
     if fault:
         env[faults.ENV] = fault
+    args = {"n": BATCHES * ROWS, "rows": ROWS, "batches": BATCHES, **args}
     return subprocess.run([sys.executable, "-c", CHILD, str(root), op, json.dumps(args)],
                           capture_output=True, text=True, timeout=240, env=env)
 
