@@ -73,5 +73,5 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "hfq.testing": ("local_cluster",),
     "hfq.testing.strategies": ("taq_tables", "symbols", "prices", "partitioned",
                                "reducer_values", "merge_trees", "HOSTILE_SYMBOLS"),
-    "hfq.demo": ("example_quotes", "run_demo", "plot_spread"),
+    "hfq.demo": ("example_quotes", "plot_spread"),
 }

@@ -3,12 +3,23 @@
 Code that plans work takes a snapshot with :func:`get` and passes it on; workers never read
 the environment or the module state on their own.
 
+An :func:`override` holds in its ``with`` block, in the context that entered it (a
+:class:`contextvars.ContextVar`), as :mod:`decimal`'s local context does: another thread,
+or another asyncio task, never sees it.  A thread starts with no override (Python gives it a
+fresh context); an asyncio task starts with the overrides in force where it was created
+(asyncio copies the context); ``contextvars.copy_context().run(fn)`` runs ``fn`` with those in
+force now, and what ``fn`` overrides stays inside.
+
 Examples
 --------
 >>> from hfq import config
+>>> import threading
 >>> with config.override(batch_rows=1024):
-...     config.get().batch_rows
-1024
+...     seen = []
+...     t = threading.Thread(target=lambda: seen.append(config.get().batch_rows))
+...     t.start(); t.join()
+...     config.get().batch_rows, seen            # the other thread: the default
+(1024, [65536])
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +71,22 @@ def _in_jupyter() -> bool:
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob hfq has.  Environment variable ``HFQ_<FIELD>`` (upper case) sets the default."""
+    """Every knob hfq has.  Environment variable ``HFQ_<FIELD>`` (upper case) sets the default.
+
+    :func:`get` gives the settings in force; ``hfq.connect(root, **settings)`` fixes a
+    database handle's (``db.settings``).  Values are checked when the object is made.
+
+    Examples
+    --------
+    >>> from hfq.config import Settings
+    >>> s = Settings(compression="lz4", threads=2)
+    >>> s.compression, s.threads, s.batch_rows
+    ('lz4', 2, 65536)
+    >>> Settings(progress="sometimes")
+    Traceback (most recent call last):
+        ...
+    ValueError: progress must be auto, always or never, not 'sometimes'
+    """
 
     root: str = "./hfq_data"
     """Where the embedded default keeps its tables (``HFQ_ROOT``)."""
@@ -94,6 +121,10 @@ class Settings:
     version; then they are dropped and the log truncated."""
     live_segment_bytes: int = 64 << 20
     """A live log segment file is closed and a new one begun past this size."""
+    ping_timeout_s: float = 2.0
+    """Seconds a node's server has to answer a ping before maintenance (rebalance, repair,
+    verify, vacuum, check) counts the node as down: a crashed node stays on Ray's list of live
+    nodes for 10-30 s."""
 
     def __post_init__(self) -> None:
         check_compression(self.compression)
@@ -103,6 +134,8 @@ class Settings:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
         if self.live_group_commit_s < 0 or self.live_grace_s < 0:
             raise ValueError("live_group_commit_s and live_grace_s must be 0 or more")
+        if not self.ping_timeout_s > 0:
+            raise ValueError(f"ping_timeout_s must be positive, not {self.ping_timeout_s!r}")
         if self.cache_bytes < 0:
             raise ValueError(f"cache_bytes must be 0 or more, not {self.cache_bytes!r}")
         if self.csv_block_bytes * 2 > self.memory_budget:
@@ -113,7 +146,16 @@ class Settings:
 
     def show_progress(self, progress: bool | None = None) -> bool:
         """Whether to draw a progress bar: ``progress`` if given, else per ``self.progress``
-        (``auto``: only when standard error is a terminal or a Jupyter notebook's)."""
+        (``auto``: only when standard error is a terminal or a Jupyter notebook's).
+
+        Examples
+        --------
+        >>> from hfq.config import Settings
+        >>> Settings(progress="never").show_progress(), Settings(progress="always").show_progress()
+        (False, True)
+        >>> Settings(progress="never").show_progress(True)     # a call's own progress= wins
+        True
+        """
         if progress is not None:
             return progress
         import sys
@@ -121,6 +163,19 @@ class Settings:
             sys.stderr.isatty() or _in_jupyter()))
 
     def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` applied (and checked); an unknown name is a TypeError that
+        lists the valid ones.
+
+        Examples
+        --------
+        >>> from hfq.config import Settings
+        >>> Settings().replace(batch_rows=4096, compression="none").batch_rows
+        4096
+        >>> Settings().replace(batch_size=4096)   # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        TypeError: unknown settings ['batch_size']; valid: ['root', 'compression', ...]
+        """
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise TypeError(f"unknown settings {sorted(unknown)}; "
@@ -143,23 +198,50 @@ def _from_env() -> Settings:
     return Settings(**values)
 
 
-_overrides: list[dict[str, Any]] = []
+_overrides: ContextVar[tuple[dict[str, Any], ...]] = ContextVar("hfq_overrides", default=())
+"""The overrides in force in this context, outermost first."""
 
 
 def get() -> Settings:
-    """A snapshot of the settings in force: defaults < environment < :func:`override`."""
+    """A snapshot of the settings in force: defaults < environment < :func:`override`
+    (those of this context only).
+
+    Examples
+    --------
+    >>> from hfq import config
+    >>> config.get().compression                # HFQ_COMPRESSION, else the default
+    'zstd'
+    """
     settings = _from_env()
-    for changes in _overrides:
+    for changes in _overrides.get():
         settings = settings.replace(**changes)
     return settings
 
 
 @contextlib.contextmanager
 def override(**changes: Any) -> Iterator[Settings]:
-    """Change settings inside a ``with`` block (validated at once)."""
+    """Change settings inside a ``with`` block (validated at once), in this context only:
+    other threads and tasks keep theirs (see the module's documentation).  Yields the
+    settings now in force; blocks nest.
+
+    Examples
+    --------
+    >>> from hfq import config
+    >>> with config.override(batch_rows=1024) as outer:
+    ...     with config.override(compression="lz4") as inner:
+    ...         inner.batch_rows, inner.compression
+    ...     config.get().compression
+    (1024, 'lz4')
+    'zstd'
+    >>> with config.override(batch_rows=0):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_rows must be positive, not 0
+    """
     get().replace(**changes)  # validate before entering
-    _overrides.append(changes)
+    token = _overrides.set((*_overrides.get(), dict(changes)))
     try:
         yield get()
     finally:
-        _overrides.remove(changes)
+        _overrides.reset(token)

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
-from hfq import config, faults
-from hfq.catalog.records import Fragment, Manifest
-from hfq.catalog.replica import catalog_files, read_catalog_files, write_catalog_files
+from hfq import config, maintenance
+from hfq.catalog.records import Manifest
+from hfq.catalog.replica import catalog_files
 from hfq.config import Settings
 from hfq.errors import HfqError, QueryError, TableNotFoundError
 from hfq.ingest.csv import LoadReport
@@ -21,14 +21,11 @@ from hfq.live.cut import is_live
 from hfq.live.snapshot import LiveView
 from hfq.partition import Compo, Scheme
 from hfq.runtime.node import NodeInfo, node_identity
-from hfq.runtime.nodes import Nodes
-from hfq.runtime.placement import rebalanced, replica_count
 from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
 from hfq.session import Session
 from hfq.storage.store import open_store
 from hfq.table import Table
-from hfq.write import Write
 
 if TYPE_CHECKING:
     from hfq.engine.query import Query
@@ -130,9 +127,9 @@ class Database:
                                     "ray_node_id": pl.String, "cpus": pl.Int64,
                                     "files": pl.Int64, "bytes": pl.Int64})
 
-    def rebalance(self, tables: Iterable[str] | None = None) -> dict[str, int]:
+    def rebalance(self, tables: Iterable[str] | None = None) -> maintenance.Counts:
         """Re-create missing replicas and move partitions to nodes that joined; returns files
-        moved per table.
+        moved per table (a dict; its ``unreachable``: the nodes counted as down).
 
         Each partition ends with its ``replicas`` copies on live nodes: copies on dead nodes
         are re-created elsewhere (placement order), and a node that joined (one holding
@@ -141,6 +138,8 @@ class Database:
         bars) stay there.  Copies are made (and checked against the catalog's CRC-32) before
         one commit per table switches readers to them; the old copies stay until
         :meth:`Table.vacuum`, so no reader, old or new, ever finds a partition missing.
+        A node that does not answer a ping within ``ping_timeout_s`` counts as down (one that
+        crashed a moment ago is still on Ray's list of live nodes): see :mod:`hfq.maintenance`.
 
         Examples
         --------
@@ -149,22 +148,17 @@ class Database:
         >>> quotes.refresh().version
         1
         """
-        s = self.session
-        nodes = s.nodes_for(start=True)
-        # a node holding no file of any table joined: one holding nothing of a table alone
-        # may just be off that table's placement (bars next to their source partitions)
-        used = {n for name in self.tables() for f in s.snapshot(name).fragments()
-                for n in nodes.holders(f)}
-        return {name: _rebalance(s, name, nodes, used) for name in (tables or self.tables())}
+        return maintenance.rebalance(self.session, tables)
 
-    def repair(self, tables: Iterable[str] | None = None) -> list[dict[str, str]]:
+    def repair(self, tables: Iterable[str] | None = None) -> maintenance.Rows:
         """Check every copy of every file on the live nodes holding it (size and CRC-32)
         and replace each damaged or missing one by an intact copy from another holder.
 
         Returns one row per copy that was not intact (table, partition, file, node,
         problem, action: ``repaired from <node>`` or why not), plus a row per holder node
-        that is not alive (its copies are re-created elsewhere by :meth:`rebalance`).  An
-        empty list: every live copy was intact.
+        that is not alive (its copies are re-created elsewhere by :meth:`rebalance`) -- a
+        node that does not answer a ping counts as not alive; the list's ``unreachable``
+        names those nodes.  An empty list: every live copy was intact.
 
         Examples
         --------
@@ -180,19 +174,10 @@ class Database:
         >>> [(r["problem"], r["action"][:12]) for r in db.repair()]
         [('damaged or missing', 'not repaired')]
         """
-        rows: list[dict[str, str]] = []
-        s = self.session
-        for name in (tables or self.tables()):
-            by_node: dict[str, list[Fragment]] = {}
-            for fragment in s.snapshot(name).fragments():
-                for node in s.nodes.holders(fragment):
-                    by_node.setdefault(node, []).append(fragment)
-            found = s.nodes.repair(by_node)
-            rows += [{**r, "table": r["table"] or name} for r in found]
-        return rows
+        return maintenance.repair(self.session, tables)
 
     # -- the catalog's defence (H3) --------------------------------------------------------
-    def check(self, *, repair: bool = False) -> list[dict[str, str]]:
+    def check(self, *, repair: bool = False) -> maintenance.Rows:
         """Read every catalog file back (each carries its checksum) and report every damaged,
         missing or inconsistent one: rows of table, version, file, problem, action.  An
         empty list: the catalog is intact.
@@ -221,37 +206,7 @@ class Database:
         >>> db["t"].append(pa.table({"x": [4]}))   # the lost number 2 is not reused
         3
         """
-        s = self.session
-        fetch = None
-        if s.running:
-            nodes = s.nodes_for(start=True)
-            others = [n for n in nodes.alive() if n != s.catalog_node]
-
-            def fetch(rels: list[str]) -> dict[str, list[bytes]]:
-                out: dict[str, list[bytes]] = {}
-                found = nodes.call_each(StoreCall(read_catalog_files), rels, names=others)
-                for files in found.values():
-                    for rel, data in files.items():
-                        out.setdefault(rel, []).append(data)
-                return out
-
-            if repair:
-                listed = nodes.call_each(StoreCall(catalog_files), names=others)
-                lacking = sorted({r for names in listed.values() for r in names} -
-                                 set(catalog_files(s.store)))
-                adopted = s.catalog.adopt(fetch(lacking)) if lacking else []
-                if adopted:
-                    log.warning("catalog: %d files gathered from the nodes' copies into %s",
-                                len(adopted), s.store.url)
-        rows = s.catalog.check(repair=repair, fetch=fetch)
-        if repair and s.running:
-            mine = set(catalog_files(s.store))
-            for node, names in nodes.call_each(StoreCall(catalog_files), names=others).items():
-                missing = sorted(mine - set(names))
-                if missing:
-                    nodes.call(node, StoreCall(write_catalog_files),
-                               read_catalog_files(s.store, missing))
-        return rows
+        return maintenance.check(self.session, repair=repair)
 
     def close(self) -> None:
         """Stop the embedded Ray cluster if this database started it.
@@ -350,11 +305,13 @@ class Database:
         return self.session.tables()
 
     # -- queries (hfq.engine) ---------------------------------------------------------------
-    def sql(self, text: str) -> Query:
-        """A lazy query from one SQL ``SELECT`` (DuckDB/Postgres flavour) over this database's
-        tables; ``collect()`` runs it, ``explain()`` shows the plan.  Unsupported SQL, unknown
-        tables or columns and type errors raise :class:`~hfq.errors.SqlError` with the line
-        and column in the text.
+    def sql(self, text: str, *, params: Sequence[Any] | None = None) -> Query:
+        """A lazy query from one SQL ``SELECT`` (DuckDB's dialect and semantics, see
+        ``docs/sql.md``) over this database's tables; ``collect()`` runs it, ``explain()``
+        shows the plan.  ``params``: the values of the ``?`` or ``$1``, ``$2``... placeholders
+        (bound as typed literals, never formatted into the text).  ``FROM t AT (VERSION =>
+        n)`` reads a committed version.  Unsupported SQL, unknown tables or columns and type
+        errors raise :class:`~hfq.errors.SqlError` with the line and column in the text.
 
         Examples
         --------
@@ -371,10 +328,16 @@ class Database:
 
         def table(name: str, version: int | None = None) -> Query:
             try:
-                m = self.session.snapshot(name, version)
+                m = self.session.snapshot(name)
             except TableNotFoundError:
                 raise QueryError(f"unknown table {name!r}; tables: "
                                  f"{', '.join(self.tables()) or '(none)'}") from None
+            if version is not None and version != m.version:
+                versions = self.session.catalog.versions(name)
+                if version not in versions:
+                    raise QueryError(f"table {name!r} has no version {version}; versions on "
+                                     f"record: {', '.join(map(str, versions))}")
+                m = self.session.snapshot(name, version)
             live = LiveView(self.session, m) if version is None and is_live(m) else None
             return make_query(self.session, name, m, live=live)
 
@@ -387,7 +350,7 @@ class Database:
 
         # a statement seen before, over the same table versions, skips parsing and planning
         cache = self.__dict__.setdefault("_sql_cache", SqlCache())
-        return compile_sql(text, table, cache=cache, version=version)
+        return compile_sql(text, table, params=params, cache=cache, version=version)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node.
@@ -534,38 +497,6 @@ def _is_node_root(root: str, name: str) -> bool:
         return node_identity(open_store(root)) == name
     except HfqError:
         return False
-
-
-def _rebalance(session: Session, name: str, nodes: Nodes, used: set[str]) -> int:
-    """Copy each partition to where :func:`~hfq.runtime.placement.rebalanced` puts it over
-    the live nodes (``used``: the nodes holding files of some table; the others joined),
-    then commit the move."""
-    m = session.snapshot(name)
-    alive = nodes.alive()
-    k = replica_count(m.options.get("replicas"), alive, name)
-    new = [n for n in alive if n not in used]
-    copies: dict[str, list[tuple[Fragment, Sequence[str]]]] = {}
-    with Write(session, m) as write:
-        for path, part in m.partitions.items():
-            target = rebalanced(path, nodes.common_holders(part.fragments), alive, new, k)
-            for fragment in part.fragments:
-                held = nodes.holders(fragment)
-                if set(held) == set(target):
-                    continue
-                sources = [n for n in held if n in alive]
-                if not sources:   # nothing to copy from until a holder returns
-                    log.warning("table %s: no live copy of %s (held by %s); rebalance leaves "
-                                "it", name, fragment.file, ", ".join(held))
-                    continue
-                for dest in target:
-                    if dest not in held:
-                        copies.setdefault(dest, []).append((fragment, sources))
-                write.move(fragment.file, target)
-        nodes.copy(copies)
-        faults.point("rebalance.copy.before_commit")
-        if write.txn.moved:
-            write.commit("rebalance")
-        return len(write.txn.moved)
 
 
 def _plural(n: int, noun: str) -> str:

@@ -101,6 +101,9 @@ def run_demo(workdir: str | None = None, *, days: int = 5, rows_per_day: int = 2
     Writes under ``workdir`` (default :func:`default_demo_dir`): ``csv/``, ``db/``,
     ``day.pkl`` and ``spread_by_minute.png``, replacing those of an earlier run; the result's
     ``workdir`` and ``workdir_bytes`` say where and how much.
+
+    ``hfq demo`` and ``bash run.sh demo`` run it (CI runs a small one first, see ``.ci/run``);
+    it is the command's engine, not part of the public API.
     """
     import hfq
     from hfq import synth

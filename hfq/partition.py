@@ -92,6 +92,17 @@ class Value(Scheme):
             raise ValueError(f"Value(by=...) takes None or 'day', not {self.by!r}")
 
     def to_json(self) -> dict:
+        """The scheme as the catalog stores it (:func:`scheme_from_json` reads it back).
+
+        Examples
+        --------
+        >>> import hfq
+        >>> from hfq.partition import scheme_from_json
+        >>> hfq.Value("time", by="day").to_json()
+        {'kind': 'value', 'column': 'time', 'by': 'day'}
+        >>> scheme_from_json(hfq.Value("date").to_json()) == hfq.Value("date")
+        True
+        """
         return {"kind": "value", "column": self.column, "by": self.by}
 
     def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
@@ -142,10 +153,26 @@ class Hash(Scheme):
             raise ValueError(f"Hash buckets must be 1..1000000, not {self.buckets}")
 
     def to_json(self) -> dict:
+        """The scheme as the catalog stores it (:func:`scheme_from_json` reads it back).
+
+        Examples
+        --------
+        >>> import hfq
+        >>> hfq.Hash("symbol", 8).to_json()
+        {'kind': 'hash', 'column': 'symbol', 'buckets': 8}
+        """
         return {"kind": "hash", "column": self.column, "buckets": self.buckets}
 
     def bucket(self, value: Any) -> int:
-        """The bucket of one value; the same in every process and on every machine."""
+        """The bucket of one value; the same in every process and on every machine.
+
+        Examples
+        --------
+        >>> import hfq
+        >>> h = hfq.Hash("symbol", 16)
+        >>> h.bucket("IBM"), h.bucket("MSFT")     # which partition of a day holds the symbol
+        (10, 4)
+        """
         return _bucket(str(_jsonable(value)), self.buckets)
 
     def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
@@ -190,9 +217,29 @@ class Range(Scheme):
         object.__setattr__(self, "boundaries", b)
 
     def to_json(self) -> dict:
+        """The scheme as the catalog stores it (:func:`scheme_from_json` reads it back).
+
+        Examples
+        --------
+        >>> import hfq
+        >>> hfq.Range("bid", (10.0, 100.0)).to_json()
+        {'kind': 'range', 'column': 'bid', 'boundaries': [10.0, 100.0]}
+        """
         return {"kind": "range", "column": self.column, "boundaries": list(self.boundaries)}
 
     def bucket(self, value: Any) -> int:
+        """The bucket of one value: the number of boundaries at or below it.  Dates and
+        times compare as their ISO text, as the boundaries are kept.
+
+        Examples
+        --------
+        >>> import datetime as dt, hfq
+        >>> r = hfq.Range("date", (dt.date(2007, 8, 2), dt.date(2007, 8, 6)))
+        >>> r.boundaries
+        ('2007-08-02', '2007-08-06')
+        >>> r.bucket(dt.date(2007, 8, 1)), r.bucket(dt.date(2007, 8, 2)), r.bucket("2007-09-01")
+        (0, 1, 2)
+        """
         import bisect
         return bisect.bisect_right(self.boundaries, _jsonable(value))
 
@@ -237,9 +284,31 @@ class Compo:
             raise ValueError("Compo takes two single-level schemes")
 
     def levels(self) -> list[Scheme]:
+        """The two single-level schemes, outer first.
+
+        Examples
+        --------
+        >>> import hfq
+        >>> hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 8)).levels()
+        [Value(column='date', by=None), Hash(column='symbol', buckets=8)]
+        """
         return [self.first, self.second]
 
     def route(self, table: pa.Table) -> tuple[np.ndarray, list[Key]]:
+        """The partition of each row of ``table``: a code per row (int64, an index into the
+        keys) and the key of each code, only keys that have rows.
+
+        Examples
+        --------
+        >>> import datetime as dt, pyarrow as pa, hfq
+        >>> rows = pa.table({"date": [dt.date(2007, 8, 1)] * 3 + [dt.date(2007, 8, 2)],
+        ...                  "symbol": ["IBM", "MSFT", "IBM", "IBM"]})
+        >>> codes, keys = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 16)).route(rows)
+        >>> codes.tolist()
+        [1, 0, 1, 2]
+        >>> keys
+        [('2007-08-01', 4), ('2007-08-01', 10), ('2007-08-02', 10)]
+        """
         c1, v1 = self.first._codes(table.column(self.first.column))
         c2, v2 = self.second._codes(table.column(self.second.column))
         codes = c1 * len(v2) + c2
@@ -250,6 +319,16 @@ class Compo:
         return remap[codes], keys
 
     def to_json(self) -> dict:
+        """The scheme as the catalog stores it (:func:`scheme_from_json` reads it back).
+
+        Examples
+        --------
+        >>> import hfq
+        >>> scheme = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 8))
+        >>> scheme.to_json()   # doctest: +NORMALIZE_WHITESPACE
+        {'kind': 'compo', 'levels': [{'kind': 'value', 'column': 'date', 'by': None},
+                                     {'kind': 'hash', 'column': 'symbol', 'buckets': 8}]}
+        """
         return {"kind": "compo", "levels": [self.first.to_json(), self.second.to_json()]}
 
 

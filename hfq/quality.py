@@ -183,11 +183,27 @@ class Rules:
 
     @property
     def minutes(self) -> int:
-        """Minutes of the session (a started minute counts)."""
+        """Minutes of the session (a started minute counts).
+
+        Examples
+        --------
+        >>> from hfq.quality import Rules
+        >>> Rules().minutes, Rules(session=("09:30", "09:30:01")).minutes
+        (390, 1)
+        """
         return -(-(_ns(self.end) - _ns(self.start)) // (60 * _NS))
 
     def describe(self, column: str) -> str:
-        """The description of a count, with this rule set's values."""
+        """The description of a count, with this rule set's values.
+
+        Examples
+        --------
+        >>> from hfq.quality import Rules
+        >>> Rules(max_ratio=1.5).describe("wide")
+        'ofr/bid >= 1.5'
+        >>> Rules(session=("04:00", "20:00")).describe("outside_session")
+        'time outside 04:00-20:00 (or null)'
+        """
         text = next(d for c, _, d in CHECKS if c == column)
         return text.format(sentinels=", ".join(_decimal(s) for s in self.sentinels) or "none",
                            max_ratio=f"{self.max_ratio:g}", jump_k=f"{self.jump_k:g}",
@@ -337,7 +353,17 @@ class _PartitionQuality:
 @dataclass(frozen=True)
 class QualityReport:
     """What :func:`report` returns: ``by_symbol_day`` (polars, one row per symbol-day),
-    :meth:`summary`, :meth:`plot` (a PNG), and ``str()`` (the summary as text)."""
+    :meth:`summary`, :meth:`plot` (a PNG), and ``str()`` (the summary as text).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> rep = quotes.quality()          # Table.quality: sugar for hfq.quality.report(quotes)
+    >>> rep.by_symbol_day.select("symbol", "date", "rows", "clean", "crossed").head(2).rows()
+    [('A', datetime.date(2007, 8, 1), 13, 13, 0), ('A', datetime.date(2007, 8, 2), 10, 9, 0)]
+    >>> rep.summary().filter(pl.col("count") > 0)["check"].to_list()
+    ['nonpositive', 'sentinel', 'crossed', 'outside_session', 'gap_minutes', 'jumps']
+    """
 
     table: str
     version: int
@@ -350,6 +376,14 @@ class QualityReport:
 
     @property
     def rows(self) -> int:
+        """The rows examined: the sum of ``by_symbol_day["rows"]``.
+
+        Examples
+        --------
+        >>> rep = quotes.quality(dates="2007-08-01")
+        >>> rep.rows, rep.rows == len(quotes.to_polars(dates="2007-08-01"))
+        (5000, True)
+        """
         return int(self.by_symbol_day["rows"].sum())
 
     def summary(self) -> pl.DataFrame:
@@ -388,7 +422,14 @@ class QualityReport:
                                          "rule": pl.String})
 
     def headline(self) -> str:
-        """One line: the table, its rows, symbols, days and the clean share."""
+        """One line: the table, its rows, symbols, days and the clean share.
+
+        Examples
+        --------
+        >>> print(quotes.quality().headline())   # doctest: +NORMALIZE_WHITESPACE
+        quality of quotes @ version 1: 10,000 rows, 48 symbols, 2 days, 93 symbol-days;
+        clean 9,819 (98.19%); 4 partitions reduced on the nodes
+        """
         df = self.by_symbol_day
         rows, clean = self.rows, int(df["clean"].sum()) if df.height else 0
         where = "on the nodes" if self.on_nodes else "on the driver"
@@ -409,7 +450,19 @@ class QualityReport:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """The headline facts, the rules and the summary rows (for JSON)."""
+        """The headline facts, the rules and the summary rows (for JSON).
+
+        Examples
+        --------
+        >>> import json
+        >>> facts = quotes.quality().to_dict()
+        >>> facts["rows"], facts["clean"], facts["rules"]["session"]
+        (10000, 9819, ['09:30:00', '16:00:00'])
+        >>> {key: facts["summary"][2][key] for key in ("check", "count", "worst")}
+        {'check': 'sentinel', 'count': 6, 'worst': 'WMT 2007-08-02 (3)'}
+        >>> json.loads(json.dumps(facts)) == facts
+        True
+        """
         df = self.by_symbol_day
         return {"table": self.table, "version": self.version, "rows": self.rows,
                 "clean": int(df["clean"].sum()), "symbols": df["symbol"].n_unique(),
@@ -425,7 +478,19 @@ class QualityReport:
     def plot(self, path: str | None = None, *, top: int = 15) -> Figure:
         """A figure of the report (saved as PNG at ``path`` when given): the share of each
         check, the ``top`` symbol-days by bad quotes (the row checks but the session, stacked
-        by check), and session minutes without quotes against rows per symbol-day."""
+        by check), and session minutes without quotes against rows per symbol-day.
+
+        Examples
+        --------
+        >>> import os, matplotlib.pyplot as plt
+        >>> fig = quotes.quality().plot(os.path.join(tmp, "quality.png"))
+        >>> [ax.get_title() for ax in fig.axes]   # doctest: +NORMALIZE_WHITESPACE
+        ['share of each defect', 'top 15 symbol-days by bad quotes',
+         'gaps: illiquid symbols go quiet']
+        >>> os.listdir(tmp)
+        ['quality.png']
+        >>> plt.close(fig)
+        """
         import matplotlib
         if path is not None and matplotlib.get_backend().lower() not in (
                 "agg", "module://matplotlib_inline.backend_inline"):
@@ -486,6 +551,15 @@ def report(table: TableLike, dates: Any = None, symbols: Iterable[str] | str | N
     ``session=("09:30", "16:00")``, ``max_ratio=1.2``, ``jump_k=10`` ...) say what counts.
     Raises :class:`~hfq.errors.SchemaMismatchError` when the table lacks a column the rules
     read.
+
+    Examples
+    --------
+    >>> from hfq import quality
+    >>> rep = quality.report(quotes, dates="2007-08-01", symbols=["IBM", "MSFT"])
+    >>> rep.by_symbol_day.select("symbol", "rows", "clean", "crossed", "gap_minutes").rows()
+    [('IBM', 32, 31, 1, 358), ('MSFT', 111, 111, 0, 285)]
+    >>> quality.report(quotes, symbols="IBM", session=("10:00", "11:00")).rules.minutes
+    60
     """
     rules = rules or Rules(**rule_args)
     m = table.snapshot(version)

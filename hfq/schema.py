@@ -25,7 +25,21 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ColumnType:
-    """A storage type: its hfq name and the Arrow type it is stored and returned as."""
+    """A storage type: its hfq name and the Arrow type it is stored and returned as.
+
+    The types are the module's constants (:data:`SYMBOL`, :data:`DOUBLE`, ...); ``TYPES``
+    finds one by name.
+
+    Examples
+    --------
+    >>> from hfq import schema as s
+    >>> s.DOUBLE.name, s.DOUBLE.arrow
+    ('DOUBLE', DataType(double))
+    >>> s.SYMBOL.arrow              # symbols are stored dictionary-encoded
+    DictionaryType(dictionary<values=string, indices=int32, ordered=0>)
+    >>> s.TYPES["SECOND"].arrow
+    Time32Type(time32[s])
+    """
 
     name: str
     arrow: pa.DataType
@@ -95,6 +109,14 @@ class Schema:
     # -- mapping-like -------------------------------------------------------------------------
     @property
     def names(self) -> list[str]:
+        """The column names, in order.
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.TAQ.names[:4]
+        ['symbol', 'date', 'time', 'bid']
+        """
         return list(self._columns)
 
     def __getitem__(self, name: str) -> ColumnType:
@@ -123,16 +145,52 @@ class Schema:
     # -- conversions --------------------------------------------------------------------------
     @property
     def arrow(self) -> pa.Schema:
+        """The Arrow schema the table's data is stored and returned in.
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.Schema({"symbol": s.SYMBOL, "time": s.SECOND, "bid": s.DOUBLE}).arrow
+        symbol: dictionary<values=string, indices=int32, ordered=0>
+        time: time32[s]
+        bid: double
+        """
         return pa.schema([pa.field(n, t.arrow) for n, t in self])
 
     def select(self, names: Iterable[str]) -> Schema:
+        """The schema of some columns, in the order given.
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.TAQ.select(["bid", "symbol"])
+        Schema(bid: DOUBLE, symbol: SYMBOL)
+        """
         return Schema([(n, self[n]) for n in names])
 
     def to_json(self) -> list[list[str]]:
+        """``[[name, type name], ...]``, as the catalog stores it (see :meth:`from_json`).
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.Schema({"symbol": s.SYMBOL, "price": s.DOUBLE}).to_json()
+        [['symbol', 'SYMBOL'], ['price', 'DOUBLE']]
+        """
         return [[n, t.name] for n, t in self]
 
     @classmethod
     def from_json(cls, data: list[list[str]]) -> Schema:
+        """The schema :meth:`to_json` wrote (type names in any case).
+
+        Examples
+        --------
+        >>> from hfq import schema as s
+        >>> s.Schema.from_json([["symbol", "SYMBOL"], ["price", "double"]])
+        Schema(symbol: SYMBOL, price: DOUBLE)
+        >>> s.Schema.from_json(s.TAQ.to_json()) == s.TAQ
+        True
+        """
         return cls([(n, _type_by_name(t)) for n, t in data])
 
     def conform(self, table: pa.Table, *, where: str = "") -> pa.Table:
@@ -141,6 +199,22 @@ class Schema:
         Columns are matched by name (order does not matter).  Casts that cannot lose information
         (int32 -> int64, string -> dictionary, timestamp units...) are applied; anything else is a
         :class:`SchemaMismatchError`.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> from hfq import schema as s
+        >>> sch = s.Schema({"symbol": s.SYMBOL, "size": s.LONG})
+        >>> data = pa.table({"size": pa.array([100, 200], pa.int32()), "symbol": ["IBM", "GE"]})
+        >>> sch.conform(data).schema == sch.arrow
+        True
+        >>> floats = pa.table({"symbol": ["IBM"], "size": [1.5]})
+        >>> sch.conform(floats, where="batch 3")   # doctest: +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+            ...
+        hfq.errors.SchemaMismatchError: batch 3: data does not match the table schema;
+        column 'size': got double, expected LONG (int64): floats are not converted to integers
+        implicitly
         """
         problems: list[str] = []
         have = {f.name: f.type for f in table.schema}

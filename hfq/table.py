@@ -8,11 +8,9 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from hfq import faults
-from hfq.catalog.files import list_changed_files, live_writer, sweep_changed
-from hfq.catalog.records import Fragment, Manifest
-from hfq.catalog.vacuum import vacuum_scope
-from hfq.errors import ArgumentError, CorruptPartitionError
+from hfq import faults, maintenance
+from hfq.catalog.records import Manifest
+from hfq.errors import ArgumentError
 from hfq.ingest.frames import iter_arrow_batches
 from hfq.live.cut import is_live
 from hfq.live.publisher import Publisher
@@ -22,7 +20,6 @@ from hfq.live.writedown import AutoWriteDown, WriteDown, write_down
 from hfq.quality import QualityReport
 from hfq.quality import report as quality_report
 from hfq.query.read import PartitionFunction
-from hfq.runtime.task import StoreCall
 from hfq.schema import Schema
 from hfq.session import Session
 from hfq.write import Write, merge_small_fragments
@@ -250,9 +247,10 @@ class Table:
         return plain_query(self.session, self.name, manifest).to_arrow()
 
     # -- maintenance --------------------------------------------------------------------------
-    def verify(self) -> int:
+    def verify(self) -> maintenance.Checked:
         """Check every copy of every file, on every live node that holds it, against the
-        catalog's size and CRC-32; returns the copies checked.
+        catalog's size and CRC-32; returns the copies checked (a number; its
+        ``unreachable``: holders counted as down, e.g. silent to a ping).
 
         Raises :class:`~hfq.errors.CorruptPartitionError` listing every bad copy.
 
@@ -261,29 +259,18 @@ class Table:
         >>> quotes.verify()                  # 4 partitions of one file each, on one node
         4
         """
-        m = self.refresh()._manifest
-        nodes = self.session.nodes
-        alive = set(nodes.alive())
-        by_node: dict[str, list[Fragment]] = {}
-        for fragment in m.fragments():
-            for name in nodes.holders(fragment):
-                if name in alive:
-                    by_node.setdefault(name, []).append(fragment)
-        checked, problems = nodes.verify(by_node)   # copies on dead nodes are left out
-        if problems:
-            raise CorruptPartitionError(f"table {self.name!r}: {len(problems)} bad file "
-                                        "copies (db.repair() replaces them from good "
-                                        "ones):\n" + "\n".join(problems))
-        return checked
+        return maintenance.verify(self.session, self.refresh().snapshot())
 
     def vacuum(self, *, keep_versions: int | None = None,
-               grace_s: float | None = None) -> dict[str, int]:
+               grace_s: float | None = None) -> maintenance.Counts:
         """Delete files of writers that died, copies no version places on their node any more
         (after a rebalance) and, optionally, all but the newest ``keep_versions`` versions.
 
         Each live node lists its files first; only then are the kept versions read, so a file
         committed meanwhile is never touched.  Files of this process's own failed writes go
         too, although the process is alive (it knows which of its transactions still run).
+        Nodes that do not answer a ping are left alone and named in the result's
+        ``unreachable``.
 
         Examples
         --------
@@ -294,24 +281,8 @@ class Table:
         >>> t.vacuum(keep_versions=1, grace_s=0), t.versions()
         ({'files_removed': 8, 'versions_forgotten': 3}, [3])
         """
-        grace = self.session.settings.orphan_grace_s if grace_s is None else grace_s
-        catalog, nodes = self.session.catalog, self.session.nodes
-        forgotten = 0
-        if keep_versions is not None:
-            forgotten = catalog.forget_versions(self.name, keep_versions, grace)
-        # only what changed since the last vacuum (hfq.catalog.vacuum): nodes list first
-        scope = vacuum_scope(catalog, self.name)
-        listings = nodes.call_each(StoreCall(list_changed_files),
-                                   args_for=lambda n: (self.name, *scope.listing_args(n)))
-        writer = live_writer()   # after the listing: files of this process's failed writes go
-        referenced, committed = scope.referenced(listings, nodes.holders)
-        faults.point("vacuum.before_remove")
-        swept = nodes.call_each(StoreCall(sweep_changed), names=list(listings),
-                                args_for=lambda n: (self.name, listings[n], referenced[n],
-                                                    grace, committed, writer))
-        pieces = scope.finish(grace, listings, {n: s[1] for n, s in swept.items()})
-        return {"files_removed": sum(s[0] for s in swept.values()) + pieces,
-                "versions_forgotten": forgotten}
+        return maintenance.vacuum(self.session, self.name, keep_versions=keep_versions,
+                                  grace_s=grace_s)
 
     # -- compute ------------------------------------------------------------------------------
     def map_reduce(self, map_fn: Callable[[pl.DataFrame], Any] | PartitionFunction | None,

@@ -81,7 +81,23 @@ class OLSFit:
     y: str
 
     def table(self) -> pl.DataFrame:
-        """One row per coefficient: name, coef, stderr, tstat, pvalue."""
+        """One row per coefficient: name, coef, stderr, tstat, pvalue.
+
+        Examples
+        --------
+        A fit of one regressor without intercept, made by hand:
+
+        >>> import numpy as np, polars as pl
+        >>> from hfq.analytics import OLSFit
+        >>> one = dict(names=["size"], coef={"size": -0.5}, stderr={"size": 0.25},
+        ...            tstat={"size": -2.0}, pvalue={"size": 0.0504}, cov=np.array([[0.0625]]))
+        >>> fit = OLSFit(**one, n=50, df_model=1, df_resid=49, r2=0.08, adj_r2=0.06,
+        ...              resid_std=1.5, ssr=110.25, cov_type="nonrobust", y="spread")
+        >>> fit.table().rows()
+        [('size', -0.5, 0.25, -2.0, 0.0504)]
+        >>> fit.table().filter(pl.col("pvalue") < 0.05).height     # not significant at 5%
+        0
+        """
         return pl.DataFrame({"name": self.names,
                              "coef": [self.coef[k] for k in self.names],
                              "stderr": [self.stderr[k] for k in self.names],
@@ -89,6 +105,26 @@ class OLSFit:
                              "pvalue": [self.pvalue[k] for k in self.names]})
 
     def summary(self) -> str:
+        """The fit as text, like a statistics package's regression table (also ``repr``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from hfq.analytics import OLSFit
+        >>> fit = OLSFit(names=["intercept", "size"], coef={"intercept": 1.0, "size": -0.5},
+        ...              stderr={"intercept": 0.5, "size": 0.25},
+        ...              tstat={"intercept": 2.0, "size": -2.0},
+        ...              pvalue={"intercept": 0.0511, "size": 0.0511}, cov=np.diag([0.25, 0.0625]),
+        ...              n=50, df_model=1, df_resid=48, r2=0.08, adj_r2=0.06, resid_std=1.5,
+        ...              ssr=108.0, cov_type="HC1", y="spread")
+        >>> print(fit.summary())   # doctest: +NORMALIZE_WHITESPACE
+        OLS of spread on 2 coefficients
+        rows 50   df model 1   df resid 48
+        R^2 0.08   adj. R^2 0.06   resid. std 1.5   covariance HC1
+                              coef       std err          t      P>|t|
+        intercept                1           0.5          2     0.0511
+        size                  -0.5          0.25         -2     0.0511
+        """
         width = max(12, *(len(k) for k in self.names))
         lines = [f"OLS of {self.y} on {len(self.names)} coefficients",
                  f"rows {self.n:,}   df model {self.df_model}   df resid {self.df_resid:,}",

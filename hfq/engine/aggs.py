@@ -59,7 +59,8 @@ def _dtype(expr: pl.Expr, schema: pl.Schema) -> pl.DataType:
 
 def _widened(expr: pl.Expr, schema: pl.Schema) -> pl.Expr:
     dtype = _dtype(expr, schema)
-    if dtype == pl.Boolean or (dtype.is_integer() and dtype not in (pl.Int64, pl.UInt64)):
+    if dtype == pl.Boolean or (dtype.is_integer() and
+                               dtype not in (pl.Int64, pl.UInt64, pl.Int128, pl.UInt128)):
         return expr.cast(pl.Int64)
     return expr
 
@@ -219,6 +220,8 @@ class _Builder:
                                           maintain_order=True).first()
             return [pick.alias(p + "v"), best], [merged, col(p + "b").max() if desc else
                                                   col(p + "b").min()], col(p + "v")
+        if sig == "Correlation":
+            return self._comoments(body["function"]["Correlation"]["method"], args, p)
         if sig == "NullCount":
             e = self._input(args[0])
             if e is None:
@@ -226,6 +229,37 @@ class _Builder:
             return ([e.null_count().cast(pl.Int64).alias(p + "n")], [col(p + "n").sum()],
                     col(p + "n"))
         return None
+
+    def _comoments(self, method: Any, args: list[Tree], p: str
+                   ) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr] | None:
+        """Covariance (``{"Covariance": ddof}``) or Pearson correlation of two inputs: per
+        partition (n, means, centred second moments), merged by Chan's rule."""
+        x, y = self._input(args[0]), self._input(args[1])
+        if x is None or y is None or not (method == "Pearson" or (
+                isinstance(method, dict) and "Covariance" in method)):
+            return None
+        col = pl.col
+        x, y = x.cast(F64), y.cast(F64)
+        dx, dy = x - x.mean(), y - y.mean()
+        partial = [x.count().cast(pl.Int64).alias(p + "n"), x.mean().alias(p + "mx"),
+                   y.mean().alias(p + "my"), (dx * dx).sum().alias(p + "sxx"),
+                   (dy * dy).sum().alias(p + "syy"), (dx * dy).sum().alias(p + "sxy")]
+        n, mx, my = col(p + "n"), col(p + "mx"), col(p + "my")
+        big_n = n.sum()
+        cx = (n * mx).sum() / big_n
+        cy = (n * my).sum() / big_n
+        merge = [big_n.alias(p + "N"),
+                 (col(p + "sxx").sum() + (n * (mx - cx) ** 2).sum()).alias(p + "SXX"),
+                 (col(p + "syy").sum() + (n * (my - cy) ** 2).sum()).alias(p + "SYY"),
+                 (col(p + "sxy").sum() + (n * (mx - cx) * (my - cy)).sum()).alias(p + "SXY")]
+        big = col(p + "N")
+        if method == "Pearson":
+            final = pl.when(big > 0).then(
+                col(p + "SXY") / (col(p + "SXX") * col(p + "SYY")).sqrt())
+        else:
+            ddof = method["Covariance"]
+            final = pl.when(big > ddof).then(col(p + "SXY") / (big - ddof))
+        return partial, merge, final
 
     def _first_last(self, agg: str, inner: Tree, p: str
                     ) -> tuple[list[pl.Expr], list[pl.Expr], pl.Expr] | None:
@@ -265,7 +299,7 @@ def _numeric(dtype: pl.DataType) -> bool:
 
 _LEAF_AGGS = ("Min", "Max", "Sum", "Mean", "Var", "Std", "Count", "First", "Last", "NUnique",
               "Median")
-_LEAF_FUNCTIONS = ("Quantile", "MaxBy", "MinBy", "NullCount")
+_LEAF_FUNCTIONS = ("Quantile", "MaxBy", "MinBy", "NullCount", "Correlation")
 
 
 def decompose(aggs: Sequence[pl.Expr], key_names: list[str], schema: pl.Schema

@@ -34,6 +34,7 @@ from hfq.engine.exprs import (
     from_tree,
     local_over,
     node_kind,
+    raised,
     signature,
     to_tree,
 )
@@ -63,7 +64,7 @@ from hfq.storage.cache import PartitionCache, process_cache
 if TYPE_CHECKING:
     from hfq.engine.query import Query, TableSource
 
-__all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "stage"]
+__all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "run_rows", "stage"]
 
 
 STREAM_ROWS = 200_000
@@ -213,6 +214,9 @@ def _keeps(op: Op, name: str) -> bool:
 
 
 def _first_line(exc: BaseException) -> str:
+    message = raised(exc)   # an error the data raised (overflow, division by zero)
+    if message is not None:
+        return message
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
 
@@ -279,7 +283,7 @@ def stage(query: Query, *, co_partition: bool = True,
     ``keep_order``: groups in order of first appearance even when nothing after the last
     grouping depends on the order (the right side of a join: which of several rows tied
     on an asof key matches depends on it)."""
-    src = query.source
+    src = cast("TableSource", query.source)
     m = src.manifest
     full = frozenset(lvl.column for lvl in m.partition_by.levels())
     local = full
@@ -361,7 +365,7 @@ def stage(query: Query, *, co_partition: bool = True,
 def _in_order(right: Any) -> pl.DataFrame:
     """The right side of a join, run with every grouping's rows in order (which of several
     rows tied on an asof key matches depends on it)."""
-    if getattr(right, "source", None) is None:   # not a query over a table
+    if getattr(getattr(right, "source", None), "manifest", None) is None:   # not over a table
         return cast(pl.DataFrame, right.collect())
     return run(stage(right, keep_order=True))[0]
 
@@ -427,7 +431,7 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     plan = make_plan(m, columns, filters, None)
     spec = ReadSpec(m.schema, m.sort_by, columns, None, [], filters)
     units = src.bind_units(plan.units, filters)
-    if src.live is not None:
+    if getattr(src, "live", None) is not None:
         notes = [*notes, src.live.describe()]
     return Staged(src, plan, spec, node_ops, driver_ops, units, notes)
 
@@ -577,6 +581,17 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
                          f"{_first_line(exc)}") from exc
     stats.seconds = time.perf_counter() - started
     return out, stats
+
+
+def run_rows(frame: pl.DataFrame, ops: Sequence[Op]) -> pl.DataFrame:
+    """``ops`` over rows given as a frame (no table: SQL without FROM), here."""
+    try:
+        lf = frame.lazy()
+        for op in ops:
+            lf = resolve_right(op, _in_order).apply(lf)
+        return lf.collect()
+    except pl.exceptions.PolarsError as exc:
+        raise QueryError(f"query without a table: {_first_line(exc)}") from exc
 
 
 def batched(staged: Staged) -> list[Any]:

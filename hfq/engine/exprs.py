@@ -21,8 +21,8 @@ import polars as pl
 
 from hfq.errors import QueryError
 
-__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "from_tree", "is_rowwise",
-           "local_over", "minute_of_day", "parse_every", "to_tree"]
+__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "fail_where", "from_tree",
+           "is_rowwise", "local_over", "minute_of_day", "parse_every", "raised", "to_tree"]
 
 Tree = Any
 """An expression's JSON tree: nested dicts, lists and strings."""
@@ -227,6 +227,39 @@ def output_name(expr: pl.Expr) -> str:
         raise QueryError(f"cannot tell the name of {expr}; give it one with .alias()") from exc
 
 
+# -- errors raised by the data ------------------------------------------------------------------
+_RAISE = "hfq-error: "
+_RAISED = re.compile(r'\["hfq-error: ((?:[^"\\]|\\.)*)"')
+
+
+def fail_where(value: pl.Expr, bad: pl.Expr, message: str) -> pl.Expr:
+    """``value``, but the query fails with ``message`` when ``bad`` holds on any row (SQL
+    errors raised by the data: integer overflow, division by zero).  Row-wise: polars has
+    no raising expression, so the row's flag becomes a string that cannot be cast to an
+    integer -- which fails the query, and :func:`raised` reads the message back.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> x = pl.col("x")
+    >>> pl.DataFrame({"x": [1, 2]}).select(fail_where(x, x == 0, "zero")).to_series().to_list()
+    [1, 2]
+    >>> try:
+    ...     pl.DataFrame({"x": [1, 0]}).select(fail_where(x, x == 0, "zero"))
+    ... except pl.exceptions.PolarsError as exc:
+    ...     raised(exc)
+    'zero'
+    """
+    flag = pl.when(bad).then(pl.lit(_RAISE + message)).cast(pl.Int8)
+    return pl.when(flag.is_null()).then(value)
+
+
+def raised(exc: BaseException) -> str | None:
+    """The message of a :func:`fail_where` failure inside a polars error, or None."""
+    m = _RAISED.search(str(exc))
+    return m.group(1) if m else None
+
+
 # -- time helpers -------------------------------------------------------------------------------
 _UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "min": 60 * 10**9,
           "h": 3600 * 10**9, "d": 86400 * 10**9}
@@ -338,7 +371,19 @@ def bucket(column: str, every: str | dt.timedelta, *, anchor: str | dt.time | No
 
 
 def minute_of_day(column: str) -> pl.Expr:
-    """Minutes since midnight as Int64 (``hour * 60 + minute``, never wrapping)."""
+    """Minutes since midnight as Int64 (``hour * 60 + minute``, never wrapping), named
+    ``minute_of_day``: a grouping key for intraday profiles across days.
+
+    Examples
+    --------
+    >>> import datetime as dt, polars as pl, hfq
+    >>> df = pl.DataFrame({"time": [dt.time(9, 30, 59), dt.time(16, 0), dt.time(23, 59)]})
+    >>> df.select(hfq.minute_of_day("time"))["minute_of_day"].to_list()
+    [570, 960, 1439]
+    >>> busiest = quotes.query().group_by(hfq.minute_of_day("time")).len()
+    >>> busiest.sort("len", "minute_of_day", descending=[True, False]).head(1).collect().rows()
+    [(575, 55)]
+    """
     col = pl.col(column)
     return (col.dt.hour().cast(pl.Int64) * 60 + col.dt.minute().cast(pl.Int64)).alias(
         "minute_of_day")

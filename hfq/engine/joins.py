@@ -48,6 +48,8 @@ class Join(Op):
     left_on: tuple[pl.Expr, ...]
     right_on: tuple[pl.Expr, ...]
     how: str = "inner"
+    keep_keys: bool = False
+    """Keep the right side's key columns (SQL: both sides' columns stay addressable)."""
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         right = _right_lazy(self.right)
@@ -55,7 +57,8 @@ class Join(Op):
             return lf.join(right, how="cross", maintain_order="left")
         how: Any = self.how
         return lf.join(right, left_on=list(self.left_on), right_on=list(self.right_on),
-                       how=how, coalesce=False if self.how == "full" else None,
+                       how=how, coalesce=False if self.how == "full" or self.keep_keys
+                       else None,
                        maintain_order="left" if self.how != "full" else None,
                        suffix="_right")
 

@@ -35,7 +35,16 @@ import polars as pl
 import pyarrow as pa
 
 from hfq.catalog.records import Manifest
-from hfq.engine.execute import RunStats, Staged, empty_frame, explain, hints, run, stage
+from hfq.engine.execute import (
+    RunStats,
+    Staged,
+    empty_frame,
+    explain,
+    hints,
+    run,
+    run_rows,
+    stage,
+)
 from hfq.engine.exprs import Bucket, empty_lazy
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import (
@@ -61,7 +70,7 @@ if TYPE_CHECKING:
 
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["GroupBy", "Query", "TableSource"]
+__all__ = ["FrameSource", "GroupBy", "Query", "TableSource", "make_query", "plain_query", "reuse"]
 
 IntoExpr = Any
 """A polars expression, a column name, or :func:`hfq.bucket`."""
@@ -102,6 +111,19 @@ class TableSource:
 
     def bind_units(self, units: list[Any], filters: Filters | None = None) -> list[Any]:
         return units if self.live is None else self.live.bind(units, filters)
+
+
+@dataclass
+class FrameSource:
+    """Rows given as a frame rather than read from a table (SQL without FROM, VALUES):
+    a query over them runs on the driver."""
+
+    frame: pl.DataFrame
+    name: str = "(no table)"
+
+    @property
+    def schema(self) -> pl.Schema:
+        return self.frame.schema
 
 
 def _resolve(value: IntoExpr, schema: pl.Schema) -> pl.Expr:
@@ -147,7 +169,7 @@ class Query:
     ([('IBM', 62.75)], 'query on quotes @ version 1')
     """
 
-    def __init__(self, source: TableSource, ops: tuple[Op, ...] = (),
+    def __init__(self, source: TableSource | FrameSource, ops: tuple[Op, ...] = (),
                  schema: pl.Schema | None = None, *, fixed: int = 0,
                  read: tuple[list[str], pl.Expr | None] | None = None) -> None:
         self.source = source
@@ -176,7 +198,7 @@ class Query:
         ['Filter']
         """
         if self._ops is None:
-            assert self._read is not None
+            assert self._read is not None and isinstance(self.source, TableSource)
             columns, where = self._read
             q = _source_query(self.source)
             if where is not None:
@@ -539,6 +561,8 @@ class Query:
             got = self._memo[0]
             return got if isinstance(got, PlainRead) else None
         src = self.source
+        if isinstance(src, FrameSource):   # rows given, not read: they run on the driver
+            return None
         if src.live is not None:   # files and live rows: read by the node stage
             return None
         if self._read is not None:
@@ -564,22 +588,6 @@ class Query:
                 self._memo.append(stage(self))
         got = self._memo[0]
         return got if isinstance(got, Staged) else stage(self)
-
-    def fresh(self) -> Query:
-        """The same query with its own ``last_run``, sharing the plan made already (what a
-        cache of compiled statements hands out).
-
-        Examples
-        --------
-        >>> q = quotes.scan(symbols="IBM")
-        >>> q.count() == q.fresh().count()
-        True
-        """
-        q = Query(self.source, self._ops or (), self._schema, fixed=self._fixed,
-                  read=self._read if self._ops is None else None)
-        if self.source.live is None:   # live rows are pinned when the plan is made: anew
-            q._memo = self._memo
-        return q
 
     @property
     def plan(self) -> Plan:
@@ -616,6 +624,9 @@ class Query:
         node stage (each partition, on a node holding it):
         ...
         """
+        if isinstance(self.source, FrameSource):
+            return "driver stage (no table):\n" + "\n".join(f"  {op.describe()}"
+                                                             for op in self.ops)
         plain = self._plain()
         return plain.explain() if plain is not None else explain(self._staged())
 
@@ -629,6 +640,8 @@ class Query:
         >>> df.shape, df.schema["symbol"], df["date"].n_unique()
         ((41, 3), Categorical, 2)
         """
+        if isinstance(self.source, FrameSource):
+            return run_rows(self.source.frame, self.ops)
         plain = self._plain()
         if plain is not None:
             started = time.perf_counter()
@@ -758,8 +771,28 @@ class Query:
         [(datetime.date(2007, 8, 1), 32), (datetime.date(2007, 8, 2), 9)]
         """
         from hfq.engine.write import write_frame
+        if not isinstance(self.source, TableSource):
+            raise QueryError("write(): a query without a table (SELECT without FROM) has no "
+                             "database to write to")
         return write_frame(self.source.session, self.source.manifest, name, self.collect(),
                            **options)
+
+
+def reuse(query: Query) -> Query:
+    """The same query with its own ``last_run``, sharing the plan made already (what a cache
+    of compiled statements hands out).
+
+    Examples
+    --------
+    >>> q = quotes.scan(symbols="IBM")
+    >>> q.count() == reuse(q).count() and reuse(q)._memo is q._memo
+    True
+    """
+    q = Query(query.source, query._ops or (), query._schema, fixed=query._fixed,
+              read=query._read if query._ops is None else None)
+    if getattr(query.source, "live", None) is None:   # live rows: pinned anew when planned
+        q._memo = query._memo
+    return q
 
 
 def _source_query(src: TableSource) -> Query:
@@ -854,7 +887,18 @@ def _flags(value: bool | Sequence[bool], n: int, what: str) -> tuple[bool, ...]:
 
 
 class GroupBy:
-    """``query.group_by(keys)``; ``.agg(...)`` makes the aggregate query."""
+    """The groups of a query (what :meth:`Query.group_by` returns): :meth:`agg` or :meth:`len`
+    makes the aggregate query, one row per group, computed next to the data.
+
+    Examples
+    --------
+    >>> import hfq, polars as pl
+    >>> ibm = quotes.query(dates="2007-08-01", symbols="IBM")
+    >>> hourly = ibm.group_by(hfq.bucket("time", "1h", anchor="09:30"))
+    >>> mid = ((pl.col("bid") + pl.col("ofr")) / 2).mean().round(2)
+    >>> hourly.agg(quotes=pl.len(), mid=mid).sort("time").head(2).collect().rows()
+    [(datetime.time(9, 30), 8, 62.05), (datetime.time(10, 30), 5, 61.69)]
+    """
 
     def __init__(self, query: Query, keys: tuple[pl.Expr, ...]) -> None:
         self.query = query
@@ -862,7 +906,16 @@ class GroupBy:
 
     def agg(self, *aggs: IntoExpr, **named: IntoExpr) -> Query:
         """One row per group: the keys, then the aggregates, groups in order of first
-        appearance (partition order, then row order)."""
+        appearance (partition order, then row order).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> by_symbol = quotes.query(dates="2007-08-01").group_by("symbol")
+        >>> q = by_symbol.agg(pl.len(), pl.col("bid").max(), low_ofr=pl.col("ofr").min())
+        >>> q.sort("symbol").head(2).collect().rows()
+        [('A', 13, 12.53, 12.22), ('AA', 46, 16.08, 15.7)]
+        """
         exprs = _exprs(aggs, named, self.query.schema)
         if not exprs:
             raise QueryError("agg() needs at least one aggregate")

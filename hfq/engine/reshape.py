@@ -154,3 +154,41 @@ class Sample(Op):
 
     def local(self, keys: frozenset[str]) -> bool:
         return True
+
+
+@dataclass(frozen=True)
+class Combine(Op):
+    """SQL's set operations with a second query's rows (``right``: a query, or its frame
+    once run), columns matched by position and named as this query's: ``all`` (UNION ALL),
+    ``union`` (distinct rows of both), ``intersect`` (distinct rows in both), ``except``
+    (distinct rows not in ``right``); NULLs and NaNs compare equal.  ``types``: the columns'
+    common types.  Runs on the driver."""
+
+    right: Any
+    how: str
+    types: tuple[tuple[str, Any], ...]
+
+    def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
+        right = self.right.lazy() if isinstance(self.right, pl.DataFrame) else \
+            pl.LazyFrame(schema=self.right.schema)
+        names = [n for n, _ in self.types]
+        left = lf.select([pl.col(n).cast(t) for n, t in self.types])
+        right = right.select([pl.col(c).cast(t).alias(n) for c, (n, t) in
+                              zip(right.collect_schema().names(), self.types)])
+        if self.how == "all":
+            return pl.concat([left, right], how="vertical")
+        if self.how == "union":
+            return pl.concat([left, right], how="vertical").unique(maintain_order=True)
+        how: Any = "semi" if self.how == "intersect" else "anti"
+        return left.unique(maintain_order=True).join(right, on=names, how=how,
+                                                     nulls_equal=True)
+
+    def describe(self) -> str:
+        return {"all": "union all", "union": "union", "intersect": "intersect",
+                "except": "except"}[self.how] + " with a second query (on the driver)"
+
+    def projects(self) -> bool:
+        return True
+
+    def reads(self) -> set[str] | None:
+        return {n for n, _ in self.types}

@@ -4,7 +4,10 @@ servers.
 One :class:`~hfq.runtime.server.NodeServer` actor runs per Ray node, hard-pinned to it, named
 after the Ray node so every process finds the same one.  :class:`Runtime` starts the missing
 ones, keeps their :class:`~hfq.runtime.node.NodeInfo`, and forgets a node as soon as a call to it
-fails with a dead actor.  Two ways in:
+fails with a dead actor.  A node that crashed stays on Ray's list of live nodes for 10-30 s
+(until Ray's health checks give up on it) while calls to its server hang: :meth:`Runtime.ping`
+finds such a node *silent* and leaves it out of :meth:`Runtime.alive` until it answers.  Two
+ways in:
 
 * :func:`hfq.runtime.connect.embedded`: ``hfq.connect()`` -- a one-node Ray cluster owned by
   this process (``address="local"``), its one server given the database root explicitly.
@@ -21,7 +24,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ray
@@ -56,6 +59,7 @@ class Runtime:
         self._infos: dict[str, NodeInfo] = {}     # node name -> info
         self._by_ray_id: dict[str, str] = {}     # ray node id -> node name
         self._dead: set[str] = set()              # ray node ids seen dead
+        self._silent: dict[str, Any] = {}         # node name -> its ping, not answered yet
         self.refresh()
 
     @classmethod
@@ -72,6 +76,8 @@ class Runtime:
     def refresh(self) -> list[str]:
         """Find servers for nodes that joined, forget nodes that left; the live node names."""
         with self._lock:
+            if self._silent:   # answered since (back in alive()) or found dead: no waiting
+                self._settle(dict(self._silent), 0)
             nodes = [n for n in ray.nodes() if n["Alive"]]
             alive_ids = {n["NodeID"] for n in nodes}
             for ray_id in list(self._by_ray_id):
@@ -85,9 +91,10 @@ class Runtime:
             handles = [(n, self._server_for(n)) for n in new]
             asked = [(n, h, h.info.remote()) for n, h in handles if h is not None]
             found = []
+            deadline = time.monotonic() + _START_TIMEOUT_S   # the servers start in parallel
             for n, handle, ref in asked:
                 try:
-                    info = ray.get(ref, timeout=_START_TIMEOUT_S)
+                    info = ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
                     if self.create and info.code != code_fingerprint():
                         handle = self._replace(n, handle)   # a server left by older code
                         info = ray.get(handle.info.remote(), timeout=_START_TIMEOUT_S)
@@ -114,15 +121,64 @@ class Runtime:
             return self.alive()
 
     def alive(self) -> list[str]:
+        """The nodes whose servers are believed alive (silent ones left out), sorted."""
         with self._lock:
-            return sorted(self._servers)
+            return sorted(n for n in self._servers if n not in self._silent)
 
     def info(self, name: str) -> NodeInfo:
         return self._infos[name]
 
     def infos(self) -> list[NodeInfo]:
         with self._lock:
-            return [self._infos[n] for n in sorted(self._servers)]
+            return [self._infos[n] for n in self.alive()]
+
+    def ping(self, timeout: float, *, skip: Iterable[str] = ()) -> list[str]:
+        """Ask every known node's server (silent ones too, except ``skip``) to answer within
+        ``timeout`` seconds, all at once; returns, sorted, the nodes that did not.
+
+        Those are *silent*: left out of :meth:`alive` until they answer -- a later ping, or
+        a :meth:`refresh` finding the pending ping answered.  A server found dead is
+        forgotten (:meth:`mark_dead`).  A silent node's pending ping is waited on again, not
+        sent twice.
+        """
+        skipped = set(skip)
+        with self._lock:
+            probes = {}
+            for name in sorted(self._servers):
+                if name not in skipped:
+                    probes[name] = self._silent.get(name) or self._servers[name].ping.remote()
+        return self._settle(probes, timeout)
+
+    def _settle(self, probes: dict[str, Any], timeout: float) -> list[str]:
+        """Wait up to ``timeout`` for the pings ``probes`` (node name -> ObjectRef); update
+        which nodes are silent; return those that did not answer."""
+        if not probes:
+            return []
+        ready, _ = ray.wait(list(probes.values()), num_returns=len(probes), timeout=timeout)
+        answered = set(ready)
+        silent = []
+        for name, ref in probes.items():
+            if ref not in answered:
+                with self._lock:
+                    if name in self._servers:
+                        if name not in self._silent:
+                            log.warning("hfq node %s did not answer a ping within %.1f s; "
+                                        "counted as down until it does", name, timeout)
+                        self._silent[name] = ref
+                silent.append(name)
+                continue
+            try:
+                ray.get(ref)
+            except dead_actor_errors():
+                self.mark_dead(name)
+                silent.append(name)
+                continue
+            except ray.exceptions.RayTaskError:   # it ran and failed: the server is there
+                pass
+            with self._lock:
+                if self._silent.pop(name, None) is not None:
+                    log.warning("hfq node %s answers again", name)
+        return sorted(silent)
 
     def server(self, name: str) -> Any:
         with self._lock:
@@ -161,6 +217,7 @@ class Runtime:
         if name is not None:
             self._servers.pop(name, None)
             self._infos.pop(name, None)
+            self._silent.pop(name, None)
 
     def _replace(self, node: dict[str, Any], handle: Any) -> Any:
         ray.kill(handle, no_restart=True)

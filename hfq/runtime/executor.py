@@ -67,7 +67,7 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
     def node_gone(name: str, chunk: list[int]) -> None:
         log.warning("hfq node %s died during %s; %d unit(s) go to replicas", name,
                     label or "a job", len(chunk))
-        nodes._lost(name)
+        nodes.lost(name)
         state.node_died(name, chunk)
 
     def bad_copy(i: int, name: str, error: CorruptPartitionError) -> None:

@@ -6,7 +6,10 @@ own disk it does directly (the memory-mapped file, no copy through Ray's object 
 everything else goes to the server of a node that holds the file.  Without a runtime (an
 embedded database before its first distributed call) the only node is the local one -- the
 same code, one node.  A node whose server is gone is a dead node in every call: it is logged,
-marked dead once, and its work goes elsewhere or is reported -- never a raw Ray error.
+marked dead once (:meth:`Nodes.lost`), and its work goes elsewhere or is reported -- never a
+raw Ray error.  A node that crashed a moment ago is still on Ray's list of live nodes (for
+10-30 s) while calls to it hang: :meth:`Nodes.reachable` pings every server first and counts the
+silent ones as down -- what maintenance calls do before they decide anything.
 
 Every read is checksummed (:mod:`hfq.storage.fragment`).  A damaged or missing copy met by a
 read is read from another holder instead and then repaired from a good copy
@@ -20,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import pyarrow as pa
 
@@ -43,11 +46,19 @@ from hfq.storage.store import Store
 if TYPE_CHECKING:
     from hfq.runtime.cluster import Runtime
 
-__all__ = ["Nodes"]
+__all__ = ["Nodes", "Reachability"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Reachability(NamedTuple):
+    """What :meth:`Nodes.reachable` found: the nodes that answered (this process's own node
+    always does: its work runs here), and those that did not (sorted)."""
+
+    alive: list[str]
+    unreachable: list[str]
 
 
 class Nodes:
@@ -65,6 +76,27 @@ class Nodes:
         if self.runtime is None:
             return [self.local] if self.local else []
         return self.runtime.alive()
+
+    def reachable(self, timeout: float) -> Reachability:
+        """The nodes whose servers answer a ping within ``timeout`` seconds, now.
+
+        The list of live nodes is first brought up to date (nodes that joined found, nodes
+        Ray saw leave forgotten); then every server but this process's own node's is pinged
+        at once.  A node that does not answer -- most likely crashed, and Ray has not noticed
+        yet -- is left out of :meth:`alive` until it answers a later ping (see
+        :meth:`hfq.runtime.cluster.Runtime.ping`); one whose server is found dead is
+        forgotten.  Without a runtime, the local node is the only one.
+        """
+        if self.runtime is None:
+            return Reachability(self.alive(), [])
+        self.runtime.refresh()
+        silent = self.runtime.ping(timeout, skip=[self.local] if self.local else [])
+        return Reachability(self.alive(), silent)
+
+    def lost(self, name: str) -> None:
+        """A call to node ``name`` failed with a dead actor: it is gone, send it no more work."""
+        if self.runtime is not None:
+            self.runtime.mark_dead(name)
 
     def context(self) -> NodeContext:
         """This process's node, as tasks and calls see it."""
@@ -132,7 +164,7 @@ class Nodes:
                     call_args = args_for(name) if args_for else args
                     refs[self._server(name).call.remote(fn, call_args, compute)] = name
                 except (NodeUnavailableError,) + dead_actor_errors():
-                    self._lost(name)
+                    self.lost(name)
                     missing.append(name)
         try:
             if self.local in targets and self.local in live:
@@ -146,7 +178,7 @@ class Nodes:
                 try:
                     out[name] = ray.get(ref)
                 except dead_actor_errors():
-                    self._lost(name)
+                    self.lost(name)
                     missing.append(name)
                 except ray.exceptions.RayTaskError as exc:
                     _settle(refs)
@@ -168,10 +200,6 @@ class Nodes:
             return self.runtime.server(name)
         except HfqError:
             raise NodeUnavailableError(f"hfq node {name} is not alive", [name]) from None
-
-    def _lost(self, name: str) -> None:
-        if self.runtime is not None:
-            self.runtime.mark_dead(name)
 
     # -- files ----------------------------------------------------------------------------------
     def put(self, rel: str, data: pa.Buffer, nodes: Sequence[str], *, sync: bool = False) -> None:
@@ -195,7 +223,7 @@ class Nodes:
             except Exception as exc:  # noqa: BLE001 - name the node whatever went wrong
                 _settle(r for _, r in refs)
                 if isinstance(exc, dead_actor_errors()):
-                    self._lost(name)
+                    self.lost(name)
                     raise NodeUnavailableError(f"writing {rel} to hfq node {name} failed: the "
                                                "node is gone", [name]) from exc
                 cause = getattr(exc, "cause", None) or exc

@@ -68,6 +68,11 @@ class NodeServer:
                         ray_node_id=ray.get_runtime_context().get_node_id(), cpus=self.cpus,
                         host=socket.gethostname(), code=code_fingerprint())
 
+    def ping(self) -> str:
+        """This node's name, at once: the liveness check of maintenance calls (a control
+        call: it never waits for a compute slot)."""
+        return self.name
+
     # -- files --------------------------------------------------------------------------------
     def put_file(self, rel: str, data: pa.Buffer | bytes, sync: bool = False) -> str:
         put_file(self.store, rel, data, sync=sync)

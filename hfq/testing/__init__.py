@@ -1,7 +1,10 @@
 """Helpers for testing code that uses hfq: hypothesis strategies for tick data, and a
 multi-node Ray cluster on one machine (:func:`local_cluster`, imported lazily: it needs Ray)."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:   # what the API reference (and a type checker) sees; imported on first use
+    from hfq.testing.cluster import local_cluster
 
 __all__ = ["local_cluster", "strategies"]
 

@@ -57,14 +57,38 @@ class LocalCluster:
         return i
 
     def kill_node(self, i: int) -> None:
-        """Stop node ``i`` at once, as a crash would (its disk stays)."""
+        """Stop node ``i`` at once, as a crash would (its disk stays): its Ray processes and
+        its workers (the hfq server among them), which would otherwise answer calls for a
+        moment after their raylet is gone."""
         if i == 0:
             raise ValueError("node 0 is the head; kill a worker node")
         node = self.nodes[i]
         if node is None:
             raise ValueError(f"node {i} is not running")
+        import psutil  # Ray's own dependency
+        workers = _workers(node)
         self.cluster.remove_node(node, allow_graceful=False)
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+        psutil.wait_procs(workers, timeout=30)
         self.nodes[i] = None
+
+    def freeze_node(self, i: int) -> None:
+        """Stop (SIGSTOP) every process of node ``i``, its workers included, as a machine
+        that hangs: Ray lists it as alive until its health checks give up, and nothing on it
+        answers.  :meth:`kill_node` ends it."""
+        if i == 0:
+            raise ValueError("node 0 is the head; freeze a worker node")
+        node = self.nodes[i]
+        if node is None:
+            raise ValueError(f"node {i} is not running")
+        import psutil
+        own = [psutil.Process(p.process.pid) for infos in node.all_processes.values()
+               for p in infos if psutil.pid_exists(p.process.pid)]
+        for process in [*_workers(node), *own]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.suspend()
 
     def connect(self, **settings: Any) -> Database:
         """An hfq database on this cluster (initialises Ray in this process if needed)."""
@@ -80,6 +104,14 @@ class LocalCluster:
             self.cluster = None
 
 
+def _workers(node: Any) -> list[Any]:
+    """The worker processes of a Ray node (children of its raylet), as psutil processes."""
+    import psutil
+    raylets = [p.process.pid for p in node.all_processes.get("raylet", [])]
+    return [c for pid in raylets if psutil.pid_exists(pid)
+            for c in psutil.Process(pid).children(recursive=True)]
+
+
 @contextlib.contextmanager
 def local_cluster(nodes: int = 3, *, cpus_per_node: int = 1, root: str | None = None,
                   object_store_mb: int = 200) -> Iterator[LocalCluster]:
@@ -87,6 +119,27 @@ def local_cluster(nodes: int = 3, *, cpus_per_node: int = 1, root: str | None = 
 
     ``root`` keeps the node directories (default: a temporary directory, removed after);
     starting again with the same ``root`` brings back the same nodes and their partitions.
+    Start it in a process where Ray is not running: :meth:`LocalCluster.connect` connects
+    this process to the cluster, and stopping the cluster disconnects it.
+
+    Examples
+    --------
+    A table on two nodes, one of which crashes (not run by the doctests: a doctest run keeps
+    an embedded Ray running in its process):
+
+    >>> import hfq
+    >>> from hfq.testing import local_cluster
+    >>> with local_cluster(nodes=2) as cluster:                   # doctest: +SKIP
+    ...     db = cluster.connect()
+    ...     quotes = db.create_table("quotes", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+    ...     quotes.append(hfq.synth.taq_table(dates=["2007-08-01", "2007-08-02"],
+    ...                                       rows_per_day=1000))
+    ...     db.node_info()["files"].to_list()     # each day's partition on both nodes
+    ...     cluster.kill_node(1)                  # a crash: node 1 and its copies are gone
+    ...     len(quotes.to_polars())               # read from the copies on node 0
+    1
+    [2, 2]
+    2000
     """
     from ray.cluster_utils import Cluster
     if nodes < 1:

@@ -41,7 +41,20 @@ _EPOCH = dt.date(2007, 8, 1)
 
 
 def symbols() -> st.SearchStrategy[str]:
-    """Ordinary tickers mixed with hostile strings (no lone surrogates: Arrow is UTF-8)."""
+    """Ordinary tickers mixed with hostile strings (no lone surrogates: Arrow is UTF-8).
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from hfq.partition import encode_component
+    >>> from hfq.testing.strategies import symbols
+    >>> @settings(max_examples=50)
+    ... @given(symbols())
+    ... def test_a_symbol_never_names_a_path_outside_its_directory(symbol):
+    ...     component = encode_component(symbol)
+    ...     assert "/" not in component and component not in ("", ".", "..")
+    >>> test_a_symbol_never_names_a_path_outside_its_directory()
+    """
     plain = st.text(alphabet=st.characters(min_codepoint=65, max_codepoint=90), min_size=1,
                     max_size=5)
     anything = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
@@ -49,16 +62,53 @@ def symbols() -> st.SearchStrategy[str]:
 
 
 def prices(*, allow_nan: bool = True) -> st.SearchStrategy[float | None]:
-    """Four-decimal prices (what TAQ holds), arbitrary floats, zeros, sentinels and nulls."""
+    """Four-decimal prices (what TAQ holds), arbitrary floats, zeros, sentinels and nulls.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from hypothesis import given, settings
+    >>> from hfq.quality import clean_quotes
+    >>> from hfq.testing.strategies import prices
+    >>> @settings(max_examples=50)
+    ... @given(prices(), prices())
+    ... def test_a_clean_quote_has_finite_positive_prices(bid, ofr):
+    ...     df = pl.DataFrame({"bid": [bid], "ofr": [ofr]}, schema=dict.fromkeys(
+    ...         ["bid", "ofr"], pl.Float64))
+    ...     if df.select(clean_quotes()).item():
+    ...         assert 0 < bid < ofr < float("inf")
+    >>> test_a_clean_quote_has_finite_positive_prices()
+    """
     decimal = st.integers(0, 2_147_483_647).map(lambda k: k / 10_000)
     wild = st.floats(allow_nan=allow_nan, allow_infinity=True)
     return st.one_of(decimal, st.sampled_from([0.0, -0.0, 214748.3647, 1e-300, 1e300]),
                      wild, st.none())
 
 
+def taq_tables(*, max_rows: int = 200, max_days: int = 3) -> st.SearchStrategy[pa.Table]:
+    """Arrow tables in :data:`hfq.schema.TAQ` with nulls, empty strings and hostile symbols.
+
+    Examples
+    --------
+    >>> from hypothesis import assume, given, settings
+    >>> import hfq
+    >>> from hfq.partition import key_path
+    >>> from hfq.testing.strategies import taq_tables
+    >>> scheme = hfq.Compo(hfq.Value("date"), hfq.Value("symbol"))   # paths from the symbols
+    >>> @settings(max_examples=20)
+    ... @given(taq_tables(max_rows=30))
+    ... def test_partition_directories_stay_inside_the_table(table):
+    ...     assume(table.num_rows > 0)                  # route() takes at least one row
+    ...     for key in scheme.route(table)[1]:
+    ...         parts = key_path(scheme, key).split("/")
+    ...         assert len(parts) == 2 and not {"", ".", ".."} & set(parts)
+    >>> test_partition_directories_stay_inside_the_table()
+    """
+    return _taq_tables(max_rows=max_rows, max_days=max_days)
+
+
 @st.composite
-def taq_tables(draw: st.DrawFn, *, max_rows: int = 200, max_days: int = 3) -> pa.Table:
-    """Arrow tables in :data:`hfq.schema.TAQ` with nulls, empty strings and hostile symbols."""
+def _taq_tables(draw: st.DrawFn, *, max_rows: int, max_days: int) -> pa.Table:
     n = draw(st.integers(0, max_rows))
     pool = draw(st.lists(symbols(), min_size=1, max_size=8, unique=True))
     ints = st.one_of(st.integers(-(2 ** 31), 2 ** 31 - 1), st.none())
@@ -87,7 +137,21 @@ def taq_tables(draw: st.DrawFn, *, max_rows: int = 200, max_days: int = 3) -> pa
 # -- reducers: data, ways to split it, and ways to merge the pieces ------------------------------
 def reducer_values(*, finite: bool = False, max_size: int = 60) -> st.SearchStrategy[list]:
     """Floats for reducer properties: huge and tiny magnitudes, -0.0, and (unless ``finite``)
-    NaN and +-inf."""
+    NaN and +-inf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> from hfq import reduce as hr
+    >>> from hfq.testing.strategies import reducer_values
+    >>> @settings(max_examples=50)
+    ... @given(reducer_values())
+    ... def test_max_is_numpys(values):
+    ...     got, expected = hr.Max().of(values), np.max(values) if values else None
+    ...     assert got is expected is None or np.array_equal(got, expected, equal_nan=True)
+    >>> test_max_is_numpys()
+    """
     edge = [0.0, -0.0, 1e-300, -1e-300, 1e300, -1e300, 1e6 + 0.5, 5e-324]
     value = st.one_of(st.floats(allow_nan=not finite, allow_infinity=not finite,
                                 width=64, min_value=None if not finite else -1e250,
@@ -96,18 +160,57 @@ def reducer_values(*, finite: bool = False, max_size: int = 60) -> st.SearchStra
     return st.lists(value, max_size=max_size)
 
 
+def partitioned(values: list[Any]) -> st.SearchStrategy[list[list[Any]]]:
+    """``values`` cut into consecutive pieces, empty pieces and single rows included.
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> from hfq import reduce as hr
+    >>> from hfq.testing.strategies import partitioned, reducer_values
+    >>> @settings(max_examples=50)
+    ... @given(reducer_values(finite=True).flatmap(partitioned))
+    ... def test_min_of_the_pieces_is_the_min(pieces):
+    ...     values = [v for piece in pieces for v in piece]
+    ...     r = hr.Min()
+    ...     assert r.merge_all(r.of(piece) for piece in pieces) == min(values, default=None)
+    >>> test_min_of_the_pieces_is_the_min()
+    """
+    return _partitioned(values)
+
+
 @st.composite
-def partitioned(draw: st.DrawFn, values: list[Any]) -> list[list[Any]]:
-    """``values`` cut into consecutive pieces, empty pieces and single rows included."""
+def _partitioned(draw: st.DrawFn, values: list[Any]) -> list[list[Any]]:
     cuts = sorted(draw(st.lists(st.integers(0, len(values)), max_size=8)))
     bounds = [0, *cuts, len(values)]
     return [values[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@st.composite
-def merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, int]]]:
+def merge_trees(n: int) -> st.SearchStrategy[tuple[list[int], list[tuple[int, int]]]]:
     """A random order of ``n`` partial results and a random binary merge tree over them, as
-    (order, [(i, j), ...]): each step merges slot i into slot j (fixed left/right roles)."""
+    (order, [(i, j), ...]): each step merges slot i into slot j (fixed left/right roles).
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings, strategies as st
+    >>> from hfq import reduce as hr
+    >>> from hfq.testing.strategies import merge_trees
+    >>> @settings(max_examples=50)
+    ... @given(st.integers(1, 8).flatmap(merge_trees))
+    ... def test_counts_merge_in_any_order_and_tree(tree):
+    ...     order, steps = tree
+    ...     slots = {k: i + 1 for k, i in enumerate(order)}   # slot k holds partial order[k]
+    ...     for i, j in steps:
+    ...         slots[j] = hr.Count().merge(slots.pop(i), slots[j])
+    ...     n = len(order)
+    ...     assert list(slots.values()) == [n * (n + 1) // 2]
+    >>> test_counts_merge_in_any_order_and_tree()
+    """
+    return _merge_trees(n)
+
+
+@st.composite
+def _merge_trees(draw: st.DrawFn, n: int) -> tuple[list[int], list[tuple[int, int]]]:
     order = draw(st.permutations(list(range(n))))
     steps = []
     alive = list(range(n))

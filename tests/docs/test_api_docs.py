@@ -59,8 +59,6 @@ def missing_examples(api: dict[str, object]) -> list[str]:
     return sorted(name for name, obj in api.items() if ">>>" not in (inspect.getdoc(obj) or ""))
 
 
-@pytest.mark.xfail(strict=True, reason="the public list (hfq.PUBLIC) is new: the examples and "
-                   "the reference's member lists are being written (issue 25); un-mark then")
 def test_every_public_function_has_a_runnable_example():
     missing = missing_examples(public_api())
     assert not missing, f"public functions without an example: {missing}"
@@ -96,8 +94,6 @@ def _documented() -> dict[str, set[str] | None]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="the public list (hfq.PUBLIC) is new: the examples and "
-                   "the reference's member lists are being written (issue 25); un-mark then")
 def test_the_reference_documents_exactly_the_public_names():
     """Each public module's page lists its public names (``members: [...]``), no more: the
     reference is built from ``hfq.PUBLIC``."""
@@ -119,8 +115,6 @@ def test_the_examples_are_collected_as_doctests():
     assert "--doctest-modules" in config["addopts"] and "hfq" in config["testpaths"]
 
 
-@pytest.mark.xfail(strict=True, reason="the public list (hfq.PUBLIC) is new: the examples and "
-                   "the reference's member lists are being written (issue 25); un-mark then")
 def test_every_example_is_found_by_the_doctest_finder():
     """Each promised example parses as a doctest of its own (not lost to a property, a
     static method or a docstring the finder does not reach)."""

@@ -6,7 +6,12 @@
 * ``rebalance()`` with no node change moves nothing, even for a table placed off placement;
 * a node killed during a rebalance (fault point ``rebalance.copy.before_commit``) and right
   before verify / vacuum / reads / append: clean errors or success, never a raw Ray error; the
-  next ``rebalance()`` restores every partition's replicas on live nodes.
+  next ``rebalance()`` restores every partition's replicas on live nodes;
+* a node killed (or frozen: a machine that hangs) right before a ``rebalance()`` -- still on
+  Ray's list of live nodes, which takes 10-30 s to notice -- does not answer the rebalance's
+  ping: it counts as down, every partition gets two live copies on the others, and the result
+  names it.  Nothing here waits for Ray to notice a death: ``kill_node`` stops the node's
+  workers too, and maintenance calls ping the servers themselves.
 
 Tests run in file order and share the cluster: the node-loss test and the command line (a
 second driver process) come last.
@@ -88,6 +93,39 @@ def intact(db, fragment, node: str) -> bool:
 
 def total_bid(t) -> float:
     return t.map_reduce(lambda df: hr.Sum().of(df["bid"]), hr.Sum(), columns=["bid"])
+
+
+def add_node(cluster, db) -> tuple[int, str]:
+    """Start one more node; its index in the cluster and its hfq node name."""
+    index = cluster.add_node()
+    db.session.nodes_for(start=True)
+    assert len(db.session.nodes.alive()) == 3
+    return index, next(i.name for i in db.session.runtime().infos()
+                       if i.root == cluster.roots[index])
+
+
+def a_worker_holding_files(cluster, db, quotes) -> tuple[int, str]:
+    """Add a node, rebalance onto it; a node other than the driver's holding files of quotes
+    (the new one, unless placement gave it none): its index in the cluster and its name."""
+    _, joined = add_node(cluster, db)
+    db.rebalance(["quotes"])
+    held = holders(quotes.refresh())
+    victim = joined if joined in held else next(n for n in sorted(held)
+                                                if n not in (db.session.nodes.local, joined))
+    return cluster.roots.index(db.session.runtime().info(victim).root), victim
+
+
+def assert_two_live_copies(db, quotes, alive: set[str], rows) -> None:
+    """Every partition of quotes on two of the ``alive`` nodes, intact; the same rows."""
+    for fragment in quotes.refresh().snapshot().fragments():
+        assert len(set(fragment.nodes)) == 2 and set(fragment.nodes) <= alive, fragment.nodes
+        assert all(intact(db, fragment, n) for n in fragment.nodes)
+    assert canonical(quotes.to_arrow()).equals(rows)
+
+
+def holders(t) -> set[str]:
+    """Every node holding some file of ``t``'s version."""
+    return {n for f in t.snapshot().fragments() for n in f.nodes}
 
 
 def test_every_partition_is_on_both_nodes(db, quotes):
@@ -177,7 +215,8 @@ def test_a_repair_stopped_before_the_swap_leaves_the_bad_copy_whole(db, quotes):
 
 
 def test_rebalance_with_no_node_change_moves_nothing(db, quotes, data):
-    assert db.rebalance(["quotes"]) == {"quotes": 0}
+    moved = db.rebalance(["quotes"])
+    assert moved == {"quotes": 0} and moved.unreachable == ()
     # a table whose partitions sit off placement (as minute bars sit next to their source)
     t = db.create_table("offplace", hfq.schemas.TAQ, partition_by=SCHEME,
                         sort_by=("symbol", "time"), replicas=1)
@@ -207,9 +246,7 @@ def test_rebalance_with_no_node_change_moves_nothing(db, quotes, data):
 def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
         cluster, db, quotes, data, tmp_path):
     want = total_bid(quotes)
-    index = cluster.add_node()
-    db.session.nodes_for(start=True)
-    assert len(db.session.nodes.alive()) == 3
+    index, victim = add_node(cluster, db)
     gate = str(tmp_path / "gate")
     faults.arm("rebalance.copy.before_commit", f"pause:{gate}")
     worker, outcome = in_thread(lambda: db.rebalance(["quotes"]))
@@ -219,6 +256,7 @@ def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
         time.sleep(0.05)
     cluster.kill_node(index)   # copies are made on it, the move not yet committed
     open(gate, "w").close()
+    held_before = holders(quotes.refresh())
     worker.join(120)
     faults.disarm()
     assert "error" not in outcome or isinstance(outcome["error"], HfqError), outcome
@@ -234,15 +272,49 @@ def test_a_node_killed_mid_rebalance_then_maintenance_then_replicas_restored(
     except NodeUnavailableError as exc:
         assert exc.nodes, exc
         appended = 0
-    # the next rebalance puts every partition back on two live nodes
-    db.rebalance(["quotes"])
+    # the next rebalance puts every partition back on two live nodes, whether Ray noticed
+    # the death yet or not (the dead node does not answer its ping)
+    moved = db.rebalance(["quotes"])
     alive = set(db.session.nodes.alive())
-    assert len(alive) == 2
+    assert len(alive) == 2 and victim not in alive
+    assert moved.unreachable == (victim,) or victim not in held_before, (moved, victim)
     for fragment in quotes.refresh().snapshot().fragments():
         assert len(set(fragment.nodes)) == 2 and set(fragment.nodes) <= alive, fragment.nodes
         assert all(intact(db, fragment, n) for n in fragment.nodes)
     assert len(quotes) == data.num_rows + appended
     assert quotes.verify() == 2 * len(list(quotes.snapshot().fragments()))
+
+
+def test_a_node_killed_then_rebalance_at_once_counts_it_down_and_restores_two_copies(
+        cluster, db, quotes):
+    index, victim = a_worker_holding_files(cluster, db, quotes)
+    rows = canonical(quotes.to_arrow())
+    others = set(db.session.nodes.alive()) - {victim}
+    cluster.kill_node(index)
+    moved = db.rebalance(["quotes"])   # at once: Ray still lists the node as alive
+    assert moved.unreachable == (victim,), moved
+    assert moved["quotes"] > 0 and set(db.session.nodes.alive()) == others
+    assert_two_live_copies(db, quotes, others, rows)
+    checked = quotes.verify()
+    assert checked == 2 * len(list(quotes.snapshot().fragments())) and not checked.unreachable
+
+
+def test_a_frozen_node_does_not_answer_its_ping_and_counts_as_down(cluster, db, quotes):
+    """A machine that hangs: every process of the node stopped, nothing answers, Ray lists
+    it as alive until its health checks give up."""
+    index, victim = a_worker_holding_files(cluster, db, quotes)
+    rows = canonical(quotes.to_arrow())
+    others = set(db.session.nodes.alive()) - {victim}
+    cluster.freeze_node(index)
+    try:
+        moved = db.rebalance(["quotes"])
+        assert moved.unreachable == (victim,) and moved["quotes"] > 0, moved
+        assert set(db.session.nodes.alive()) == others   # left out until it answers
+        assert_two_live_copies(db, quotes, others, rows)
+        repairs = db.repair(["quotes"])   # asked again: still silent, and named
+        assert repairs == [] and repairs.unreachable == (victim,)
+    finally:
+        cluster.kill_node(index)
 
 
 # last: a new driver process may restart the servers when the hfq source changed meanwhile

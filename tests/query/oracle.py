@@ -115,4 +115,6 @@ def _close(u: float | None, v: float | None) -> bool:
         return u is None and v is None
     if math.isnan(u) or math.isnan(v):
         return math.isnan(u) and math.isnan(v)
+    if math.isinf(u) or math.isinf(v):
+        return u == v
     return abs(u - v) <= 1e-9 * max(abs(u), abs(v)) + 1e-12

@@ -226,7 +226,8 @@ ERRORS = [
      "column 'bid' must appear in GROUP BY or be used in an aggregate function "
      "(line 1, column 8)"),
     ("SELECT string_agg(ex) FROM quotes",
-     "unsupported SQL: aggregate group_concat() (line 1, column 19)"),
+     "unsupported SQL: aggregate string_agg() / group_concat() (its order is not defined; "
+     "list(x ORDER BY y) is not supported either) (line 1, column 19)"),
     ("SELECT bid FROM quotes WHERE bid > sum(ofr)",
      "aggregates are not allowed in WHERE (use HAVING) (line 1, column 30)"),
     ("SELECT t.price FROM trades t ASOF JOIN quotes q ON t.symbol = q.symbol",
@@ -234,10 +235,24 @@ ERRORS = [
     ("SELECT q.nope FROM quotes q",
      "unknown column 'q.nope'; columns of q: symbol, date, time, bid, ofr, bidsiz, ofrsiz, "
      "mode, ex, mmid (line 1, column 8)"),
-    ("SELEC 1", "SQL syntax error: Invalid expression / Unexpected token (line 1, column 7)"),
-    ("SELECT sum(bid) OVER (ORDER BY time ROWS BETWEEN 1 FOLLOWING AND 2 FOLLOWING) "
+    ("SELEC symbol FROM quotes", "SQL syntax error: 'SELEC' does not start a statement "
+     "(expected SELECT, WITH, FROM or PIVOT) (line 1, column 1)"),
+    ("SELECT 1 +", "SQL syntax error: Required keyword: 'expression' missing for "
+     "<class 'sqlglot.expressions.core.Add'> (line 1, column 10)"),
+    ("SELECT sum(bid) OVER (ORDER BY time RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) "
      "FROM quotes",
-     "unsupported SQL: window frames that do not end at the CURRENT ROW (line 1, column 50)"),
+     "unsupported SQL: RANGE frames that do not end at the CURRENT ROW (line 1, column 51)"),
+    ("SELECT * FROM read_csv('x.csv')", "unsupported SQL: table function read_csv() in FROM "
+     "(only tables of this database) (line 1, column 18)"),
+    ("SELECT lag(bid, 1, bid) OVER (ORDER BY time) FROM quotes",
+     "unsupported SQL: lag() with a default that is not a constant (line 1, column 20)"),
+    ("SELECT * FROM quotes TABLESAMPLE 10%", "unsupported SQL: TABLESAMPLE (line 1, column 15)"),
+    ("SELECT * FROM quotes FOR SYSTEM_TIME AS OF '2020-01-01'",
+     "unsupported SQL: FOR SYSTEM_TIME AS OF (line 1, column 15)"),
+    ("SELECT symbol FROM quotes q WHERE bid > (SELECT avg(bid) FROM trades t WHERE "
+     "t.price > q.bid)", "unsupported SQL: correlated subquery: only EXISTS, IN and scalar "
+     "subqueries whose WHERE compares the outer query's columns by equality (AND-ed with the "
+     "rest) (line 1, column 78)"),
 ]
 
 

@@ -249,7 +249,8 @@ def test_cli_ingest_twice_and_check_through_the_entry_point(tmp_path):
     skipped = hfq_cli("ingest", "t", csv, "--duplicates", "skip", "--json")
     assert skipped.returncode == 0 and json.loads(skipped.stdout)["version"] == 1
     ok = hfq_cli("check", "--json")
-    assert ok.returncode == 0 and json.loads(ok.stdout) == {"ok": True, "problems": []}
+    assert ok.returncode == 0 and json.loads(ok.stdout) == {"ok": True, "problems": [],
+                                                            "unreachable": []}
     os.remove(os.path.join(root, "t", "_versions", f"{1:020d}.json"))
     bad = hfq_cli("check", "--json")
     assert bad.returncode == 1

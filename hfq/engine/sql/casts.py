@@ -1,0 +1,186 @@
+"""``CAST(x AS type)``, ``x::type``, ``TRY_CAST`` and typed literals (``TIMESTAMP '...'``)
+with DuckDB's conversions.
+
+Integers of every width become BIGINT (hfq's one integer type in SQL: safer than DuckDB's
+narrower results, which can overflow) after a range check against the named type; doubles
+round half to even on the way to an integer, decimals half away from zero (as DuckDB);
+a value that does not convert fails the query (``TRY_CAST``: NULL).  Conversions whose text
+DuckDB formats differently from polars (doubles, timestamps and times to VARCHAR) and
+casts to types hfq does not hold are refused by name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import polars as pl
+from sqlglot import exp
+
+from hfq.engine.sql.errors import unsupported
+from hfq.engine.sql.literals import interval_ns, parse_literal
+from hfq.engine.sql.scope import Compiles
+
+__all__ = ["cast", "target_type"]
+
+T = exp.DataType.Type
+_INT_RANGE = {T.TINYINT: 8, T.SMALLINT: 16, T.INT: 32, T.BIGINT: 64}
+_TIMESTAMPS = {T.TIMESTAMP: "us", T.TIMESTAMPNTZ: "us", T.DATETIME: "us",
+               T.TIMESTAMP_MS: "ms", T.TIMESTAMP_NS: "ns"}
+
+
+def target_type(node: exp.Cast) -> pl.DataType:
+    """The polars type a CAST makes, or refused by name."""
+    to = node.to
+    kind = to.this
+    if to.expressions and kind != T.DECIMAL:
+        raise unsupported(node, f"CAST to {to.sql('duckdb')}")
+    if kind in _INT_RANGE:
+        return pl.Int64()
+    if kind == T.DOUBLE:
+        return pl.Float64()
+    if kind == T.FLOAT:
+        return pl.Float32()
+    if kind == T.DECIMAL:
+        params = [int(p.this.this) for p in to.expressions] if to.expressions else [18, 3]
+        if len(params) == 1:
+            params.append(0)
+        return pl.Decimal(*params)
+    if kind in (T.VARCHAR, T.TEXT, T.CHAR):
+        return pl.String()
+    if kind == T.BOOLEAN:
+        return pl.Boolean()
+    if kind == T.DATE:
+        return pl.Date()
+    if kind == T.TIME:
+        return pl.Time()
+    if kind in _TIMESTAMPS:
+        return pl.Datetime(_TIMESTAMPS[kind])   # type: ignore[arg-type]
+    if kind == T.TIMESTAMPTZ:
+        return pl.Datetime("us", "UTC")
+    if kind == T.INTERVAL:
+        return pl.Duration("us")
+    raise unsupported(node, f"CAST to {to.sql('duckdb')}")
+
+
+def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
+    """``node`` (a CAST or TRY_CAST) compiled."""
+    target = target_type(node)
+    inner = node.this
+    if isinstance(inner, exp.Literal) and inner.is_string:
+        literal = _string_literal(c, inner.this, target, node)
+        if literal is not None:
+            return literal
+    if isinstance(inner, exp.Null):
+        return pl.lit(None, dtype=target)
+    value = c.expr(inner)
+    source = c.dtype(value)
+    what = f"CAST to {node.to.sql('duckdb')}"
+
+    def checked(out: pl.Expr, bad: pl.Expr) -> pl.Expr:
+        if safe:
+            return pl.when(bad.fill_null(False)).then(pl.lit(None, dtype=target)) \
+                .otherwise(out)
+        return c.fail(out, bad, node, f"conversion failed ({what})")
+
+    narrow = target == pl.Int64 and _INT_RANGE[node.to.this] < 64
+    if (source == target and not narrow) or isinstance(source, pl.Null):
+        return value.cast(target)
+    if target == pl.Int64:
+        bits = _INT_RANGE[node.to.this]
+        lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        if source.is_float():
+            rounded = value.round(0)   # half to even, as DuckDB casts doubles
+            bad = value.is_nan() | (rounded < lo) | (rounded > hi)
+            return checked(pl.when(bad).then(None).otherwise(rounded).cast(pl.Int64), bad)
+        if isinstance(source, pl.Decimal):
+            rounded = value.cast(pl.Float64).round(0, mode="half_away_from_zero") \
+                if source.scale else value
+            out = rounded.cast(pl.Int64, strict=False)
+            return checked(out, out.is_null() & value.is_not_null() | (out < lo) | (out > hi))
+        if source.is_integer() or source == pl.Boolean:
+            out = value.cast(pl.Int64)
+            return checked(out, (out < lo) | (out > hi)) if bits < 64 else out
+        if _text(source):
+            out = value.cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
+            return checked(out, out.is_null() & value.is_not_null() | (out < lo) | (out > hi))
+    if target.is_float() or isinstance(target, pl.Decimal):
+        if source.is_numeric() and not (isinstance(target, pl.Decimal) and source.is_float()):
+            return value.cast(target)
+        if _text(source) and target.is_float():
+            out = value.cast(pl.String).str.strip_chars().cast(target, strict=False)
+            return checked(out, out.is_null() & value.is_not_null())
+    if target == pl.String:
+        if _text(source) or source.is_integer() or source in (pl.Boolean, pl.Date) or \
+                isinstance(source, pl.Decimal):
+            return value.cast(pl.String)
+    if target == pl.Boolean and (source.is_integer() or source.is_float()):
+        return value != 0
+    if target == pl.Date:
+        if isinstance(source, pl.Datetime):
+            return _utc(value, source).dt.date()
+        if _text(source):
+            out = value.cast(pl.String).str.to_date(strict=False)
+            return checked(out, out.is_null() & value.is_not_null())
+    if target == pl.Time and isinstance(source, pl.Datetime):
+        return _utc(value, source).dt.time()
+    if isinstance(target, pl.Datetime):
+        if isinstance(source, pl.Date):
+            out = value.cast(pl.Datetime(target.time_unit))
+            return out.dt.replace_time_zone(target.time_zone) if target.time_zone else out
+        if isinstance(source, pl.Datetime):
+            out = _utc(value, source) if source.time_zone else value
+            if target.time_zone is None:
+                out = out.dt.replace_time_zone(None)
+            elif source.time_zone is None:   # a local time read in the session's zone
+                out = out.dt.replace_time_zone("UTC")
+            return out.dt.cast_time_unit(target.time_unit or "us")
+    raise unsupported(node, f"CAST from {_name(source)} to {node.to.sql('duckdb')}")
+
+
+def _string_literal(c: Compiles, text: str, target: pl.DataType, node: exp.Cast
+                    ) -> pl.Expr | None:
+    """A typed literal (``TIMESTAMP '...'``, ``'-infinity'::TIMESTAMP``, ``INTERVAL``...)."""
+    if target.is_temporal() and not isinstance(target, pl.Duration):
+        return pl.lit(_temporal_value(text, target, node), dtype=target)
+    if isinstance(target, pl.Duration):
+        iv = exp.Interval(this=exp.Literal.string(text))
+        iv.meta.update(node.meta)
+        return pl.lit(dt.timedelta(microseconds=interval_ns(iv) // 1000), dtype=target)
+    return None
+
+
+def _temporal_value(text: str, target: pl.DataType, node: exp.Expression) -> Any:
+    word = text.strip().lower()
+    if isinstance(target, pl.Datetime) and word in ("infinity", "+infinity", "-infinity"):
+        # DuckDB's infinite timestamps, as its Python values show them
+        value = dt.datetime.min if word.startswith("-") else dt.datetime.max
+        return value.replace(tzinfo=dt.timezone.utc) if target.time_zone else value
+    if isinstance(target, pl.Datetime):
+        value = parse_literal(text, pl.Datetime("us"), node)
+        if target.time_zone:   # an instant: an offset in the text counts, else UTC
+            return value.astimezone(dt.timezone.utc) if value.tzinfo else \
+                value.replace(tzinfo=dt.timezone.utc)
+        return value.replace(tzinfo=None)   # DuckDB's TIMESTAMP ignores an offset
+    return parse_literal(text, target, node)
+
+
+def _utc(value: pl.Expr, source: pl.DataType) -> pl.Expr:
+    tz = getattr(source, "time_zone", None)
+    return value.dt.convert_time_zone("UTC") if tz and tz != "UTC" else value
+
+
+def _text(dtype: pl.DataType) -> bool:
+    return dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum))
+
+
+def _name(dtype: pl.DataType) -> str:
+    if dtype.is_float():
+        return "DOUBLE"
+    if isinstance(dtype, pl.Datetime):
+        return "TIMESTAMPTZ" if dtype.time_zone else "TIMESTAMP"
+    if isinstance(dtype, pl.Time):
+        return "TIME"
+    if _text(dtype):
+        return "VARCHAR"
+    return str(dtype)

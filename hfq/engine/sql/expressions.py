@@ -1,0 +1,470 @@
+"""Row-level expressions: literals, columns, operators, comparisons, CASE, CAST, IN, LIKE.
+
+:class:`Plain` compiles one sqlglot node over a :class:`~hfq.engine.sql.scope.Scope` into a
+polars expression; functions, windows and subqueries go to their own rules.  Integers are
+widened to 64 bits before any arithmetic (as DuckDB's results are BIGINT), ``/`` gives a
+double, ``//`` and ``%`` truncate toward zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from typing import Any
+
+import polars as pl
+from sqlglot import exp
+
+from hfq.engine.exprs import empty_lazy, fail_where
+from hfq.engine.sql import casts, functions, windows
+from hfq.engine.sql.errors import error, position, unsupported
+from hfq.engine.sql.literals import comparable, interval_ns, kind, parse_temporal, same_time_type
+from hfq.engine.sql.scope import Env, Scope
+from hfq.engine.sql.syntax import is_agg
+
+__all__ = ["Plain", "divide", "like_categorical", "number"]
+
+
+class Plain:
+    """Row-level expressions over a scope (no aggregates)."""
+
+    aggregated = False
+
+    def __init__(self, scope: Scope, env: Env) -> None:
+        self.scope = scope
+        self.env = env
+        self.guards: list[pl.Expr] = []   # CASE branches being compiled: where they apply
+
+    # subclasses override how columns and aggregates are read
+    def column(self, node: exp.Column) -> pl.Expr:
+        name = self.scope.resolve(node)
+        dtype = self.scope.query.schema[name]
+        col = pl.col(name)
+        if dtype.is_integer() and dtype != pl.Int64:
+            col = col.cast(pl.Int64)   # arithmetic never wraps
+        return col
+
+    def aggregate(self, node: exp.Expression) -> pl.Expr:
+        raise error(node, f"aggregate {node.sql('duckdb')} is not allowed here")
+
+    def dtype(self, e: pl.Expr) -> pl.DataType:
+        try:
+            return empty_lazy(self.scope.query.schema).select(
+                e.alias("_")).collect_schema()["_"]
+        except pl.exceptions.PolarsError:
+            return pl.Null()
+
+    def expr(self, node: exp.Expression) -> pl.Expr:
+        if is_agg(node):
+            return self.aggregate(node)
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is not None:
+            return method(node)
+        rule = functions.BY_CLASS.get(type(node))
+        if rule is not None:
+            return rule(self, node)
+        if isinstance(node, exp.Func):
+            return functions.call(self, node)
+        raise unsupported(node)
+
+    def exprs(self, nodes: list[exp.Expression]) -> list[pl.Expr]:
+        return [self.expr(n) for n in nodes]
+
+    def fail(self, value: pl.Expr, bad: pl.Expr, node: exp.Expression, what: str) -> pl.Expr:
+        """``value``, failing the query with ``what`` (and where ``node`` is) on rows where
+        ``bad`` holds -- only rows a CASE branch being compiled applies to."""
+        for guard in self.guards:
+            bad = bad & guard
+        line, col = position(node)
+        where = f" (line {line}, column {col})" if line is not None else ""
+        return fail_where(value, bad, f"{what} in {node.sql('duckdb')}{where}")
+
+    def condition(self, e: pl.Expr, node: exp.Expression, where: str) -> pl.Expr:
+        """``e`` as a boolean condition (a NULL literal is an unknown boolean)."""
+        dtype = self.dtype(e)
+        if dtype == pl.Boolean:
+            return e
+        if isinstance(dtype, pl.Null):
+            return e.cast(pl.Boolean)
+        if dtype.is_integer() or isinstance(dtype, pl.Decimal):   # DuckDB: non-zero is true
+            return e != 0
+        raise error(node, f"{where} needs a boolean condition, not {node.sql('duckdb')} "
+                          f"({kind(dtype) or dtype})")
+
+    # leaves
+    def _Column(self, node: exp.Column) -> pl.Expr:
+        if isinstance(node.this, exp.Star):
+            raise error(node, "* is only allowed in the select list and count(*)")
+        return self.column(node)
+
+    def _Literal(self, node: exp.Literal) -> pl.Expr:
+        return number(node) if not node.is_string else pl.lit(node.this, dtype=pl.String)
+
+    def _Boolean(self, node: exp.Boolean) -> pl.Expr:
+        return pl.lit(bool(node.this), dtype=pl.Boolean)
+
+    def _Null(self, node: exp.Null) -> pl.Expr:
+        return pl.lit(None)
+
+    def _Paren(self, node: exp.Paren) -> pl.Expr:
+        return self.expr(node.this)
+
+    def _Alias(self, node: exp.Alias) -> pl.Expr:
+        return self.expr(node.this)
+
+    def _Neg(self, node: exp.Neg) -> pl.Expr:
+        if isinstance(node.this, exp.Literal) and not node.this.is_string:
+            return number(node.this, negate=True)   # -9223372036854775808 is a BIGINT
+        value = self.expr(node.this)
+        if self.dtype(value).is_integer() and self.bound(node.this) is None:
+            return self.fail(-value, value == _I64_MIN, node, "integer overflow")
+        return -value
+
+    def _Not(self, node: exp.Not) -> pl.Expr:
+        return ~self.expr(node.this)
+
+    def _Interval(self, node: exp.Interval) -> pl.Expr:
+        return pl.lit(dt.timedelta(microseconds=interval_ns(node) // 1000))
+
+    def _Star(self, node: exp.Star) -> pl.Expr:
+        raise error(node, "* is only allowed in the select list and count(*)")
+
+    # arithmetic and comparisons
+    def _binary(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr]:
+        left, right = self.expr(node.this), self.expr(node.expression)
+        return self.coerce(left, right, node)
+
+    def coerce(self, left: pl.Expr, right: pl.Expr, node: Any) -> tuple[pl.Expr, pl.Expr]:
+        """Both sides in one type family: a string literal compared with a date/time becomes
+        that type, dates and timestamps of any unit or time zone meet in one type (as in
+        DuckDB); mixing others is a named error."""
+        lt, rt = self.dtype(left), self.dtype(right)
+        if lt.is_temporal() and rt == pl.String:
+            return left, parse_temporal(right, lt, node)
+        if rt.is_temporal() and lt == pl.String:
+            return parse_temporal(left, rt, node), right
+        if lt.is_temporal() and rt.is_temporal() and lt != rt:
+            return same_time_type(left, lt, right, rt, node)
+        if kind(lt) and kind(rt) and kind(lt) != kind(rt):
+            sides = node.this, node.expression
+            raise error(node, f"type mismatch in {node.sql('duckdb')!r}: "
+                              f"{sides[0].sql('duckdb')} is {kind(lt)}, "
+                              f"{sides[1].sql('duckdb')} is {kind(rt)}")
+        return left, right
+
+    def _integers(self, left: pl.Expr, right: pl.Expr) -> bool:
+        return self.dtype(left).is_integer() and self.dtype(right).is_integer()
+
+    def bound(self, node: exp.Expression) -> int | None:
+        """An upper bound of ``|value|`` for integer expressions known to be small (narrow
+        columns, literals, date parts and arithmetic of those); None when unknown.  An
+        operation that cannot leave BIGINT needs no overflow check."""
+        if isinstance(node, (exp.Paren, exp.Alias)):
+            return self.bound(node.this)
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            return int(node.this)
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star) and \
+                self.scope.knows(node):
+            dtype: Any = self.scope.query.schema.get(self.scope.resolve(node))
+            bits = {pl.Int8: 7, pl.Int16: 15, pl.Int32: 31, pl.UInt8: 8, pl.UInt16: 16,
+                    pl.UInt32: 32, pl.Boolean: 1}.get(type(dtype))
+            return 2**bits if bits is not None else None
+        if isinstance(node, (exp.Extract, exp.Year, exp.Month, exp.Day, exp.Hour, exp.Minute,
+                             exp.Second, exp.DayOfWeek)):
+            return 10**8   # every date part but epoch (microseconds of a minute: 6e7)
+        if isinstance(node, exp.Neg):
+            return self.bound(node.this)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.IntDiv, exp.Mod)):
+            a, b = self.bound(node.this), self.bound(node.expression)
+            if a is None or b is None:
+                return None
+            return a * b if isinstance(node, exp.Mul) else \
+                a if isinstance(node, (exp.IntDiv, exp.Mod)) else a + b
+        return None
+
+    def _small(self, node: Any) -> bool:
+        """The integer result of ``node`` surely fits in a BIGINT."""
+        return (self.bound(node) or 2**63) < 2**63
+
+    def _clock(self, left: pl.Expr, right: pl.Expr, sign: int) -> pl.Expr | None:
+        """TIME +/- INTERVAL: around the clock (DuckDB wraps at midnight); None otherwise."""
+        lt, rt = self.dtype(left), self.dtype(right)
+        if sign > 0 and isinstance(rt, pl.Time) and isinstance(lt, pl.Duration):
+            left, right, lt, rt = right, left, rt, lt
+        if not (isinstance(lt, pl.Time) and isinstance(rt, pl.Duration)):
+            return None
+        ns = left.to_physical() + sign * right.dt.total_nanoseconds()
+        return (ns % (86400 * 10**9)).cast(pl.Time)
+
+    def _days(self, node: exp.Binary, sign: int) -> pl.Expr | None:
+        """DATE +/- integer (days), DATE - DATE (days, BIGINT), as DuckDB; else None."""
+        left, right = self.expr(node.this), self.expr(node.expression)
+        lt, rt = self.dtype(left), self.dtype(right)
+        if sign > 0 and rt == pl.Date and lt.is_integer():
+            left, right, lt, rt = right, left, rt, lt
+        if lt == pl.Date and rt.is_integer():
+            return (left.to_physical().cast(pl.Int64) + sign * right).cast(pl.Int32) \
+                .cast(pl.Date)
+        if sign < 0 and lt == pl.Date and rt == pl.Date:
+            return left.to_physical().cast(pl.Int64) - right.to_physical().cast(pl.Int64)
+        return None
+
+    def _Add(self, node: exp.Add) -> pl.Expr:
+        days = self._days(node, 1)
+        if days is not None:
+            return days
+        left, right = self._binary(node)
+        clock = self._clock(left, right, 1)
+        if clock is not None:
+            return clock
+        out = left + right
+        if self._integers(left, right) and not self._small(node):
+            # overflow: the sum's sign differs from both operands
+            bad = (left.xor(out) & right.xor(out)) < 0
+            return self.fail(out, bad, node, "integer overflow")
+        return out
+
+    def _Sub(self, node: exp.Sub) -> pl.Expr:
+        days = self._days(node, -1)
+        if days is not None:
+            return days
+        left, right = self._binary(node)
+        clock = self._clock(left, right, -1)
+        if clock is not None:
+            return clock
+        out = left - right
+        if self._integers(left, right) and not self._small(node):
+            bad = (left.xor(right) & left.xor(out)) < 0
+            return self.fail(out, bad, node, "integer overflow")
+        return out
+
+    def _Mul(self, node: exp.Mul) -> pl.Expr:
+        left, right = self._binary(node)
+        out = left * right
+        if self._integers(left, right) and not self._small(node):
+            bad = (left != 0) & ((out // left != right) |
+                                 ((left == -1) & (right == _I64_MIN)))
+            return self.fail(out, bad, node, "integer overflow")
+        return out
+
+    def _Div(self, node: exp.Div) -> pl.Expr:
+        left, right = self._binary(node)
+        return divide(left.cast(pl.Float64), right.cast(pl.Float64))
+
+    def _IntDiv(self, node: exp.IntDiv) -> pl.Expr:
+        """Division rounding toward zero, as DuckDB's ``//`` (polars' floors); on other
+        numbers, a plain division.  Division by zero raises."""
+        left, right = self._binary(node)
+        zero = right == 0
+        if not self._integers(left, right):
+            out = divide(left.cast(pl.Float64), right.cast(pl.Float64))
+            return self.fail(out, zero, node, "division by zero")
+        off = ((left % right) != 0) & ((left < 0) != (right < 0))
+        out = pl.when(off).then(left // right + 1).otherwise(left // right)
+        if self.bound(node.this) is None:
+            out = self.fail(out, (left == _I64_MIN) & (right == -1), node, "integer overflow")
+        return self.fail(out, zero, node, "division by zero")
+
+    def _Mod(self, node: exp.Mod) -> pl.Expr:
+        """The remainder with the dividend's sign, as DuckDB's ``%`` (polars' has the
+        divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles."""
+        left, right = self._binary(node)
+        rem = left % right
+        out = pl.when((rem != 0) & ((left < 0) != (right < 0))).then(rem - right) \
+            .otherwise(rem)
+        if self.dtype(left).is_float() or self.dtype(right).is_float():
+            return pl.when(right == 0).then(pl.lit(float("nan"))).otherwise(out)
+        return self.fail(out, right == 0, node, "division by zero")
+
+    def _DPipe(self, node: exp.DPipe) -> pl.Expr:
+        left, right = self._binary(node)
+        return pl.concat_str([left.cast(pl.String), right.cast(pl.String)])
+
+    def _EQ(self, node: exp.EQ) -> pl.Expr:
+        left, right = self._binary(node)
+        return left == right
+
+    def _NEQ(self, node: exp.NEQ) -> pl.Expr:
+        left, right = self._binary(node)
+        return left != right
+
+    def _GT(self, node: exp.GT) -> pl.Expr:
+        left, right = self._binary(node)
+        return left > right
+
+    def _GTE(self, node: exp.GTE) -> pl.Expr:
+        left, right = self._binary(node)
+        return left >= right
+
+    def _LT(self, node: exp.LT) -> pl.Expr:
+        left, right = self._binary(node)
+        return left < right
+
+    def _LTE(self, node: exp.LTE) -> pl.Expr:
+        left, right = self._binary(node)
+        return left <= right
+
+    def _NullSafeEQ(self, node: exp.NullSafeEQ) -> pl.Expr:
+        left, right = self._binary(node)
+        return left.eq_missing(right)
+
+    def _NullSafeNEQ(self, node: exp.NullSafeNEQ) -> pl.Expr:
+        left, right = self._binary(node)
+        return left.ne_missing(right)
+
+    def _And(self, node: exp.And) -> pl.Expr:
+        return self.expr(node.this) & self.expr(node.expression)
+
+    def _Or(self, node: exp.Or) -> pl.Expr:
+        return self.expr(node.this) | self.expr(node.expression)
+
+    def _Is(self, node: exp.Is) -> pl.Expr:
+        if isinstance(node.expression, exp.Null):
+            return self.expr(node.this).is_null()
+        if isinstance(node.expression, exp.Boolean):   # IS TRUE / IS FALSE: never NULL
+            return self.expr(node.this).eq_missing(pl.lit(bool(node.expression.this)))
+        raise unsupported(node, "IS other than IS [NOT] NULL/TRUE/FALSE")
+
+    def _Between(self, node: exp.Between) -> pl.Expr:
+        value = self.expr(node.this)
+        value, lo = self.coerce(value, self.expr(node.args["low"]), node)
+        value, hi = self.coerce(value, self.expr(node.args["high"]), node)
+        return (value >= lo) & (value <= hi)
+
+    def _In(self, node: exp.In) -> pl.Expr:
+        """SQL's three-valued IN: TRUE when found, else NULL when the value or an item is
+        NULL, else FALSE (and FALSE for an empty subquery, even for a NULL value)."""
+        value = self.expr(node.this)
+        if node.args.get("query") is not None:
+            return self.env.in_subquery(self, value, node)
+        items = node.expressions
+        if items and all(isinstance(e, exp.Literal) for e in items):
+            lits = [pl.select(self.coerce(value, self.expr(e), node)[1]).item() for e in items]
+            if len({type(v) for v in lits}) == 1 and None not in lits:
+                # a set test (and pruning by symbol)
+                test, values = comparable(value, self.dtype(value), pl.Series(lits))
+                return test.is_in(values.implode())
+        out = None
+        for item in items:   # Kleene OR of equalities: NULL when no TRUE and some NULL
+            left, right = self.coerce(value, self.expr(item), node)
+            out = left == right if out is None else out | (left == right)
+        return out if out is not None else pl.lit(False)
+
+    def _Like(self, node: exp.Like) -> pl.Expr:
+        return self._like(node, case=True)
+
+    def _ILike(self, node: exp.ILike) -> pl.Expr:
+        return self._like(node, case=False)
+
+    def _like(self, node: exp.Expression, *, case: bool) -> pl.Expr:
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise error(pattern, "LIKE takes a string literal pattern")
+        regex = "^" + "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch)
+                              for ch in pattern.this) + "$"
+        regex = ("(?is)" if not case else "(?s)") + regex
+        value = self.expr(node.this)
+        test = like_categorical(value, pattern.this) if case and isinstance(
+            self.dtype(value), (pl.Categorical, pl.Enum)) else None
+        if test is None:
+            test = value.cast(pl.String).str.contains(regex)
+        return ~test if node.args.get("negate") else test   # NOT LIKE parses as negate
+
+    def _Case(self, node: exp.Case) -> pl.Expr:
+        subject = self.expr(node.this) if node.this is not None else None
+        chain: Any = None
+        before: pl.Expr = pl.lit(True)   # no earlier branch was taken
+        for branch in node.args.get("ifs") or []:
+            cond = self.expr(branch.this)
+            if subject is None:
+                cond = self.condition(cond, branch.this, "CASE WHEN")
+            if subject is not None:
+                left, right = self.coerce(subject, cond, branch)
+                cond = left == right
+            self.guards.append(before & cond.fill_null(False))
+            try:
+                value = self.expr(branch.args["true"])
+            finally:
+                self.guards.pop()
+            before = before & ~cond.fill_null(False)
+            chain = pl.when(cond).then(value) if chain is None else \
+                chain.when(cond).then(value)
+        default = node.args.get("default")
+        self.guards.append(before)
+        try:
+            otherwise = self.expr(default) if default is not None else pl.lit(None)
+        finally:
+            self.guards.pop()
+        return otherwise if chain is None else chain.otherwise(otherwise)
+
+    def _Cast(self, node: exp.Cast) -> pl.Expr:
+        return casts.cast(self, node, safe=isinstance(node, exp.TryCast))
+
+    _TryCast = _Cast
+
+    # windows and subqueries: their own rules
+    def _Window(self, node: exp.Window) -> pl.Expr:
+        return windows.window_expr(self, node)
+
+    def _Subquery(self, node: exp.Subquery) -> pl.Expr:
+        return self.env.scalar_subquery(self, node)
+
+    def _Exists(self, node: exp.Exists) -> pl.Expr:
+        return self.env.exists(self, node)
+
+
+_I64_MIN = -(2**63)
+
+
+def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
+    """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
+    reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
+    is made a column of itself."""
+    if right.meta.root_names() or not left.meta.root_names():
+        return left / right
+    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)
+
+
+def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:
+    """A numeric literal as DuckDB types it: integers as BIGINT (HUGEINT-sized ones as
+    DECIMAL(38, 0)), ``1.5`` as an exact DECIMAL (so ``0.1 + 0.2 = 0.3``), ``1e3`` as
+    DOUBLE."""
+    text = ("-" if negate else "") + node.this
+    if re.fullmatch(r"-?\d+", text):
+        value = int(text)
+        if -(2**63) <= value < 2**63:
+            return pl.lit(value, dtype=pl.Int64)
+        if len(text.lstrip("-")) <= 38:
+            return pl.lit(decimal.Decimal(text), dtype=pl.Decimal(38, 0))
+        raise error(node, f"integer literal {node.this} has more than 38 digits")
+    if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)", text) and \
+            len(text.lstrip("-").replace(".", "").lstrip("0")) <= 38:
+        exact = decimal.Decimal(text)
+        exponent = exact.as_tuple().exponent
+        scale = max(0, -exponent) if isinstance(exponent, int) else 0
+        return pl.lit(exact, dtype=pl.Decimal(38, scale))
+    try:
+        return pl.lit(float(text), dtype=pl.Float64)
+    except ValueError:
+        raise error(node, f"{node.this!r} is not a number") from None
+
+
+def like_categorical(value: pl.Expr, pattern: str) -> pl.Expr | None:
+    """``value LIKE pattern`` (case-sensitive) on a categorical column, tested on its
+    distinct values (polars' ``cat`` functions) rather than on each row's text: for
+    patterns ``a``, ``a%``, ``%b``, ``a%b`` (``%`` any run, ``a``/``b`` without ``_``).  A row
+    matches when it starts with ``a``, ends with ``b`` and has at least their bytes (so they
+    do not overlap); null stays null.  None for other patterns."""
+    parts = pattern.split("%")
+    if "_" in pattern or any(parts[1:-1]):
+        return None
+    head, tail = parts[0], parts[-1] if len(parts) > 1 else ""
+    size = len(head.encode()) + len(tail.encode())
+    width = value.cat.len_bytes()
+    out = width == size if len(parts) == 1 else width >= size
+    if head:
+        out = value.cat.starts_with(head) & out
+    if tail:
+        out = value.cat.ends_with(tail) & out
+    return out

@@ -1,0 +1,350 @@
+"""Scalar functions: maths, strings, date/time parts, truncation and ``time_bucket``.
+
+:data:`BY_CLASS` maps the sqlglot classes of functions it parses into a class of their own
+(``EXTRACT``, ``year()``, ``date_trunc``...) to their rule; :func:`call` compiles the rest by
+name.  A function not listed is refused by name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+from sqlglot import exp
+
+from hfq.engine.exprs import bucket_expr, parse_every
+from hfq.engine.sql.errors import error, unsupported
+from hfq.engine.sql.literals import count_of, interval_ns, months_of
+from hfq.engine.sql.scope import Compiles
+from hfq.engine.sql.syntax import args_of, name_of
+
+__all__ = ["BY_CLASS", "call", "part", "time_bucket", "trunc"]
+
+_PARTS = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
+          "second": "second", "millisecond": "millisecond", "microsecond": "microsecond",
+          "quarter": "quarter", "week": "week", "dow": "weekday", "doy": "ordinal_day",
+          "dayofweek": "weekday", "dayofyear": "ordinal_day", "isodow": "weekday",
+          "epoch": "epoch"}
+_TRUNC = {"second": "1s", "minute": "1m", "hour": "1h", "day": "1d", "week": "1w",
+          "month": "1mo", "quarter": "1q", "year": "1y", "millisecond": "1ms"}
+
+
+def part(c: Compiles, name: str, value: pl.Expr, node: exp.Expression) -> pl.Expr:
+    """``EXTRACT(name FROM value)`` as DuckDB gives it: BIGINT (``epoch``: seconds as a
+    DOUBLE), ``millisecond``/``microsecond`` counting the seconds too, ``dow`` Sunday = 0,
+    ``isodow`` Sunday = 7."""
+    key = _PARTS.get(name.lower())
+    if key is None:
+        raise error(node, f"unsupported date part {name!r}; use one of "
+                          f"{', '.join(sorted(_PARTS))}")
+    dtype = c.dtype(value)
+    if not dtype.is_temporal() or isinstance(dtype, pl.Duration):
+        raise error(node, f"EXTRACT({name} ...) needs a DATE, TIME or TIMESTAMP")
+    if isinstance(dtype, pl.Time) and key in ("year", "month", "day", "quarter", "week",
+                                               "weekday", "ordinal_day"):
+        raise error(node, f"EXTRACT({name} ...) of a TIME")
+    if key == "epoch":
+        if isinstance(dtype, pl.Time):
+            return value.to_physical().cast(pl.Float64) / 1e9
+        return value.dt.epoch("us").cast(pl.Float64) / 1e6
+    if key == "millisecond":
+        return value.dt.second().cast(pl.Int64) * 1000 + value.dt.millisecond().cast(pl.Int64)
+    if key == "microsecond":
+        return value.dt.second().cast(pl.Int64) * 1_000_000 + \
+            value.dt.microsecond().cast(pl.Int64)
+    out = getattr(value.dt, key)().cast(pl.Int64)
+    if name.lower() in ("dow", "dayofweek"):
+        return out % 7   # Sunday = 0
+    return out
+
+
+def trunc(c: Compiles, unit: str, value: pl.Expr, node: exp.Expression) -> pl.Expr:
+    """``date_trunc(unit, value)``."""
+    every = _TRUNC.get(unit.lower().strip("'"))
+    if every is None:
+        raise error(node, f"date_trunc unit {unit!r}: use one of {', '.join(_TRUNC)}")
+    dtype = c.dtype(value)
+    if isinstance(dtype, pl.Time):
+        return bucket_expr(value, parse_every(every), 0, dtype)
+    out = value.dt.truncate(every)
+    return out.cast(pl.Datetime("us")) if isinstance(dtype, pl.Date) else out
+
+
+_ORIGIN_US = 946857600 * 10**6   # 2000-01-03 00:00 (a Monday): DuckDB's default origin
+_DAY_US = 86400 * 10**6
+
+
+def time_bucket(c: Compiles, width: exp.Expression, col: exp.Expression,
+                origin: exp.Expression | None, node: exp.Expression) -> pl.Expr:
+    """``time_bucket(width, value[, origin or offset])`` as DuckDB: buckets of ``width``
+    aligned to 2000-01-03 00:00 (a Monday), months to 2000-01-01; a TIME is bucketed as
+    1970-01-01 at that time (wrapping to the day before); an INTERVAL third argument
+    shifts the buckets, a TIMESTAMP or TIME one is their origin."""
+    value = c.expr(col)
+    dtype = c.dtype(value)
+    if not dtype.is_temporal() or isinstance(dtype, pl.Duration):
+        raise error(node, "time_bucket needs a DATE, TIME or TIMESTAMP")
+    tu: Any = getattr(dtype, "time_unit", None) or "us"
+    months = months_of(width)
+    if months is not None:
+        if origin is not None or isinstance(dtype, pl.Time):
+            raise unsupported(node, "time_bucket in months with an origin, or of a TIME")
+        m = value.dt.year().cast(pl.Int64) * 12 + value.dt.month().cast(pl.Int64) - 1 - 2000 * 12
+        start = (m // months) * months + 2000 * 12
+        day = pl.date(start // 12, start % 12 + 1, 1)
+        if isinstance(dtype, pl.Date):
+            return day
+        out = day.cast(pl.Datetime(tu))
+        tz = getattr(dtype, "time_zone", None)
+        return out.dt.replace_time_zone(tz) if tz else out
+    ns = interval_ns(width)
+    if ns <= 0 or ns % 1000:
+        raise error(width, "time_bucket's width must be a positive whole number of "
+                           "microseconds")
+    every = ns // 1000
+    anchor = _ORIGIN_US
+    if origin is not None:
+        if isinstance(origin, exp.Interval):
+            anchor += interval_ns(origin) // 1000
+        else:
+            lit = pl.select(c.expr(origin)).item()
+            if isinstance(lit, dt.datetime):
+                anchor = _epoch_us(lit)
+            elif isinstance(lit, dt.time) and isinstance(dtype, pl.Time):
+                anchor = ((lit.hour * 60 + lit.minute) * 60 + lit.second) * 10**6 + \
+                    lit.microsecond
+            else:
+                raise error(origin, "time_bucket's third argument must be an INTERVAL "
+                                    "(offset), a TIMESTAMP (origin) or, for a TIME, a TIME")
+    if isinstance(dtype, pl.Time):
+        us = value.to_physical() // 1000
+    elif isinstance(dtype, pl.Date):
+        us = value.to_physical().cast(pl.Int64) * _DAY_US
+    else:
+        phys = value.to_physical()
+        us = phys // 1000 if tu == "ns" else phys * {"us": 1, "ms": 1000, "s": 10**6}[tu]
+    start = ((us - anchor) // every) * every + anchor
+    if isinstance(dtype, pl.Time):
+        return (start % _DAY_US * 1000).cast(pl.Time)
+    if isinstance(dtype, pl.Date):
+        return (start // _DAY_US).cast(pl.Int32).cast(pl.Date)
+    out = start.cast(pl.Datetime("us", getattr(dtype, "time_zone", None)))
+    return out.dt.cast_time_unit(tu)
+
+
+def _epoch_us(value: dt.datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    return (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds
+
+
+def _extract(c: Compiles, node: exp.Extract) -> pl.Expr:
+    return part(c, node.this.name, c.expr(node.expression), node)
+
+
+def _part_of(name: str) -> Callable[[Compiles, exp.Expression], pl.Expr]:
+    def rule(c: Compiles, node: exp.Expression) -> pl.Expr:
+        return part(c, name, c.expr(node.this), node)
+    return rule
+
+
+def _day_of_week(c: Compiles, node: exp.Expression) -> pl.Expr:
+    return part(c, "dow", c.expr(node.this), node) % 7
+
+
+def _timestamp_trunc(c: Compiles, node: exp.Expression) -> pl.Expr:
+    return trunc(c, node.args["unit"].name, c.expr(node.this), node)
+
+
+def _date_bin(c: Compiles, node: exp.Expression) -> pl.Expr:
+    # sqlglot keeps DuckDB's third argument (origin or offset) under "unit"
+    third = node.args.get("origin") or node.args.get("unit") or node.args.get("zone")
+    return time_bucket(c, node.this, node.expression, third, node)
+
+
+def _log(c: Compiles, node: exp.Expression) -> pl.Expr:
+    if node.expression is None:   # DuckDB's log(x) is base 10
+        return c.expr(node.this).cast(pl.Float64).log10()
+    base = node.this
+    if not (isinstance(base, exp.Literal) and not base.is_string):
+        raise error(base, "log(base, x) takes a numeric literal base")
+    return c.expr(node.expression).cast(pl.Float64).log(float(base.this))
+
+
+def _coalesce(c: Compiles, node: exp.Expression) -> pl.Expr:
+    return pl.coalesce(c.exprs([node.this, *node.expressions]))
+
+
+def _if(c: Compiles, node: exp.Expression) -> pl.Expr:
+    return pl.when(c.expr(node.this)).then(c.expr(node.args["true"])).otherwise(
+        c.expr(node.args["false"]) if node.args.get("false") is not None else pl.lit(None))
+
+
+def _epoch(c: Compiles, node: exp.Expression) -> pl.Expr:
+    return part(c, "epoch", c.expr(node.this), node)
+
+
+BY_CLASS: dict[type[exp.Expression], Callable[[Compiles, Any], pl.Expr]] = {
+    exp.Extract: _extract, exp.Year: _part_of("year"), exp.Month: _part_of("month"),
+    exp.Day: _part_of("day"), exp.Hour: _part_of("hour"), exp.Minute: _part_of("minute"),
+    exp.Second: _part_of("second"), exp.DayOfWeek: _day_of_week,
+    exp.TimestampTrunc: _timestamp_trunc, exp.DateTrunc: _timestamp_trunc,
+    exp.DateBin: _date_bin, exp.Log: _log, exp.Coalesce: _coalesce, exp.If: _if,
+    exp.TimeToUnix: _epoch}
+
+
+_SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
+    "sqrt": pl.Expr.sqrt, "exp": pl.Expr.exp, "ln": pl.Expr.log, "log10": pl.Expr.log10,
+    "lower": lambda e: e.cast(pl.String).str.to_lowercase(),
+    "upper": lambda e: e.cast(pl.String).str.to_uppercase(),
+    "length": lambda e: e.cast(pl.String).str.len_chars().cast(pl.Int64),
+    "trim": lambda e: e.cast(pl.String).str.strip_chars(" "),
+}
+
+
+def round_decimal(x: pl.Expr, digits: int) -> pl.Expr:
+    """A DECIMAL rounded to ``digits`` places, half away from zero, exactly."""
+    scaled = x * (decimal.Decimal(10) ** digits)
+    whole = (scaled.abs() + decimal.Decimal("0.5")).cast(pl.Int64)
+    signed = pl.when(scaled < 0).then(-whole).otherwise(whole)
+    return signed.cast(pl.Decimal(38, 0)) * (decimal.Decimal(10) ** -digits)
+
+
+def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
+    dtype = c.dtype(x)
+    if dtype.is_integer() and digits >= 0:
+        return x
+    if isinstance(dtype, pl.Decimal):
+        return round_decimal(x, digits)
+    x = x.cast(pl.Float64)
+    if digits == 0:
+        return x.round(0, mode="half_away_from_zero")
+    return _round_scaled(x, digits)
+
+
+def _split(a: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    t = a * 134217729.0   # Veltkamp: 2**27 + 1
+    hi = t - (t - a)
+    return hi, a - hi
+
+
+def _round_scaled(x: pl.Expr, digits: int) -> pl.Expr:
+    """``x`` rounded half away from zero at ``digits`` places, decided on the exact value of
+    ``x * 10**digits`` (as DuckDB: ``round(2.675, 2)`` is 2.67, the double 2.675 being just
+    below it): the product's rounding error (Dekker's two-product) breaks the ties that the
+    rounded product shows."""
+    m = 10.0**digits
+    p = x * m
+    xh, xl = _split(x)
+    mh, ml = _split(pl.lit(m))
+    err = ((xh * mh - p) + xh * ml + xl * mh) + xl * ml
+    low = p.floor()
+    tie = (p - low) == 0.5
+    up = pl.when(p >= 0).then(err >= 0).otherwise(err > 0)
+    whole = pl.when(tie).then(pl.when(up).then(low + 1).otherwise(low)) \
+        .otherwise(p.round(0, mode="half_away_from_zero"))
+    # divided by a column, not a scalar: polars multiplies by a scalar's reciprocal
+    return pl.when(p.is_finite()).then(whole / (x * 0.0 + m)).otherwise(x)
+
+
+def _substr(c: Compiles, s: pl.Expr, start: pl.Expr, length: pl.Expr | None) -> pl.Expr:
+    """DuckDB's substring: 1-based; a start of 0 is the place before the first character,
+    a negative one counts from the end; a negative length takes the characters before."""
+    s = s.cast(pl.String)
+    n = s.str.len_chars().cast(pl.Int64)
+    begin = pl.when(start > 0).then(start - 1).when(start == 0).then(-1).otherwise(n + start)
+    if length is None:
+        lo, hi = begin, n
+    else:
+        lo = pl.when(length >= 0).then(begin).otherwise(begin + length)
+        hi = pl.when(length >= 0).then(begin + length).otherwise(begin)
+    lo = pl.max_horizontal(lo, pl.lit(0, pl.Int64))
+    hi = pl.min_horizontal(hi, n)
+    return s.str.slice(lo, pl.max_horizontal(hi - lo, pl.lit(0, pl.Int64)))
+
+
+def _greatest(c: Compiles, args: list[pl.Expr], *, most: bool) -> pl.Expr:
+    """greatest/least: NULLs skipped, NaN the largest."""
+    floats = [a for a in args if c.dtype(a).is_float()]
+    if not floats:
+        return (pl.max_horizontal if most else pl.min_horizontal)(args)
+    plain = [pl.when(a.is_nan()).then(None).otherwise(a) if c.dtype(a).is_float() else a
+             for a in args]
+    nan = pl.any_horizontal([a.is_nan().fill_null(False) for a in floats])
+    best = (pl.max_horizontal if most else pl.min_horizontal)(plain)
+    if most:
+        return pl.when(nan).then(pl.lit(float("nan"))).otherwise(best)
+    return pl.when(best.is_null() & nan).then(pl.lit(float("nan"))).otherwise(best)
+
+
+def _sign(c: Compiles, x: pl.Expr) -> pl.Expr:
+    """-1, 0 or 1 (0 for NaN and -0.0), as DuckDB."""
+    nan = x.is_nan() if c.dtype(x).is_float() else pl.lit(False)
+    return pl.when(x.is_null()).then(None).when(nan).then(0).when(x > 0).then(1) \
+        .when(x < 0).then(-1).otherwise(0).cast(pl.Int64)
+
+
+def call(c: Compiles, node: exp.Expression) -> pl.Expr:
+    """A scalar function by name, or refused by name."""
+    name = name_of(node)
+    args = args_of(node)
+    if name in _SIMPLE and len(args) == 1:
+        return _SIMPLE[name](c.expr(args[0]))
+    if name == "abs" and len(args) == 1:
+        x = c.expr(args[0])
+        if c.dtype(x).is_integer():
+            return c.fail(x.abs(), x == -(2**63), node, "integer overflow")
+        return x.abs()
+    if name in ("floor", "ceil", "ceiling") and len(args) == 1:
+        x = c.expr(args[0])
+        if c.dtype(x).is_integer():   # a DOUBLE, as DuckDB's
+            return x.cast(pl.Float64)
+        return x.floor() if name == "floor" else x.ceil()
+    if name == "sign" and len(args) == 1:
+        return _sign(c, c.expr(args[0]))
+    if name == "round" and len(args) in (1, 2):
+        digits = 0
+        if len(args) == 2:
+            d = args[1]
+            neg = isinstance(d, exp.Neg)
+            digits = (count_of(d.this if neg else d, "round's digits") or 0) * (-1 if neg else 1)
+        return _round(c, c.expr(args[0]), digits)
+    if name in ("pow", "power") and len(args) == 2:
+        return c.expr(args[0]).cast(pl.Float64).pow(c.expr(args[1]).cast(pl.Float64))
+    if name in ("greatest", "least") and args:
+        return _greatest(c, c.exprs(args), most=name == "greatest")
+    if name in ("substr", "substring") and len(args) in (2, 3):
+        return _substr(c, c.expr(args[0]), c.expr(args[1]),
+                       c.expr(args[2]) if len(args) > 2 else None)
+    if name == "concat":
+        return pl.concat_str([e.cast(pl.String) for e in c.exprs(args)], ignore_nulls=True)
+    if name in ("date_part", "datepart") and len(args) == 2:
+        if not (isinstance(args[0], exp.Literal) and args[0].is_string):
+            raise error(args[0], "date_part takes a string literal part")
+        return part(c, args[0].this, c.expr(args[1]), node)
+    if name == "date_trunc" and len(args) == 2:
+        return trunc(c, args[0].name, c.expr(args[1]), node)
+    if name == "time_bucket" and len(args) in (2, 3):
+        return time_bucket(c, args[0], args[1], args[2] if len(args) == 3 else None, node)
+    if name == "minute_of_day" and len(args) == 1:
+        v = c.expr(args[0])
+        return v.dt.hour().cast(pl.Int64) * 60 + v.dt.minute().cast(pl.Int64)
+    if name in ("millisecond", "microsecond") and len(args) == 1:
+        return part(c, name, c.expr(args[0]), node)
+    if name == "epoch" and len(args) == 1:
+        return part(c, "epoch", c.expr(args[0]), node)
+    if name in ("isnan", "is_nan", "isinf", "is_inf", "isfinite") and len(args) == 1:
+        x = c.expr(args[0])
+        if not c.dtype(x).is_float():
+            return pl.when(x.is_not_null()).then(name == "isfinite")
+        if name in ("isnan", "is_nan"):
+            return x.is_nan()
+        return x.is_infinite() if name in ("isinf", "is_inf") else x.is_finite()
+    if name == "nullif" and len(args) == 2:
+        a, b = c.coerce(c.expr(args[0]), c.expr(args[1]), node)
+        return pl.when(a == b).then(None).otherwise(a)
+    raise unsupported(node)

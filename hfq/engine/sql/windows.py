@@ -1,0 +1,380 @@
+"""SQL window functions (``f(...) OVER (PARTITION BY ... ORDER BY ... ROWS|RANGE ...)``) as
+polars window expressions, with DuckDB's semantics.
+
+Rows are ordered by the ORDER BY keys, each ascending or descending, NULLs last unless
+``NULLS FIRST``, NaN above every number.  Ranking functions rank NULL keys like any other
+(last); aggregates skip NULL inputs (a running sum keeps its value over a NULL, a frame of
+only NULLs gives NULL, ``count`` 0); ``max`` is NaN once a NaN is in the frame, ``min`` only
+when every value in it is NaN.  Frames: the whole partition (no ORDER BY, or UNBOUNDED on
+both sides), ``ROWS BETWEEN a AND b`` with ``n PRECEDING``/``n FOLLOWING``/``CURRENT ROW``/
+``UNBOUNDED``, and ``RANGE`` frames ending at the current row -- the default with an ORDER BY
+(peers included) or ``RANGE BETWEEN INTERVAL '5 minutes' PRECEDING AND CURRENT ROW`` on one
+ascending time or number key.  Windows whose PARTITION BY includes the table's partition
+columns (symbol and date) run on the nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from sqlglot import exp
+
+from hfq.engine.sql.errors import error, unsupported
+from hfq.engine.sql.literals import count_of, interval_ns
+from hfq.engine.sql.scope import Compiles
+from hfq.engine.sql.syntax import args_of, is_agg, name_of
+
+__all__ = ["window_expr"]
+
+_BIG = 2**62
+_AGG_KINDS = {"count": "count", "sum": "sum", "avg": "mean", "mean": "mean", "min": "min",
+              "max": "max"}
+
+
+@dataclass
+class _Window:
+    """One OVER clause: its partition keys and its order."""
+
+    c: Compiles
+    part: list[pl.Expr]
+    keys: list[pl.Expr]
+    desc: list[bool]
+    nulls_last: list[bool]
+
+    def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
+        """``e`` per partition, evaluated over the partition's rows in window order."""
+        part = self.part or [pl.lit(0)]
+        if not ordered or not self.keys:
+            return e.over(part)
+        if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
+            return e.over(part, order_by=self.keys, descending=self.desc[0],
+                          nulls_last=self.nulls_last[0])
+        return e.over(part, order_by=self.code(), nulls_last=True)
+
+    def code(self) -> pl.Expr:
+        """One ascending key without NULLs ordering rows as the ORDER BY does."""
+        ranks = []
+        for k, d, last in zip(self.keys, self.desc, self.nulls_last):
+            r = k.rank("dense", descending=d).cast(pl.Int64)
+            ranks.append(r.fill_null(r.max().fill_null(0) + 1 if last else 0))
+        return pl.struct(ranks).rank("dense").cast(pl.Int64) if len(ranks) > 1 else ranks[0]
+
+    def peers(self, e: pl.Expr) -> pl.Expr:
+        """``e`` (ordered) taken at the last row of each set of peers (rows with equal
+        keys), as RANGE frames ending at the CURRENT ROW include them."""
+        row = pl.int_range(pl.len(), dtype=pl.Int64)
+        last = row == pl.len() - 1
+        for k in self.keys:
+            last = last | k.ne_missing(k.shift(-1))
+        at = pl.when(last).then(row).otherwise(None).fill_null(strategy="backward")
+        return self.over(e.gather(at))
+
+
+def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
+    """A window function call as a polars window expression, or refused by name."""
+    fn = node.this
+    ignore_nulls = isinstance(fn, exp.IgnoreNulls)
+    if isinstance(fn, (exp.IgnoreNulls, exp.RespectNulls)):
+        fn = fn.this
+    order = node.args.get("order")
+    ordered = list(order.expressions) if order is not None else []
+    w = _Window(c, [c.expr(p) for p in node.args.get("partition_by") or []],
+                [_text(c, c.expr(o.this)) for o in ordered],
+                [bool(o.args.get("desc")) for o in ordered],
+                [not o.args.get("nulls_first") for o in ordered])
+    spec = node.args.get("spec")
+    name = name_of(fn)
+    if ignore_nulls and not isinstance(fn, (exp.FirstValue, exp.LastValue, exp.Lag, exp.Lead)):
+        raise unsupported(node, f"IGNORE NULLS with {name}()")
+    if isinstance(fn, exp.RowNumber):
+        return w.over(pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+    if isinstance(fn, (exp.Rank, exp.DenseRank)):
+        if fn.expressions:
+            raise unsupported(fn, f"{name}() with arguments")
+        if not w.keys:
+            return w.over(pl.lit(1, dtype=pl.Int64), ordered=False)
+        how: Any = "dense" if isinstance(fn, exp.DenseRank) else "min"
+        if len(w.keys) == 1:   # one key: ranked directly, NULLs after (or before) the rest
+            key = w.keys[0]
+            ranked = key.rank(how, descending=w.desc[0]).cast(pl.Int64)
+            after = key.count().cast(pl.Int64) if how == "min" else \
+                key.drop_nulls().n_unique().cast(pl.Int64)
+            nulls = key.null_count().cast(pl.Int64)
+            out = pl.when(key.is_null()).then(after + 1 if w.nulls_last[0] else 1) \
+                .otherwise(ranked if w.nulls_last[0] else
+                           ranked + (nulls if how == "min" else
+                                     (nulls > 0).cast(pl.Int64)))
+            return w.over(out, ordered=False)
+        code = w.code()
+        return w.over(code.rank(how).cast(pl.Int64), ordered=False)
+    if isinstance(fn, exp.Ntile):
+        n = count_of(fn.this, "ntile(n)")
+        if not n:
+            raise error(fn, "ntile(n) takes a positive integer literal")
+        row, size = pl.int_range(pl.len(), dtype=pl.Int64), pl.len().cast(pl.Int64)
+        per, extra = size // n, size % n   # the first `extra` buckets hold one row more
+        big = extra * (per + 1)
+        bucket = pl.when(row < big).then(row // (per + 1)).otherwise(
+            extra + (row - big) // pl.when(per > 0).then(per).otherwise(1))
+        return w.over(bucket + 1)
+    if isinstance(fn, (exp.Lag, exp.Lead)):
+        return _lag(c, w, fn, ignore_nulls)
+    if isinstance(fn, (exp.FirstValue, exp.LastValue)):
+        return _first_last(c, w, node, fn, spec, ignore_nulls)
+    if not is_agg(fn):
+        raise unsupported(fn, f"window function {name}()")
+    return _aggregate(c, w, node, fn, name, spec)
+
+
+def _text(c: Compiles, e: pl.Expr) -> pl.Expr:
+    """A SYMBOL/CHAR (categorical) order key as its text (it orders as text)."""
+    return e.cast(pl.String) if isinstance(c.dtype(e), (pl.Categorical, pl.Enum)) else e
+
+
+def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.Expr:
+    args = args_of(fn)
+    value = c.expr(args[0])
+    n = count_of(args[1], "lag/lead offset") if len(args) > 1 else 1
+    fill = None
+    if len(args) > 2:
+        if args[2].find(exp.Column):
+            raise unsupported(args[2], f"{name_of(fn)}() with a default that is not a "
+                                       "constant")
+        fill = c.expr(args[2])
+    if ignore_nulls:
+        raise unsupported(fn, f"IGNORE NULLS with {name_of(fn)}()")
+    shift = (n or 0) * (1 if isinstance(fn, exp.Lag) else -1)
+    return w.over(value.shift(shift, fill_value=fill))
+
+
+def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
+    """(kind, start, end): offsets as ints (negative: preceding), None for UNBOUNDED, or the
+    INTERVAL node of a RANGE offset."""
+    if spec is None:
+        return "range", None, 0
+    kind = (spec.args.get("kind") or "range").lower()
+    if kind not in ("rows", "range"):
+        raise unsupported(spec, f"{kind.upper()} frames")
+
+    def side(value: Any, side: Any) -> Any:
+        text = str(value or "").upper()
+        if text == "UNBOUNDED":
+            return None
+        if text == "CURRENT ROW":
+            return 0
+        if value is None:   # ROWS 2 PRECEDING: the end is the current row
+            return 0
+        sign = -1 if str(side or "").upper() == "PRECEDING" else 1
+        if isinstance(value, exp.Interval):
+            if sign > 0:
+                raise unsupported(spec, "RANGE frames that end after the CURRENT ROW")
+            return value
+        n = count_of(value, f"{kind.upper()} n PRECEDING/FOLLOWING")
+        return sign * (n or 0)
+
+    start = side(spec.args.get("start"), spec.args.get("start_side"))
+    end = side(spec.args.get("end"), spec.args.get("end_side"))
+    return kind, start, end
+
+
+def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
+                spec: exp.WindowSpec | None, ignore_nulls: bool) -> pl.Expr:
+    value = c.expr(fn.this)
+    kind, start, end = _bounds(spec, c)
+    if not w.keys or (start is None and end is None):
+        pick = value.drop_nulls() if ignore_nulls else value
+        return w.over(pick.first() if isinstance(fn, exp.FirstValue) else pick.last(),
+                      ordered=bool(w.keys))
+    if isinstance(fn, exp.FirstValue) and start is None:
+        if ignore_nulls:   # the first non-NULL value up to this row
+            seen = value.is_not_null().cum_sum() > 0
+            return w.over(pl.when(seen).then(value.drop_nulls().first()))
+        return w.over(value.first())
+    if isinstance(fn, exp.LastValue) and end == 0 and start is None:
+        running = value.fill_null(strategy="forward") if ignore_nulls else value
+        return w.peers(running) if kind == "range" else w.over(running)
+    raise unsupported(node, f"{name_of(fn)}() over this frame")
+
+
+def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, name: str,
+               spec: exp.WindowSpec | None) -> pl.Expr:
+    args = args_of(fn)
+    if isinstance(fn, exp.Count) and (not args or isinstance(args[0], exp.Star) or
+                                      not args[0].find(exp.Column)):
+        value = pl.int_range(pl.len()).is_not_null()   # one per row
+        kind = "count"
+    else:
+        if args and isinstance(args[0], exp.Distinct):
+            raise unsupported(fn, f"{name}(DISTINCT ...) OVER")
+        if len(args) != 1:
+            raise unsupported(fn, f"window aggregate {name}() with {len(args)} arguments")
+        value = c.expr(args[0])
+        kind = _AGG_KINDS.get(name, "")
+        if not kind:
+            raise unsupported(fn, f"window aggregate {name}()")
+        if kind == "count":
+            value = value.is_not_null()
+    dtype = c.dtype(value)
+    frame, start, end = _bounds(spec, c)
+    if not w.keys and spec is None:
+        start, end = None, None
+    if start is None and end is None:   # the whole partition
+        return w.over(_whole(kind, value, dtype), ordered=False)
+    if frame == "rows":
+        if start is None and end == 0:
+            return w.over(_running(kind, value, dtype))
+        if start is None or end is None:
+            raise unsupported(spec, "ROWS frames unbounded on one side only, other than "
+                                    "UNBOUNDED PRECEDING AND CURRENT ROW")
+        if start > end:
+            raise error(spec, "a window frame's start is after its end")
+        return w.over(_sliding(kind, value, dtype, -start, end))
+    # RANGE frames
+    if end != 0:
+        raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
+    if start is None:   # running, peers included
+        key = w.keys[0] if len(w.keys) == 1 else None
+        kt = c.dtype(key) if key is not None else None
+        if key is not None and not w.desc[0] and w.nulls_last[0] and kt is not None and \
+                (kt.is_integer() or kt.is_temporal()) and not isinstance(kt, pl.Duration):
+            # one ascending time/integer key: a rolling window over every smaller key
+            # (NULL keys last, peers of each other)
+            phys = key.to_physical().cast(pl.Int64)
+            by = phys.fill_null(phys.max().fill_null(0) + 1)
+            return w.over(_by_range(kind, value, dtype, by, f"{_BIG}i"), ordered=False)
+        return w.peers(_running(kind, value, dtype))
+    if len(w.keys) != 1 or w.desc[0]:
+        raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
+                                "ORDER BY column")
+    if isinstance(start, exp.Interval):
+        unit = _unit_of(c, w.keys[0])
+        if unit is None:
+            raise error(start, "an INTERVAL frame needs a time ORDER BY column")
+        width = interval_ns(start) // unit
+    else:
+        width = -start
+    by = w.keys[0].to_physical()
+    size = f"{width + 1}i"   # (key - width - 1, key]: closed on the right, integer keys
+    return w.over(_by_range(kind, value, dtype, by, size), ordered=False)
+
+
+def _finite(value: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr | None]:
+    """``value`` with NaN as NULL, and (for floats) a flag of its NaNs."""
+    if dtype.is_float():
+        return pl.when(value.is_nan()).then(None).otherwise(value), value.is_nan()
+    return value, None
+
+
+def _whole(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    if kind == "count":
+        return value.cast(pl.Int64).sum()
+    if kind == "sum":
+        return pl.when(value.count() > 0).then(value.sum())
+    if kind == "mean":
+        return value.mean()
+    if kind == "max":
+        return value.nan_max() if dtype.is_float() else value.max()
+    return value.min()
+
+
+def _running(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """The aggregate of every row up to this one (NULLs skipped)."""
+    if kind == "count":
+        return value.cast(pl.Int64).cum_sum()
+    seen = value.is_not_null().cast(pl.Int64).cum_sum()
+    if kind in ("sum", "mean"):
+        total = value.fill_null(0).cum_sum()
+        if kind == "mean":
+            total = total.cast(pl.Float64) / seen
+        return pl.when(seen > 0).then(total)
+    plain, nan = _finite(value, dtype)
+    best = plain.fill_null(strategy="forward")
+    best = best.cum_max() if kind == "max" else best.cum_min()
+    if nan is None:
+        return best
+    nans = nan.fill_null(False).cast(pl.Int64).cum_sum()
+    if kind == "max":   # NaN is the largest
+        return pl.when(nans > 0).then(pl.lit(float("nan"))).otherwise(best)
+    return pl.when(best.is_null() & (nans > 0)).then(pl.lit(float("nan"))).otherwise(best)
+
+
+def _frame(e: pl.Expr, how: str, before: int, after: int) -> pl.Expr:
+    """``how`` (sum, min, max) of ``e`` over the rows from ``before`` rows back to ``after``
+    rows ahead, NULLs skipped (NULL when the frame holds no value); either bound may be on
+    the other side of the current row.  Frames cut short by the partition's ends are
+    rolling windows' partial starts, forward or over the reversed rows."""
+    def fwd(size: int, shift: int) -> pl.Expr:
+        out = getattr(e, f"rolling_{how}")(size, min_samples=1)
+        return out.shift(shift) if shift else out
+
+    def back(size: int, shift: int) -> pl.Expr:   # windows reaching forward
+        out = getattr(e.reverse(), f"rolling_{how}")(size, min_samples=1)
+        return (out.shift(shift) if shift else out).reverse()
+
+    if before < 0:   # the frame starts after this row
+        return back(after + before + 1, -before)
+    if after < 0:    # the frame ends before this row
+        return fwd(before + after + 1, -after)
+    head = fwd(before + 1, 0)
+    if after == 0:
+        return head
+    tail = back(after, 1)
+    if how == "sum":
+        return pl.when(head.is_null()).then(tail).when(tail.is_null()).then(head) \
+            .otherwise(head + tail)
+    return (pl.max_horizontal if how == "max" else pl.min_horizontal)(head, tail)
+
+
+def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: int
+             ) -> pl.Expr:
+    """The aggregate over the rows from ``before`` rows back to ``after`` ahead."""
+    if kind == "count":   # (value: whether the row counts)
+        return _frame(value.cast(pl.Int64), "sum", before, after).fill_null(0)
+    count = _frame(value.is_not_null().cast(pl.Int64), "sum", before, after).fill_null(0)
+    if kind in ("sum", "mean"):
+        total = _frame(value, "sum", before, after)
+        total = total if kind == "sum" else total.cast(pl.Float64) / count
+        return pl.when(count > 0).then(total)
+    plain, nan = _finite(value, dtype)
+    best = _frame(plain, kind, before, after)
+    if nan is None:
+        return pl.when(count > 0).then(best)
+    nans = _frame(nan.cast(pl.Int64), "sum", before, after).fill_null(0)
+    if kind == "max":
+        return pl.when(nans > 0).then(pl.lit(float("nan"))).otherwise(best)
+    return pl.when(best.is_null() & (nans > 0)).then(pl.lit(float("nan"))).otherwise(best)
+
+
+def _by_range(kind: str, value: pl.Expr, dtype: pl.DataType, by: pl.Expr, size: str
+              ) -> pl.Expr:
+    if kind == "mean":   # NULLs skipped, a frame of only NULLs gives NULL
+        return value.cast(pl.Float64).rolling_mean_by(by, size, closed="right")
+    if kind == "count":   # (value: whether the row counts)
+        return value.cast(pl.Int64).rolling_sum_by(by, size, closed="right")
+    count = value.is_not_null().cast(pl.Int64).rolling_sum_by(by, size, closed="right")
+    plain, nan = _finite(value, dtype)
+    if kind in ("sum", "mean"):
+        total = value.rolling_sum_by(by, size, closed="right")
+        total = total if kind == "sum" else total.cast(pl.Float64) / count
+        return pl.when(count > 0).then(total)
+    best = getattr(plain, f"rolling_{kind}_by")(by, size, closed="right")
+    if nan is None:
+        return pl.when(count > 0).then(best)
+    nans = nan.cast(pl.Int64).rolling_sum_by(by, size, closed="right")
+    if kind == "max":
+        return pl.when(nans > 0).then(pl.lit(float("nan"))).otherwise(best)
+    return pl.when(best.is_null() & (nans > 0)).then(pl.lit(float("nan"))).otherwise(best)
+
+
+def _unit_of(c: Compiles, key: pl.Expr) -> int | None:
+    """Nanoseconds per unit of the key's physical integer (None: not a time)."""
+    dtype = c.dtype(key)
+    if isinstance(dtype, pl.Time):
+        return 1
+    if isinstance(dtype, pl.Datetime):
+        return {"ns": 1, "us": 1000, "ms": 10**6}[dtype.time_unit or "us"]
+    if isinstance(dtype, pl.Date):
+        return 86400 * 10**9
+    return None

@@ -1,0 +1,83 @@
+"""Mutants of the ops area (issue 25): maintenance that trusts no stale node list, settings
+overrides scoped to their context, the command line's one filter language."""
+
+from __future__ import annotations
+
+from mutants import Mutant
+
+CLI = "tests/unit/test_cli.py"
+CONFIG = "tests/unit/test_config.py"
+MAINTENANCE = "tests/unit/test_maintenance.py"
+NODES = "tests/faults/test_nodes.py"
+WHERE = "tests/unit/test_where.py"
+
+MUTANTS: list[Mutant] = [
+    # -- liveness --
+    Mutant("liveness-ping-skipped", "liveness", "hfq/runtime/nodes.py",
+           "silent = self.runtime.ping(timeout, skip=[self.local] if self.local else [])",
+           "silent: list[str] = []",
+           "maintenance trusting the runtime's list of live nodes: a node that crashed a "
+           "moment ago stays on Ray's list for 10-30 s, so a rebalance right after the crash "
+           "moves nothing ({'quotes': 0}) and leaves its partitions at one copy, silently",
+           (f"{MAINTENANCE}::test_rebalance_counts_a_silent_node_as_down_and_copies_its_"
+            "partitions",
+            f"{NODES}::test_a_node_killed_then_rebalance_at_once_counts_it_down_and_restores_"
+            "two_copies")),
+    Mutant("liveness-silent-kept-alive", "liveness", "hfq/runtime/cluster.py",
+           "return sorted(n for n in self._servers if n not in self._silent)",
+           "return sorted(self._servers)",
+           "a node that did not answer its ping still handed out as alive: the rebalance "
+           "copies to it and fails, reads and writes keep going to it",
+           (f"{NODES}::test_a_frozen_node_does_not_answer_its_ping_and_counts_as_down",)),
+
+    # -- config --
+    Mutant("config-override-global", "config", "hfq/config.py",
+           '_overrides: ContextVar[tuple[dict[str, Any], ...]] = ContextVar("hfq_overrides", '
+           'default=())\n',
+           "class _Global:   # one stack for every thread and task: the old module-global list\n"
+           "    value: tuple[dict[str, Any], ...] = ()\n\n"
+           "    def get(self) -> tuple[dict[str, Any], ...]:\n"
+           "        return self.value\n\n"
+           "    def set(self, value: tuple[dict[str, Any], ...]) -> Any:\n"
+           "        token, self.value = self.value, value\n"
+           "        return token\n\n"
+           "    def reset(self, token: Any) -> None:\n"
+           "        self.value = token\n\n\n"
+           "_overrides = _Global()\n",
+           "settings overrides kept in module state: an override made in one thread (a "
+           "request handler, a notebook's background job) changes the settings every other "
+           "thread plans with",
+           (f"{CONFIG}::test_two_threads_overriding_at_once_each_see_only_their_own",
+            f"{CONFIG}::test_asyncio_tasks_inherit_at_creation_and_keep_their_overrides_to_"
+            "themselves")),
+    Mutant("config-override-not-unwound", "config", "hfq/config.py",
+           "        _overrides.reset(token)", "        pass",
+           "an override that outlives its with block (an error inside it included)",
+           (f"{CONFIG}::test_overrides_unwind_on_errors_and_stand_above_the_environment",)),
+
+    # -- cli: one filter language, clean output --
+    Mutant("where-statement-constructs-kept", "cli", "hfq/engine/sql/where.py",
+           'what = _STATEMENT_ONLY.get(type(node)) or ("an aggregate" if is_agg(node) else '
+           'None)',
+           "what = None",
+           "a row filter taking what only a statement can have: a window function computed "
+           "over each partition's rows alone (a different answer per partitioning), a "
+           "subquery run against no table",
+           (f"{WHERE}::test_what_is_refused_says_what_and_where",)),
+    Mutant("where-not-a-condition", "cli", "hfq/engine/sql/where.py",
+           'return compiler.condition(compiler.expr(tree), tree, "a row filter")',
+           "return compiler.expr(tree)",
+           "a filter used as it comes: a number or NULL where a boolean is needed (DuckDB "
+           "keeps the rows where an integer is non-zero; polars would refuse or keep none)",
+           (f"{WHERE}::test_a_filter_keeps_the_rows_duckdb_keeps",)),
+    Mutant("cli-json-stdout-shared", "cli", "hfq/cli/render.py",
+           "with contextlib.redirect_stdout(sys.stderr):",
+           "with contextlib.nullcontext():",
+           "--json output mixed with whatever else prints on stdout meanwhile (Ray's log "
+           "lines: seen under load, hfq repair --json unreadable)",
+           (f"{CLI}::test_json_stdout_holds_the_json_only",)),
+    Mutant("cli-closes-the-callers-ray", "cli", "hfq/cli/app.py",
+           "if not ray_before and _ray_connected():", "if _ray_connected():",
+           "main() shutting down a Ray connection its caller had open",
+           (f"{CLI}::test_a_command_closes_the_ray_connection_it_opened",)),
+]

@@ -1,0 +1,156 @@
+"""Mutants of the SQL compiler and its allow-list (issue 24, area "sql-compiler"): each plants
+back one of the silent differences the issue found (or a plausible slip in the new code), and
+names the fast, Ray-free tests that compare with DuckDB and must fail."""
+
+from __future__ import annotations
+
+from mutants import Mutant
+
+AREA = "sql-compiler"
+TRUST = "tests/query/test_trust.py::test_same_as_duckdb[{}-m]"
+TRUST_WIDE = "tests/query/test_trust.py::test_same_as_duckdb_over_many_partitions[{}]"
+RAISES = "tests/query/test_trust.py::test_raises_like_duckdb[{}]"
+DIALECT = "tests/query/test_dialect.py::test_dialect_equals_duckdb[{}]"
+ALLOW = "tests/query/test_allowlist.py::{}"
+SQL = "hfq/engine/sql/"
+
+MUTANTS: list[Mutant] = [
+    # -- the allow-list --
+    Mutant("sqlc-allowlist-args-unchecked", AREA, SQL + "check.py",
+           "        if key in allowed or not _is_set(value):\n            continue",
+           "        continue",
+           "the check looks at node classes only: an argument set on an allowed node (EXCLUDE, "
+           "TABLESAMPLE, AT ...) is answered as if absent",
+           (ALLOW.format("test_an_argument_the_compiler_does_not_know_is_refused"),
+            ALLOW.format("test_refusals_name_the_construct_and_where_it_is"))),
+    Mutant("sqlc-exclude-ignored", AREA, SQL + "star.py",
+           "    items = [(n, x) for n, x in items if n not in drop]\n",
+           "",
+           "EXCLUDE consumed by the allow-list but dropped by the compiler: * answered "
+           "(issue 24 item 5)", (DIALECT.format("exclude"),
+                                 ALLOW.format("test_exclude_ignored_would_be_refused"))),
+    # -- issue 24's items, planted back --
+    Mutant("sqlc-count-literal", AREA, SQL + "aggregates.py",
+           "                (not inner.find(exp.Column) and not isinstance(inner, (exp.Null,",
+           "                (False and not isinstance(inner, (exp.Null,",
+           "count(1) counts the literal once (issue 24 item 1)",
+           (TRUST.format("count_1"), TRUST.format("count_1_grouped"))),
+    Mutant("sqlc-not-in-drops-nulls", AREA, SQL + "subqueries.py",
+           "        if values.null_count():\n",
+           "        if False:\n",
+           "NOT IN (subquery) ignores the subquery's NULLs (issue 24 item 2)",
+           (TRUST.format("not_in_null"), TRUST.format("in_values"))),
+    Mutant("sqlc-running-sum-nulls", AREA, SQL + "windows.py",
+           "        total = value.fill_null(0).cum_sum()",
+           "        total = value.cum_sum()",
+           "a running sum is NULL at a NULL input (issue 24 item 3)",
+           (TRUST.format("running_sum_nulls"),)),
+    Mutant("sqlc-rank-null-keys", AREA, SQL + "windows.py",
+           "            out = pl.when(key.is_null()).then(after + 1 if w.nulls_last[0] "
+           "else 1) \\\n",
+           "            out = pl.when(key.is_null()).then(None) \\\n",
+           "NULL order keys get NULL ranks (issue 24 item 3)",
+           (TRUST.format("rank_null_keys"),)),
+    Mutant("sqlc-nulls-first-in-multikey-windows", AREA, SQL + "windows.py",
+           "            ranks.append(r.fill_null(r.max().fill_null(0) + 1 if last else 0))",
+           "            ranks.append(r.fill_null(0))",
+           "NULLs sort first in multi-key window orders (issue 24 item 3)",
+           (TRUST.format("window_nulls_last"), TRUST_WIDE.format("w_windows_global"))),
+    Mutant("sqlc-frame-of-nulls-sums-to-zero", AREA, SQL + "windows.py",
+           "        total = _frame(value, \"sum\", before, after)\n"
+           "        total = total if kind == \"sum\" else total.cast(pl.Float64) / count\n"
+           "        return pl.when(count > 0).then(total)\n",
+           "        total = _frame(value, \"sum\", before, after)\n"
+           "        total = total if kind == \"sum\" else total.cast(pl.Float64) / count\n"
+           "        return total.fill_null(0)\n",
+           "a frame holding only NULLs sums to 0 (issue 24 item 3)",
+           (TRUST.format("frame_only_nulls"),)),
+    Mutant("sqlc-frame-off-by-one", AREA, SQL + "windows.py",
+           "    head = fwd(before + 1, 0)",
+           "    head = fwd(before, 0)",
+           "ROWS n PRECEDING frames one row short",
+           (TRUST.format("rows_n_preceding"), TRUST_WIDE.format("w_windows_local"))),
+    Mutant("sqlc-max-skips-nan", AREA, SQL + "aggregates.py",
+           "        return x.nan_max() if self.dtype(x).is_float() else x.max()",
+           "        return x.max()",
+           "max skips NaN (DuckDB: NaN is the largest; issue 24 item 4)",
+           (TRUST.format("max_nan"), TRUST_WIDE.format("w_aggregates"))),
+    Mutant("sqlc-greatest-skips-nan", AREA, SQL + "functions.py",
+           "        return pl.when(nan).then(pl.lit(float(\"nan\"))).otherwise(best)",
+           "        return best",
+           "greatest skips NaN (issue 24 item 4)", (TRUST.format("greatest_nan"),)),
+    Mutant("sqlc-dow-sunday-7", AREA, SQL + "functions.py",
+           "        return out % 7   # Sunday = 0",
+           "        return out",
+           "EXTRACT(dow) is 7 on Sunday (issue 24 item 6)", (TRUST.format("extract_parts"),)),
+    Mutant("sqlc-millisecond-without-seconds", AREA, SQL + "functions.py",
+           "        return value.dt.second().cast(pl.Int64) * 1000 + "
+           "value.dt.millisecond().cast(pl.Int64)",
+           "        return value.dt.millisecond().cast(pl.Int64)",
+           "EXTRACT(millisecond) leaves out the seconds (issue 24 item 6)",
+           (TRUST.format("extract_parts"),)),
+    Mutant("sqlc-bucket-epoch-origin", AREA, SQL + "functions.py",
+           "_ORIGIN_US = 946857600 * 10**6",
+           "_ORIGIN_US = 0",
+           "time_bucket aligned to 1970-01-01 (issue 24 item 7)",
+           (TRUST.format("bucket_7m"), TRUST.format("bucket_week"))),
+    Mutant("sqlc-round-half-even", AREA, SQL + "functions.py",
+           "        return x.round(0, mode=\"half_away_from_zero\")\n    return _round_scaled",
+           "        return x.round(0)\n    return _round_scaled",
+           "round() half to even (issue 24 item 8)", (TRUST.format("round_half_away"),)),
+    Mutant("sqlc-substr-start-zero", AREA, SQL + "functions.py",
+           ".when(start == 0).then(-1)",
+           ".when(start == 0).then(0)",
+           "substr with start 0 takes n characters (issue 24 item 8)", (TRUST.format("substr"),)),
+    Mutant("sqlc-overflow-wraps", AREA, SQL + "expressions.py",
+           "            bad = (left.xor(out) & right.xor(out)) < 0",
+           "            bad = pl.lit(False)",
+           "BIGINT addition wraps (issue 24 item 9)", (RAISES.format("int_overflow_add"),)),
+    Mutant("sqlc-intdiv-zero-null", AREA, SQL + "expressions.py",
+           "        return self.fail(out, zero, node, \"division by zero\")\n\n    def _Mod",
+           "        return out\n\n    def _Mod",
+           "x // 0 gives NULL (issue 24 item 9)", (RAISES.format("int_div_zero"),)),
+    Mutant("sqlc-decimal-literals-double", AREA, SQL + "expressions.py",
+           "        return pl.lit(exact, dtype=pl.Decimal(38, scale))",
+           "        return pl.lit(float(exact), dtype=pl.Float64)",
+           "0.1 + 0.2 = 0.3 false: literals as doubles (issue 24 item 9)",
+           (TRUST.format("decimal_literals"), TRUST.format("decimal_with_column"))),
+    Mutant("sqlc-arg-max-null-value", AREA, SQL + "aggregates.py",
+           "        both = x.is_not_null() & values[1].is_not_null()",
+           "        both = values[1].is_not_null()",
+           "arg_max picks a row whose value is NULL (issue 24 item 9)",
+           (TRUST.format("arg_min_max"),)),
+    Mutant("sqlc-sign-nan", AREA, SQL + "functions.py",
+           ".when(nan).then(0)", ".when(nan).then(1)",
+           "sign(NaN) is 1 (issue 24 item 9)", (TRUST.format("sign"),)),
+    Mutant("sqlc-timestamp-zone-unmatched", AREA, SQL + "literals.py",
+           "        right = right.dt.replace_time_zone(\"UTC\")\n    elif rt.time_zone",
+           "        pass\n    elif rt.time_zone",
+           "a TIMESTAMP literal against a DATETIME (UTC) column: a polars error "
+           "(issue 24 item 10)", (TRUST.format("timestamp_literal"),)),
+    Mutant("sqlc-interval-first-unit-only", AREA, SQL + "literals.py",
+           "        total += int(value)\n        pos, seen = m.end(), True",
+           "        total += int(value)\n        pos, seen = len(text), True",
+           "INTERVAL '8 hours 30 minutes' read as 8 hours (issue 24 item 10)",
+           (TRUST.format("multi_unit_interval"),)),
+    # -- the dialect and the merges --
+    Mutant("sqlc-comoment-merge", AREA, "hfq/engine/aggs.py",
+           "                 (col(p + \"sxy\").sum() + (n * (mx - cx) * (my - cy)).sum())",
+           "                 (col(p + \"sxy\").sum())",
+           "covariances merged across partitions without Chan's correction",
+           (DIALECT.format("corr_covar"), DIALECT.format("regr"))),
+    Mutant("sqlc-intersect-nulls-differ", AREA, "hfq/engine/reshape.py",
+           "                                                     nulls_equal=True)",
+           "                                                     nulls_equal=False)",
+           "INTERSECT/EXCEPT treat NULLs as different",
+           (DIALECT.format("intersect"), DIALECT.format("except"))),
+    Mutant("sqlc-params-out-of-order", AREA, SQL + "literals.py",
+           "tree.walk(bfs=False)", "tree.walk()",
+           "placeholders bound in breadth-first order, not the text's",
+           ("tests/query/test_dialect.py::test_parameters_are_bound_as_typed_literals",)),
+    Mutant("sqlc-time-travel-ignored", AREA, SQL + "select.py",
+           "    n = count_of(value, \"AT (VERSION => n)\")\n    return n",
+           "    count_of(value, \"AT (VERSION => n)\")\n    return None",
+           "AT (VERSION => n) reads the newest version (issue 24 item 5)",
+           ("tests/query/test_dialect.py::test_time_travel_reads_a_committed_version",)),
+]
