@@ -70,6 +70,14 @@ class TimeSeriesEngine:
     ``lateness`` (e.g. ``"2s"``): how far behind the newest row a row may come and still
     count.  ``out``: called with each frame of closed bars (to publish them into a table, or
     hand them to anything else) besides being returned.
+
+    Examples
+    --------
+    >>> engine = TimeSeriesEngine(window="1h", kind="quotes")
+    >>> ticks = quotes.to_arrow(symbols="IBM", dates="2007-08-01")
+    >>> bars = pl.concat([engine.feed(ticks), engine.flush()])
+    >>> bars.select("time", "count").rows()[:2]
+    [(datetime.time(9, 0), 5), (datetime.time(10, 0), 6)]
     """
 
     def __init__(self, *, window: str = "1m", kind: str | None = None,
@@ -130,7 +138,15 @@ class TimeSeriesEngine:
         return day + tod, day + (tod // self.bar_ns) * self.bar_ns + self.bar_ns
 
     def feed(self, batch: Any) -> pl.DataFrame:
-        """Take one batch of ticks; the bars of the windows it closed (maybe none)."""
+        """Take one batch of ticks; the bars of the windows it closed (maybe none).
+
+        Examples
+        --------
+        >>> engine = TimeSeriesEngine(window="1m", kind="quotes")
+        >>> ibm = quotes.to_arrow(symbols="IBM", dates="2007-08-01")
+        >>> engine.feed(ibm.slice(0, 2)).height, engine.feed(ibm.slice(2)).height
+        (1, 30)
+        """
         frame = as_frame(batch)
         plan = self._plan(frame.schema)
         if frame.height == 0:
@@ -195,7 +211,15 @@ class TimeSeriesEngine:
         return self.template.clear() if self.template is not None else pl.DataFrame()
 
     def flush(self) -> pl.DataFrame:
-        """Close every open window (the end of the stream or of the day); their bars."""
+        """Close every open window (the end of the stream or of the day); their bars.
+
+        Examples
+        --------
+        >>> engine = TimeSeriesEngine(window="5m", kind="quotes")
+        >>> _ = engine.feed(quotes.to_arrow(symbols="IBM", dates="2007-08-01"))
+        >>> engine.flush().select("time", "count").rows()
+        [(datetime.time(15, 55), 1)]
+        """
         emitted = self._close(1 << 62)
         if self.out is not None and emitted.height:
             self.out(emitted)
@@ -203,7 +227,16 @@ class TimeSeriesEngine:
 
     def run(self, batches: Any, *, limit: int | None = None) -> int:
         """Feed every batch of ``batches`` (a subscription, say), up to ``limit`` batches;
-        the bars emitted (each also handed to ``out``)."""
+        the bars emitted (each also handed to ``out``).
+
+        Examples
+        --------
+        >>> got = []
+        >>> engine = TimeSeriesEngine(window="1h", kind="quotes", out=got.append)
+        >>> day = quotes.to_arrow(symbols="IBM", dates="2007-08-01")
+        >>> engine.run(day.to_batches(max_chunksize=10)), len(got)
+        (6, 3)
+        """
         emitted = 0
         for i, batch in enumerate(batches):
             emitted += self.feed(batch).height

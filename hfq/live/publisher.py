@@ -88,6 +88,15 @@ class Publisher:
 
     ``name``: who publishes -- a publisher that restarts under the same name continues its
     sequence (default: unique to this process and object).
+
+    Examples
+    --------
+    >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+    ...                                   partition_by=hfq.Value("date"))
+    >>> t.publisher(name="feed").publish(quotes.to_arrow(symbols="IBM"))
+    1
+    >>> t.publisher(name="feed").seq        # the same name, later: it continues
+    1
     """
 
     def __init__(self, table: TableLike, *, name: str | None = None) -> None:
@@ -151,6 +160,19 @@ class Publisher:
         nothing is sent again; the next number: the batch a failed call sent).  A batch that
         does not conform to the schema raises :class:`~hfq.errors.SchemaMismatchError` and
         nothing of it is published; an empty one publishes nothing (returns ``pub.seq``).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> pub = t.publisher(name="feed")
+        >>> pub.publish(quotes.to_arrow(symbols="IBM")), pub.publish(quotes.to_polars(
+        ...     symbols="MSFT"))
+        (1, 2)
+        >>> pub.publish(quotes.to_arrow(symbols="IBM"), seq=1)   # a retry: nothing again
+        1
+        >>> t.scan().count()
+        237
         """
         rows = self._conform(data)
         with self._lock:
@@ -289,7 +311,16 @@ class Publisher:
         faults.point("live.publish.before_ack")
 
     def close(self) -> None:
-        """Nothing to release: a publisher holds no resources between batches."""
+        """Nothing to release: a publisher holds no resources between batches (each batch
+        is acknowledged when ``publish`` returns).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> pub = t.publisher()
+        >>> pub.close()
+        """
 
 
 def _plain(value: Any) -> Any:

@@ -64,6 +64,15 @@ def replay(tables: Sequence[TableLike], dates: Any, *, into: Sequence[TableLike]
     ``into``: the live tables to publish into, one per source (default: each source's
     ``<name>_replay``, made by ``make_table(source, name)`` -- by default a table with the
     source's schema, partitioning and sort order).  ``symbols``: only these.
+
+    Examples
+    --------
+    >>> mydb = hfq.connect(tmp)
+    >>> q = mydb.create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+    >>> _ = q.append(quotes.to_arrow(symbols=["IBM", "MSFT"]))
+    >>> done = replay([q], ("2007-08-01", "2007-08-02"), batch_rows=50)
+    >>> done.rows, done.days
+    ({'q': 237}, ['2007-08-01', '2007-08-02'])
     """
     if not tables:
         raise ArgumentError("tables=: at least one table to replay", argument="tables")

@@ -55,31 +55,67 @@ class State:
 
 
 def cumsum(x: pl.Expr) -> State:
-    """The running sum of ``x`` per symbol (``x.cum_sum().over(symbol)``)."""
+    """The running sum of ``x`` per symbol (``x.cum_sum().over(symbol)``).
+
+    Examples
+    --------
+    >>> e = ReactiveStateEngine(state={"vol": cumsum(pl.col("size"))})
+    >>> e.feed(pl.DataFrame({"symbol": ["A", "A"], "size": [3, 4]}))["vol"].to_list()
+    [3, 7]
+    """
     return State(x, lambda e: e.cum_sum(), "output")
 
 
 def ema(x: pl.Expr, *, alpha: float) -> State:
     """The exponential moving average ``y = alpha x + (1 - alpha) y_prev`` per symbol
-    (``x.ewm_mean(alpha=alpha, adjust=False).over(symbol)``)."""
+    (``x.ewm_mean(alpha=alpha, adjust=False).over(symbol)``).
+
+    Examples
+    --------
+    >>> e = ReactiveStateEngine(state={"m": ema(pl.col("x"), alpha=0.5)})
+    >>> e.feed(pl.DataFrame({"symbol": ["A", "A"], "x": [2.0, 4.0]}))["m"].to_list()
+    [2.0, 3.0]
+    """
     if not 0 < alpha <= 1:
         raise ArgumentError(f"alpha=: in (0, 1], not {alpha!r}", argument="alpha")
     return State(x, lambda e: e.ewm_mean(alpha=alpha, adjust=False), "output")
 
 
 def rolling_mean(x: pl.Expr, n: int) -> State:
-    """The mean of the last ``n`` values per symbol (null until there are ``n``)."""
+    """The mean of the last ``n`` values per symbol (null until there are ``n``).
+
+    Examples
+    --------
+    >>> e = ReactiveStateEngine(state={"m": rolling_mean(pl.col("x"), 2)})
+    >>> e.feed(pl.DataFrame({"symbol": ["A"] * 3, "x": [1.0, 3.0, 5.0]}))["m"].to_list()
+    [None, 2.0, 4.0]
+    """
     return State(x, lambda e: e.rolling_mean(n), _window(n) - 1)
 
 
 def rolling_std(x: pl.Expr, n: int) -> State:
-    """The sample standard deviation of the last ``n`` values per symbol."""
+    """The sample standard deviation of the last ``n`` values per symbol.
+
+    Examples
+    --------
+    >>> e = ReactiveStateEngine(state={"s": rolling_std(pl.col("x"), 2)})
+    >>> e.feed(pl.DataFrame({"symbol": ["A"] * 3, "x": [1.0, 3.0, 3.0]}))["s"].to_list()
+    [None, 1.4142135623730951, 0.0]
+    """
     return State(x, lambda e: e.rolling_std(n), _window(n) - 1)
 
 
 def zscore(x: pl.Expr, n: int) -> State:
     """``(x - rolling_mean(n)) / rolling_std(n)`` per symbol: how unusual the newest value
-    is against the last ``n``."""
+    is against the last ``n``.
+
+    Examples
+    --------
+    >>> e = ReactiveStateEngine(state={"z": zscore(pl.col("x"), 3)})
+    >>> e.feed(pl.DataFrame({"symbol": ["A"] * 4, "x": [1.0, 2.0, 3.0, 10.0]}))["z"].round(3) \\
+    ...     .to_list()
+    [None, None, 1.0, 1.147]
+    """
     return State(x, lambda e: (e - e.rolling_mean(n)) / e.rolling_std(n), _window(n) - 1)
 
 
@@ -96,6 +132,15 @@ class ReactiveStateEngine:
     2}``), which states may use; ``state``: name -> :class:`State`; ``keep``: the input
     columns each output row repeats (default: ``by`` and ``time`` when there is one).
     ``out``: called with each output frame.
+
+    Examples
+    --------
+    >>> engine = ReactiveStateEngine(state={"ema": ema(pl.col("mid"), alpha=0.5)},
+    ...                              compute={"mid": (pl.col("bid") + pl.col("ofr")) / 2})
+    >>> ticks = quotes.to_polars(symbols="IBM", dates="2007-08-01")
+    >>> out = pl.concat([engine.feed(ticks[:5]), engine.feed(ticks[5:])])
+    >>> out.columns, out.height
+    (['symbol', 'time', 'mid', 'ema'], 32)
     """
 
     def __init__(self, *, state: Mapping[str, State], by: str | Sequence[str] = "symbol",
@@ -113,13 +158,28 @@ class ReactiveStateEngine:
 
     def batch_exprs(self) -> tuple[list[pl.Expr], list[pl.Expr]]:
         """``(computed columns, states)`` as the batch expressions over stored rows:
-        ``frame.with_columns(a).with_columns(b)`` is what the engine streams."""
+        ``frame.with_columns(a).with_columns(b)`` is what the engine streams.
+
+        Examples
+        --------
+        >>> e = ReactiveStateEngine(state={"vol": cumsum(pl.col("size"))})
+        >>> e.batch_exprs()[1][0].meta.output_name()
+        'vol'
+        """
         return ([e.alias(n) for n, e in self.compute.items()],
                 [s.batch(self.by).alias(n) for n, s in self.state.items()])
 
     def feed(self, batch: Any) -> pl.DataFrame:
         """Take one batch of rows; the same rows (``keep`` and computed columns) with every
-        state as it stands after each row."""
+        state as it stands after each row.
+
+        Examples
+        --------
+        >>> e = ReactiveStateEngine(state={"vol": cumsum(pl.col("size"))},
+        ...                         compute={"big": pl.col("size") > 3})
+        >>> e.feed(pl.DataFrame({"symbol": ["A", "B"], "size": [5, 1]})).rows()
+        [('A', True, 5), ('B', False, 1)]
+        """
         frame = as_frame(batch)
         if self.compute:
             frame = frame.with_columns([e.alias(n) for n, e in self.compute.items()])
@@ -164,7 +224,14 @@ class ReactiveStateEngine:
         return mine[name]
 
     def run(self, batches: Any, *, limit: int | None = None) -> int:
-        """Feed every batch of ``batches`` (a subscription, say); the rows output."""
+        """Feed every batch of ``batches`` (a subscription, say); the rows output.
+
+        Examples
+        --------
+        >>> e = ReactiveStateEngine(state={"vol": cumsum(pl.col("size"))})
+        >>> e.run([pl.DataFrame({"symbol": ["A"], "size": [1]})] * 3), e.carry["vol"].rows()
+        (3, [('A', 3)])
+        """
         rows = 0
         for i, batch in enumerate(batches):
             rows += self.feed(batch).height

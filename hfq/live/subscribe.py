@@ -79,7 +79,19 @@ def offset_text(offset: Mapping[str, int]) -> str:
 
 
 class Subscription:
-    """An iterator of the record batches published to a table (see the module)."""
+    """An iterator of the record batches published to a table (see the module).
+
+    Examples
+    --------
+    >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+    ...                                   partition_by=hfq.Value("date"))
+    >>> pub = t.publisher(name="feed")
+    >>> for symbols in (["IBM"], ["C"], ["MSFT"]):
+    ...     _ = pub.publish(quotes.to_arrow(symbols=symbols))
+    >>> sub = t.subscribe(symbols=["IBM", "MSFT"], wait_s=0)
+    >>> [(b.num_rows, dict(sub.offset)) for b in iter(sub.poll, None)]
+    [(41, {'feed': 1}), (196, {'feed': 3})]
+    """
 
     def __init__(self, table: TableLike, *, symbols: Iterable[str] | str | None = None,
                  start: Any = "sod", columns: Sequence[str] | None = None,
@@ -119,7 +131,18 @@ class Subscription:
 
     @property
     def offset(self) -> dict[str, int]:
-        """Per publisher, the last batch delivered (or passed: it had no rows asked for)."""
+        """Per publisher, the last batch delivered (or passed: it had no rows asked for).
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> t.publisher(name="feed").publish(quotes.to_arrow(symbols="IBM"))
+        1
+        >>> sub = t.subscribe(wait_s=0)
+        >>> sub.poll().num_rows, sub.offset
+        (41, {'feed': 1})
+        """
         return dict(self._delivered)
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -134,7 +157,19 @@ class Subscription:
                 raise StopIteration
 
     def poll(self) -> pa.RecordBatch | None:
-        """The next batch, or None when none came within ``wait_s``."""
+        """The next batch, or None when none came within ``wait_s``.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> sub = t.subscribe(symbols="IBM", wait_s=0)
+        >>> sub.poll() is None                                     # nothing published yet
+        True
+        >>> _ = t.publisher(name="feed").publish(quotes.to_arrow(symbols=["IBM", "C"]))
+        >>> sub.poll().schema.metadata[b"hfq.offset"]
+        b'{"feed": 1}'
+        """
         if not self._ready:
             self._fill()
         while self._ready:
@@ -146,6 +181,17 @@ class Subscription:
         return None
 
     def close(self) -> None:
+        """Stop: iterating ends once what was fetched is delivered.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> sub = t.subscribe(wait_s=0)
+        >>> sub.close()
+        >>> list(sub)
+        []
+        """
         self.closed = True
 
     def _fill(self) -> None:

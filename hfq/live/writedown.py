@@ -149,7 +149,16 @@ def tell_nodes(table: TableLike, manifest: Any) -> None:
 
 
 def live_days(table: TableLike) -> list[str]:
-    """The days of which ``table``'s nodes hold live rows not written down (sorted)."""
+    """The days of which ``table``'s nodes hold live rows not written down (sorted).
+
+    Examples
+    --------
+    >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+    ...                                   partition_by=hfq.Value("date"))
+    >>> _ = t.publisher(name="feed").publish(quotes.to_arrow(symbols="IBM"))
+    >>> live_days(t)
+    ['2007-08-01', '2007-08-02']
+    """
     session = table.session
     base = session.snapshot(table.name)
     if not is_live(base):
@@ -161,7 +170,16 @@ def live_days(table: TableLike) -> list[str]:
 def write_down_due(table: TableLike, *, keep: int = 1) -> list[WriteDown]:
     """The automatic policy: write down every day with live rows except the newest
     ``keep`` (the day being published).  A publisher made with ``write_down=True`` runs it
-    (in a thread of its own) whenever a batch of a new day is acknowledged."""
+    (in a thread of its own) whenever a batch of a new day is acknowledged.
+
+    Examples
+    --------
+    >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+    ...                                   partition_by=hfq.Value("date"))
+    >>> _ = t.publisher(name="feed").publish(quotes.to_arrow(symbols="IBM"))
+    >>> [(d.date, d.rows) for d in write_down_due(t)], live_days(t)
+    ([('2007-08-01', 32)], ['2007-08-02'])
+    """
     days = live_days(table)
     return [write_down(table, d) for d in days[:max(0, len(days) - keep)]]
 
