@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
 from harness import SHAPES, Bench  # noqa: E402
-from scenarios import analytics, cluster, packed, queries, readers, scale, store  # noqa: E402
+from scenarios import analytics, cluster, live, packed, queries, readers, scale, store  # noqa: E402
 
 SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "point": readers.scenario_point, "concurrent": readers.scenario_concurrent,
@@ -59,7 +59,7 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "cluster_read": cluster.scenario_cluster_read,
              "analytics": analytics.scenario_analytics,
              "queries": queries.scenario_queries,
-             "scale": scale.scenario_scale}
+             "scale": scale.scenario_scale, "live": live.scenario_live}
 
 
 # scenarios that share data (bench.cache, a running cluster) run in one process, in this order

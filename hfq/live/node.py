@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from hfq import faults
 from hfq.errors import HfqError
 from hfq.live.log import Entry, Slice, StreamWriter, encode, read_frames, segments, stream_alive
-from hfq.live.rows import PartRows
+from hfq.live.rows import PartRows, same_rows
 from hfq.partition import Compo, Scheme, matcher
 from hfq.runtime.task import NodeContext
 
@@ -145,11 +145,11 @@ class LiveTable:
             self.catch_up()
             held = self.held.get(key)
             if held is not None:
-                if held.entry.digest != entry.digest:
+                if not _same_slices(held, entry, rows):
                     raise PublishConflictError(
                         f"table {self.spec.table!r}: publisher {entry.pub!r} sent batch "
-                        f"{entry.seq} again with other rows (digest {entry.digest[:12]}, "
-                        f"logged {held.entry.digest[:12]}); a retry must send the same rows")
+                        f"{entry.seq} again with other rows than node {self.spec.table!r} "
+                        "logged; a retry must send the same rows")
                 self._note_nodes(entry)
                 return "duplicate"
             writer = self._writer()
@@ -504,6 +504,23 @@ class LiveTable:
                 self.writer.close()
                 self.writer = None
             self.closed = True
+
+
+def _same_slices(held: _Held, entry: Entry, rows: pa.Table) -> bool:
+    """Do the slices ``entry`` shares with ``held`` (a partition and slice number in both)
+    hold the same rows?"""
+    mine: dict[tuple[str, int], pa.Table] = {}
+    offset = 0
+    for s in held.entry.slices:
+        mine[(s.partition, s.pseq)] = held.rows.slice(offset, s.rows)
+        offset += s.rows
+    offset = 0
+    for s in entry.slices:
+        got = mine.get((s.partition, s.pseq))
+        if got is not None and not same_rows(got, rows.slice(offset, s.rows)):
+            return False
+        offset += s.rows
+    return True
 
 
 def _join(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:

@@ -42,14 +42,12 @@ import socket
 import threading
 import time
 import uuid
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -59,6 +57,7 @@ from hfq.ingest.frames import iter_arrow_batches
 from hfq.live.cut import cut_of, enable, live_spec
 from hfq.live.log import Entry, Slice
 from hfq.live.node import PublishConflictError, entry_rows, log_batch, publisher_state
+from hfq.live.rows import same_rows
 from hfq.partition import key_path
 from hfq.query.plan import filter_columns
 from hfq.session import TableLike
@@ -67,8 +66,8 @@ __all__ = ["Publisher"]
 
 log = logging.getLogger(__name__)
 
-_DIGESTS = 4096
-"""Digests of recent batches kept to check a retry of an acknowledged batch."""
+_RECENT = 8
+"""The last batches acknowledged, kept to check that a retry of one sends the same rows."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ class Publisher:
         self._targets: dict[str, list[str]] = {}
         self._pseq: dict[str, int] = {}
         self._inflight: _Plan | None = None
-        self._digests: OrderedDict[int, str] = OrderedDict()
+        self._recent: OrderedDict[int, pa.Table] = OrderedDict()
         self._at = 0.0
         self.date_column, _ = filter_columns(self.manifest)
         self.seq = 0
@@ -182,10 +181,10 @@ class Publisher:
                                     argument="seq")
             if rows.num_rows == 0:
                 return self.seq
-            digest = _digest(rows)
+            digest = f"{rows.num_rows:x}"
             if seq is not None and seq <= self.seq:
-                known = self._digests.get(seq)
-                if known is not None and known != digest:
+                known = self._recent.get(seq)
+                if known is not None and not same_rows(known, rows):
                     raise PublishConflictError(
                         f"table {self.table!r}: batch {seq} of publisher {self.name!r} was "
                         "published with other rows; a retry must send the same rows")
@@ -196,7 +195,7 @@ class Publisher:
                                     f"{self.seq}; the next is {number}, not {seq}",
                                     argument="seq")
             plan = self._inflight
-            if plan is None or plan.seq != number or plan.digest != digest:
+            if plan is None or plan.seq != number or not same_rows(plan.rows, rows):
                 plan = self._plan(number, digest, rows)
             self._inflight = plan
             for attempt in range(3):
@@ -213,9 +212,9 @@ class Publisher:
             self._inflight = None
             for s, _ in plan.slices:
                 self._pseq[s.partition] = max(self._pseq.get(s.partition, 0), s.pseq)
-            self._digests[number] = digest
-            if len(self._digests) > _DIGESTS:
-                self._digests.popitem(last=False)
+            self._recent[number] = rows
+            if len(self._recent) > _RECENT:
+                self._recent.popitem(last=False)
             newest = max((s.day for s, _ in plan.slices if s.day is not None), default=None)
         if newest is not None and (self._newest is None or newest > self._newest):
             self._newest = newest
@@ -329,16 +328,6 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return value
-
-
-def _digest(rows: pa.Table) -> str:
-    """A hash of the rows' values (not of how they are encoded): the same rows give the
-    same digest whatever their dictionaries or chunks."""
-    frame = pl.from_arrow(rows)
-    assert isinstance(frame, pl.DataFrame)
-    frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
-    hashes = frame.hash_rows(seed=7).to_numpy()
-    return f"{rows.num_rows:x}-{zlib.crc32(hashes.tobytes()):08x}"
 
 
 def publish_all(publisher: Publisher, batches: Sequence[Any]) -> int:

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
-__all__ = ["PartRows", "Runs"]
+__all__ = ["PartRows", "Runs", "same_rows"]
 
 TAIL = 128
 """Slices kept apart before they are merged into the body."""
@@ -227,3 +228,16 @@ class PartRows:
         dropped = int(gone.sum())
         self.rows -= dropped
         return dropped
+
+
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """Do ``a`` and ``b`` hold the same rows, in the same order (values compared: whatever
+    their dictionaries or chunks; NaN equals NaN, null equals null)?"""
+    if a is b:
+        return True
+    if a.num_rows != b.num_rows or a.schema.names != b.schema.names:
+        return False
+    left, right = pl.from_arrow(a), pl.from_arrow(b)
+    assert isinstance(left, pl.DataFrame) and isinstance(right, pl.DataFrame)
+    plain = pl.col(pl.Categorical).cast(pl.String)
+    return left.with_columns(plain).equals(right.with_columns(plain))
