@@ -60,6 +60,7 @@ from scenarios import (  # noqa: E402 - one line each: scenarios are added by se
     analytics,
     cluster,
     lifecycle,
+    live,
     packed,
     queries,
     readers,
@@ -81,6 +82,7 @@ SCENARIOS = {"ingest": store.scenario_ingest, "read": store.scenario_read,
              "service": service.scenario_service,
              "taq": taq.scenario_taq,
              "lifecycle": lifecycle.scenario_lifecycle,
+             "live": live.scenario_live,
              }
 
 

@@ -26,6 +26,7 @@ from hfq.table import Table
 if TYPE_CHECKING:
     from hfq import engine
     from hfq.engine import Query, bucket, minute_of_day  # the lazy query, time buckets
+    from hfq.live.replay import replay  # market-data replay through the engine
     from hfq.service.serving import serve  # the shared service (hfq serve)
 
 
@@ -39,12 +40,15 @@ def __getattr__(name: str) -> Any:
     if name == "serve":   # the service (Flight, argon2) loads when one is started
         import importlib
         return importlib.import_module("hfq.service.serving").serve
+    if name == "replay":   # hfq.live.replay: it reads through the engine
+        import importlib
+        return importlib.import_module("hfq.live.replay").replay
     raise AttributeError(f"module 'hfq' has no attribute {name!r}")
 
 __all__ = [
     "Compo", "Database", "Hash", "HfqError", "Query", "Range", "Table", "Value", "config",
     "connect", "errors", "quality", "reduce", "schema", "schemas", "synth",
-    "bucket", "engine", "minute_of_day", "serve",
+    "bucket", "engine", "minute_of_day", "replay", "serve",
 ]
 
 __version__ = "0.1.0"
@@ -78,4 +82,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "hfq.testing.strategies": ("taq_tables", "symbols", "prices", "partitioned",
                                "reducer_values", "merge_trees", "HOSTILE_SYMBOLS"),
     "hfq.demo": ("example_quotes", "plot_spread"),
+    "hfq.live": ("Publisher", "Subscription", "TimeSeriesEngine", "ReactiveStateEngine",
+                 "cumsum", "ema", "rolling_mean", "rolling_std", "zscore", "replay",
+                 "write_down_due", "live_days", "parse_offset"),
 }

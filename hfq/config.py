@@ -111,6 +111,16 @@ class Settings:
     """Progress bars: auto (only on a terminal), always or never."""
     orphan_grace_s: float = 3600.0
     """Unreferenced files younger than this are left alone by vacuum (a writer may still commit)."""
+    live_group_commit_s: float = 0.0
+    """Live publishing (:mod:`hfq.live`): how long a node's log waits for more batches before
+    the fsync that makes them durable together (0: at once; batches that arrive during an
+    fsync share the next one whatever this is)."""
+    live_grace_s: float = 60.0
+    """Live rows written down stay readable from the nodes (and their log segments on disk)
+    this long after the write-down's commit, for queries and subscribers that pinned an older
+    version; then they are dropped and the log truncated."""
+    live_segment_bytes: int = 64 << 20
+    """A live log segment file is closed and a new one begun past this size."""
     ping_timeout_s: float = 2.0
     """Seconds a node's server has to answer a ping before maintenance (rebalance, repair,
     verify, vacuum, check) counts the node as down: a crashed node stays on Ray's list of live
@@ -118,9 +128,12 @@ class Settings:
 
     def __post_init__(self) -> None:
         check_compression(self.compression)
-        for name in ("batch_rows", "memory_budget", "csv_block_bytes", "threads"):
+        for name in ("batch_rows", "memory_budget", "csv_block_bytes", "threads",
+                     "live_segment_bytes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
+        if self.live_group_commit_s < 0 or self.live_grace_s < 0:
+            raise ValueError("live_group_commit_s and live_grace_s must be 0 or more")
         if not self.ping_timeout_s > 0:
             raise ValueError(f"ping_timeout_s must be positive, not {self.ping_timeout_s!r}")
         if self.cache_bytes < 0:

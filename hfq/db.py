@@ -18,6 +18,8 @@ from hfq.config import Settings
 from hfq.errors import HfqError, QueryError, TableNotFoundError
 from hfq.ingest.csv import LoadReport
 from hfq.ingest.csv import load_csv as _load_csv
+from hfq.live.cut import is_live
+from hfq.live.snapshot import LiveView
 from hfq.partition import Compo, Scheme
 from hfq.runtime.node import NodeInfo, node_identity
 from hfq.runtime.task import StoreCall
@@ -443,7 +445,10 @@ class Database:
                 raise QueryError(f"table {name!r} has no version {version}; versions on "
                                  f"record: {', '.join(map(str, versions))}")
             m = self.session.snapshot(name, version)
-        return make_query(self.session, name, m, rowid=rowid)
+        # the newest version reads the live rows with its files; time travel the files alone
+        live = LiveView(self.session, m) if version is None and as_of is None and is_live(m) \
+            else None
+        return make_query(self.session, name, m, rowid=rowid, live=live)
 
     def drop_table(self, name: str) -> None:
         """Remove a table and all its files, on every live node.

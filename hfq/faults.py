@@ -47,6 +47,14 @@ POINTS: dict[str, str] = {
     "vacuum.before_remove": "vacuum has listed the files it will remove",
     "read.batch.after_verify": "a record batch passed its checksum, not yet decoded",
     "engine.node.before_stage": "a query's node stage is about to run on one partition",
+    "live.publish.before_send": "a published batch is conformed and split, nothing logged",
+    "live.log.before_fsync": "a live log frame is written, not yet fsynced",
+    "live.node.after_log": "a node logged its part of a batch, the publisher not yet answered",
+    "live.publish.before_ack": "every node logged a batch, publish has not returned",
+    "live.writedown.before_commit": "a write-down's files are written, not yet committed",
+    "live.writedown.after_commit": "a write-down is committed, the nodes not yet told",
+    "live.log.before_truncate": "a node is about to remove a written-down log segment",
+    "live.subscribe.after_batch": "a subscriber took a batch, the next not yet fetched",
 }
 
 ENV = "HFQ_FAULTS"

@@ -20,6 +20,11 @@ from hfq.change.knowledge import known_filters
 from hfq.change.rewrite import ChangeReport
 from hfq.errors import ArgumentError
 from hfq.ingest.frames import iter_arrow_batches
+from hfq.live.cut import is_live
+from hfq.live.publisher import Publisher
+from hfq.live.snapshot import LiveView
+from hfq.live.subscribe import Subscription
+from hfq.live.writedown import AutoWriteDown, WriteDown, write_down
 from hfq.quality import QualityReport
 from hfq.quality import report as quality_report
 from hfq.query.read import PartitionFunction
@@ -618,24 +623,30 @@ class Table:
         hfq.errors.ArgumentError: columns=: table 'quotes' has no column 'nope'; the columns are ...
         """
         from hfq.engine.query import plain_query  # the engine loads on a table's first read
-        m = self._at(version, as_of)
+        m, live = self._at(version, as_of)
         if known_at is None:
             return plain_query(self.session, self.name, m, columns=columns, where=where,
-                               dates=dates, symbols=symbols)
-        q = plain_query(self.session, self.name, m, where=where, dates=dates, symbols=symbols)
+                               dates=dates, symbols=symbols, live=live)
+        q = plain_query(self.session, self.name, m, where=where, dates=dates, symbols=symbols,
+                        live=live)
         column = known_at_column(m.options)
         for f in known_filters(m.options, m.schema[column].name if column else "", known_at):
             q = q.filter(f)
         return q if columns is None else q.select(check_columns(m, columns))
 
-    def _at(self, version: int | None, as_of: Any) -> Manifest:
-        """The version ``version=`` or ``as_of=`` names (the handle's: neither)."""
+    def _at(self, version: int | None, as_of: Any) -> tuple[Manifest, LiveView | None]:
+        """The version ``version=`` or ``as_of=`` names (the handle's: neither) and the
+        live rows read with it: a live table's newest version (the handle moves to it) reads
+        its live rows with its files, pinned together; time travel reads the files alone."""
         if as_of is None:
-            return self.snapshot(version)
+            if version is None and is_live(self._manifest):
+                self.refresh()   # the newest version: its cut goes with the live rows held now
+                return self._manifest, LiveView(self.session, self._manifest)
+            return self.snapshot(version), None
         if version is not None:
             raise ArgumentError("version= and as_of= name the version twice: give one",
                                 argument="as_of")
-        return self.snapshot(timeline.as_of(self.session.catalog, self.name, as_of))
+        return self.snapshot(timeline.as_of(self.session.catalog, self.name, as_of)), None
 
     # -- queries (hfq.engine) -----------------------------------------------------------------
     def query(self, *, dates: Any = None, symbols: Iterable[str] | str | None = None,
@@ -653,8 +664,82 @@ class Table:
         [('WMT', 1980), ('DIA', 457)]
         """
         from hfq.engine.query import make_query  # the engine loads on a table's first query
-        return make_query(self.session, self.name, self._at(version, as_of), dates=dates,
-                          symbols=symbols)
+        m, live = self._at(version, as_of)
+        return make_query(self.session, self.name, m, dates=dates, symbols=symbols, live=live)
+
+    # -- live data (hfq.live, docs/live.md) ----------------------------------------------------
+    def publisher(self, *, name: str | None = None, write_down: bool = False) -> Publisher:
+        """A :class:`~hfq.live.Publisher` of live rows into this table: ``publish(frame)``
+        returns once the batch is on disk on every replica node; every read of the table
+        sees it from then on (see :mod:`hfq.live.publisher`).
+
+        ``name``: who publishes (a publisher that restarts under the same name continues
+        its sequence numbers, so retries never duplicate rows).  ``write_down``: the
+        automatic end of day -- when a batch of a new day is acknowledged, every older day
+        with live rows is written down (:meth:`write_down`) in a background thread.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> pub = t.publisher(name="feed")
+        >>> pub.publish(quotes.to_arrow(symbols="IBM"))
+        1
+        >>> t.scan(symbols="IBM").count(), len(t)     # live rows: read, not yet in files
+        (41, 0)
+        """
+        pub = Publisher(self, name=name)
+        self._manifest = pub.manifest if pub.manifest.version > self._manifest.version \
+            else self._manifest
+        if write_down:
+            pub.on_new_day = AutoWriteDown(self).poke
+        return pub
+
+    def subscribe(self, *, symbols: Iterable[str] | str | None = None, start: Any = "sod",
+                  columns: Sequence[str] | None = None, max_rows: int = 100_000,
+                  wait_s: float = 0.2) -> Subscription:
+        """An iterator of Arrow record batches, one per published batch with rows of
+        ``symbols`` (all: None), as they are acknowledged (see :mod:`hfq.live.subscribe`).
+
+        ``start``: ``"sod"`` (every live row not written down), ``"now"``, or an offset
+        (``sub.offset`` saved earlier): every row after it exactly once.  ``max_rows``:
+        rows fetched per node per poll (the buffer's bound); ``wait_s``: how long a poll
+        waits for new rows.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> pub = t.publisher(name="feed")
+        >>> sub = t.subscribe(symbols="IBM", start="now")
+        >>> pub.publish(quotes.to_arrow(symbols=["IBM", "MSFT"]))
+        1
+        >>> batch = sub.poll()
+        >>> batch.num_rows, sub.offset
+        (41, {'feed': 1})
+        """
+        return Subscription(self, symbols=symbols, start=start, columns=columns,
+                            max_rows=max_rows, wait_s=wait_s)
+
+    def write_down(self, date: Any, *, progress: bool | None = None) -> WriteDown:
+        """Write ``date``'s live rows into this table's files through the one write
+        operator, in one commit that also records which live rows the files now hold; the
+        nodes drop them and truncate their logs only after it (see
+        :mod:`hfq.live.writedown`).  Every read sees each row once, before, during and
+        after.
+
+        Examples
+        --------
+        >>> t = hfq.connect(tmp).create_table("q", hfq.schemas.TAQ,
+        ...                                   partition_by=hfq.Value("date"))
+        >>> _ = t.publisher(name="feed").publish(quotes.to_arrow(symbols="IBM"))
+        >>> done = t.write_down("2007-08-01")
+        >>> done.rows, len(t), t.scan(symbols="IBM").count()
+        (32, 32, 41)
+        """
+        done = write_down(self, date, progress=progress)
+        self.refresh()
+        return done
 
     def to_arrow(self, **scan_args: Any) -> pa.Table:
         """``scan(**scan_args).to_arrow()``: the matching rows as one Arrow table.

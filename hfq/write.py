@@ -16,7 +16,7 @@ buffers them within a memory budget and spills sorted fragments through a FileWr
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -253,7 +253,9 @@ class Write:
     1
     """
 
-    def __init__(self, session: Session, base: Manifest, *, sync: bool = False) -> None:
+    def __init__(self, session: Session, base: Manifest, *, sync: bool = False,
+                 transaction: Callable[[Catalog, Manifest], Transaction] = Transaction
+                 ) -> None:
         self.session = session
         self.catalog = session.catalog
         self.nodes = session.nodes
@@ -261,7 +263,9 @@ class Write:
         self.sync = sync
         settings = table_settings(session.settings, base)
         catalog = self.catalog
-        self.txn = Transaction(catalog, base)
+        # ``transaction``: a Transaction subclass that records more than files (the live
+        # write-down records the live rows its files hold, hfq.live.cut)
+        self.txn = transaction(catalog, base)
         begin_transaction(self.txn.id)
         layouts = Layouts.of(base.options)
         self.files = FileWriter(base.table, self.txn.namer, base.sort_by,

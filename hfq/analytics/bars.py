@@ -160,22 +160,31 @@ def bars_of(frame: pl.DataFrame, kind: str, keys: list[str], time: str, bar_ns: 
     """
     if symbol is not None and _runs_apply(frame, keys, symbol, time):
         return _bars_by_runs(frame, kind, keys, symbol, time, bar_ns)
-    start = ((pl.col(time).to_physical() // bar_ns) * bar_ns).cast(pl.Time).alias(time)
+    return frame.group_by([*keys, bar_start(time, bar_ns)], maintain_order=True) \
+        .agg(bar_aggs(kind)).sort([*keys, time])
+
+
+def bar_start(time: str, bar_ns: int) -> pl.Expr:
+    """The start of each row's bar, in the time column's type (a time of day)."""
+    return ((pl.col(time).to_physical() // bar_ns) * bar_ns).cast(pl.Time).alias(time)
+
+
+def bar_aggs(kind: str) -> list[pl.Expr]:
+    """The bars' columns as polars aggregations, for ``"quotes"`` or ``"trades"`` (what the
+    kernels compute; the live time-series engine, :mod:`hfq.live.bars`, streams them)."""
     if kind == "quotes":
         bid, ofr = pl.col("bid").fill_nan(None), pl.col("ofr").fill_nan(None)
         mid = ((bid + ofr) / 2).drop_nulls()
-        aggs = [bid.mean(), ofr.mean(), mid.first().alias("open"), mid.max().alias("high"),
+        return [bid.mean(), ofr.mean(), mid.first().alias("open"), mid.max().alias("high"),
                 mid.min().alias("low"), mid.last().alias("close"), pl.len().alias("count")]
-    else:
-        price, size = pl.col("price").fill_nan(None), pl.col("size").cast(pl.Int64)
-        traded = price.drop_nulls()
-        aggs = [traded.first().alias("open"), traded.max().alias("high"),
-                traded.min().alias("low"), traded.last().alias("close"),
-                size.sum().alias("volume"),
-                ((price * size).sum() / size.filter(price.is_not_null()).sum())
-                .fill_nan(None).alias("vwap"),   # no size traded at a price: null, not 0/0
-                pl.len().alias("count")]
-    return frame.group_by([*keys, start], maintain_order=True).agg(aggs).sort([*keys, time])
+    price, size = pl.col("price").fill_nan(None), pl.col("size").cast(pl.Int64)
+    traded = price.drop_nulls()
+    return [traded.first().alias("open"), traded.max().alias("high"),
+            traded.min().alias("low"), traded.last().alias("close"),
+            size.sum().alias("volume"),
+            ((price * size).sum() / size.filter(price.is_not_null()).sum())
+            .fill_nan(None).alias("vwap"),   # no size traded at a price: null, not 0/0
+            pl.len().alias("count")]
 
 
 def _runs_apply(frame: pl.DataFrame, keys: list[str], symbol: str, time: str) -> bool:

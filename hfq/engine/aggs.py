@@ -270,11 +270,12 @@ class _Builder:
             e = self._input(inner)
             if e is None:
                 return None
-            # in table order: partials arrive in partition order, rows in stored order; the
-            # first non-null value (any_value) skips partitions without one
-            skip = kind == "Function" and signature(body["function"]) == "DropNulls"
-            merged = col(p + "v").drop_nulls() if skip else col(p + "v")
-            return [pick(e).alias(p + "v")], [pick(merged)], col(p + "v")
+            # in table order: partials arrive in partition order, rows in stored order; a
+            # partition whose input kept no row (a drop_nulls, a filter) gives no value --
+            # not a null that would win the merge
+            return ([pick(e).alias(p + "v"), e.len().alias(p + "c")],
+                    [pick(col(p + "v").filter(col(p + "c") > 0)).alias(p + "v")],
+                    col(p + "v"))
         v = self._input(body["expr"])
         by = [self._input(b) for b in body["by"]]
         if v is None or any(b is None for b in by):

@@ -22,9 +22,10 @@ import polars as pl
 
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Op, Rename, plain_name
+from hfq.engine.rows import read_rows
 from hfq.errors import QueryError
 from hfq.query.plan import Unit
-from hfq.query.read import ReadSpec, read_frame
+from hfq.query.read import ReadSpec
 
 __all__ = ["BatchUnit", "CoPartitioned", "PairUnit", "co_partitioned", "paired_units"]
 
@@ -105,7 +106,7 @@ class CoPartitioned(Op):
         parts = [p.rights[self.index] for p in pairs if p.rights[self.index] is not None]
         if not parts:
             return self.op.apply(lf)   # no right rows in these partitions
-        frames = [read_frame(node, self.spec, part) for part in parts]
+        frames = [read_rows(node, self.spec, part) for part in parts]
         if any(op.per_partition() for op in self.ops):   # the right side's own steps
             groups = [(f, part) for f, part in zip(frames, parts)]
         else:   # a batch: its partitions' right sides in the same order, in one plan

@@ -55,9 +55,10 @@ from hfq.engine.ops import (
     plain_name,
 )
 from hfq.engine.rowid import ROWID, partition_offsets, read_with_rowid
+from hfq.engine.rows import read_rows, self_reading
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Filters, Plan
-from hfq.query.read import INLINE_ROWS, ReadSpec, read_frame, read_unit
+from hfq.query.read import INLINE_ROWS, ReadSpec
 from hfq.runtime.task import NodeContext
 from hfq.storage.cache import PartitionCache, process_cache
 
@@ -178,11 +179,13 @@ class NodeStage:
     def _read(self, node: Any, unit: Any) -> pl.DataFrame:
         part = getattr(unit, "left", unit)
         if self.offsets is not None:
+            if any(self_reading(f) for f in part.fragments):
+                raise QueryError(f"rowid numbers the rows stored in the table's version; "
+                                 f"partition {part.partition} of table {self.table!r} "
+                                 "also has live rows not yet written down (write the day "
+                                 "down, or read a version)")
             return read_with_rowid(node, self.spec, part, self.offsets[part.partition])
-        if self.batches is not None and self.spec.where is None:
-            return cast(pl.DataFrame, pl.from_arrow(
-                read_unit(node.store, self.spec, part, node.name, cache=self.batches)))
-        return read_frame(node, self.spec, part)
+        return read_rows(node, self.spec, part, batches=self.batches)
 
     def _ops(self, frame: pl.DataFrame, node: Any, unit: Any) -> pl.DataFrame:
         lf = frame.lazy()
@@ -449,7 +452,9 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     # read's filter: it runs on each partition before any operation of the query)
     read = src.session.plan_read(m, columns=columns, filters=filters)
     plan, spec = read.plan, read.spec
-    units = src.bind_units(plan.units)
+    units = src.bind_units(plan.units, filters)
+    if getattr(src, "live", None) is not None:
+        notes = [*notes, src.live.describe()]
     offsets = partition_offsets(m, [u.partition for u in plan.units]) if src.rowid else None
     return Staged(src, plan, spec, node_ops, driver_ops, units, notes, offsets)
 

@@ -94,6 +94,10 @@ class TableSource:
     symbols: tuple | None = None
     rowid: bool = False
     """The rows carry their ``rowid`` (column :data:`~hfq.engine.rowid.ROWID`)."""
+    live: Any = None
+    """The table's rows not in its files yet (:class:`hfq.live.snapshot.LiveView`):
+    ``live.bind(units, filters)`` adds them to a plan's units when it is made, pinned with
+    this version; such a query is never a plain read."""
 
     @functools.cached_property
     def policy(self) -> TablePolicy:
@@ -121,8 +125,8 @@ class TableSource:
     def threads(self) -> int:
         return int(self.session.settings.threads)
 
-    def bind_units(self, units: list[Any]) -> list[Any]:
-        return units
+    def bind_units(self, units: list[Any], filters: Filters | None = None) -> list[Any]:
+        return units if self.live is None else self.live.bind(units, filters)
 
 
 @dataclass
@@ -589,6 +593,8 @@ class Query:
         src = self.source
         if isinstance(src, FrameSource) or src.rowid:   # rows given, not read (they run on
             return None                                  # the driver), or numbered: staged
+        if src.live is not None:   # files and live rows: read by the node stage
+            return None
         if self._read is not None:
             columns, where = self._read
             if where is not None and src.policy.rows is not None:
@@ -832,7 +838,8 @@ def reuse(query: Query) -> Query:
     """
     q = Query(query.source, query._ops or (), query._schema, fixed=query._fixed,
               read=query._read if query._ops is None else None)
-    q._memo = query._memo
+    if getattr(query.source, "live", None) is None:   # live rows: pinned anew when planned
+        q._memo = query._memo
     return q
 
 
@@ -1008,25 +1015,28 @@ class GroupBy:
 
 def plain_query(session: Session, name: str, manifest: Manifest, *,
                 columns: Sequence[str] | None = None, where: pl.Expr | None = None,
-                dates: Any = None, symbols: Iterable[str] | str | None = None) -> Query:
+                dates: Any = None, symbols: Iterable[str] | str | None = None,
+                live: Any = None) -> Query:
     """The plain read of ``columns`` of the rows passing ``where``/``dates``/``symbols``
     (what :meth:`hfq.Table.scan` returns); bad arguments raise
     :class:`~hfq.errors.ArgumentError` naming the argument."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
-                      filters.date_lo, filters.date_hi, filters.symbols)
+                      filters.date_lo, filters.date_hi, filters.symbols, live=live)
     cols = check_columns(manifest, columns, hidden=src.policy.hidden)
     check_where(manifest, where, hidden=src.policy.hidden)
     return Query(src, read=(cols, where))
 
 
 def make_query(session: Session, name: str, manifest: Manifest, *, dates: Any = None,
-               symbols: Iterable[str] | str | None = None, rowid: bool = False) -> Query:
+               symbols: Iterable[str] | str | None = None, rowid: bool = False,
+               live: Any = None) -> Query:
     """A query over one pinned version of a table (what :meth:`hfq.Table.query` returns);
     bad ``dates=``/``symbols=`` raise :class:`~hfq.errors.ArgumentError`.  ``rowid``: the
     rows carry their position in the version's storage order (see :mod:`hfq.engine.rowid`)
-    in column :data:`~hfq.engine.rowid.ROWID`."""
+    in column :data:`~hfq.engine.rowid.ROWID`.  ``live``: the table's live rows (see
+    :class:`TableSource`)."""
     filters = read_filters(manifest, dates=dates, symbols=symbols)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
-                      filters.date_lo, filters.date_hi, filters.symbols, rowid)
+                      filters.date_lo, filters.date_hi, filters.symbols, rowid, live)
     return _source_query(src)

@@ -8,6 +8,9 @@ are never stuck behind long map calls, and compute shares a semaphore sized to t
 which is also what polars and numba are told to use (``POLARS_MAX_THREADS``,
 ``NUMBA_NUM_THREADS`` in its environment).
 
+A server keeps the node's services (:mod:`hfq.runtime.services`: state that outlives one call,
+such as the live rows of a table) for its lifetime, whatever they are.
+
 A server reserves no Ray CPUs: it lives as long as the cluster, and holding the node's CPUs
 would starve every other Ray task forever.  It uses them only while it computes.
 """
@@ -29,6 +32,7 @@ from hfq.errors import CorruptPartitionError
 from hfq.runtime.cluster import NAMESPACE, Runtime
 from hfq.runtime.node import NodeInfo, code_fingerprint, node_identity, root_from_env
 from hfq.runtime.nodes import Nodes
+from hfq.runtime.services import node_services
 from hfq.runtime.task import BadCopy, NodeContext, ship
 from hfq.storage.cache import PartitionCache
 from hfq.storage.fragment import put_file
@@ -57,6 +61,7 @@ class NodeServer:
         self._peers: Nodes | None = None
         self._lock = threading.Lock()
         self.context = NodeContext(self.name, self.store, self.cache, self._nodes)
+        self.services = node_services(self.name, self.store.root)   # what calls keep here
 
     def info(self) -> NodeInfo:
         return NodeInfo(name=self.name, root=self.store.root,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import polars as pl
 import pyarrow as pa
 
 from hfq.catalog.records import Fragment
 from hfq.errors import CorruptPartitionError
+from hfq.runtime.services import node_services
 from hfq.storage.cache import PartitionCache
 from hfq.storage.store import Store
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "dead_actor_errors", "ship",
            "unship"]
+
+T = TypeVar("T")
 
 
 class WorkUnit(Protocol):
@@ -53,6 +56,11 @@ class NodeContext:
     def nodes(self) -> Nodes:
         """Every node, from this one's point of view (to write a result to replicas)."""
         return self._nodes()
+
+    def service(self, name: str, make: Callable[[], T]) -> T:
+        """The object ``make()`` built the first time this process asked for service
+        ``name`` of this node (see :mod:`hfq.runtime.services`): state kept between calls."""
+        return node_services(self.name, self.store.root).get(name, make)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 Layers, bottom to top (README, "Architecture"): model (errors, config, schema, partition,
 reduce) <- storage <- catalog <- query <- runtime <- session <- write <- ingest | analytics |
-synth | engine | quality | maintenance <- facade (db, table, cli, demo, testing, the package
-itself).  Imports under ``if TYPE_CHECKING:`` are for annotations only and are not counted.  No
-module below the facade names ``Database``: the session is what they share.
+synth | engine | quality | maintenance <- live <- facade (db, table, cli, demo, testing, the
+package itself).  Imports under ``if TYPE_CHECKING:`` are for annotations only and are not
+counted.  No module below the facade names ``Database``: the session is what they share.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ LAYERS = [
     ("engine", ["hfq.engine"]),
     ("quality", ["hfq.quality"]),
     ("maintenance", ["hfq.maintenance"]),
+    ("live", ["hfq.live"]),
     ("facade", ["hfq.db", "hfq.table", "hfq.cli", "hfq.demo", "hfq.testing",
                 "hfq"]),
 ]
 LEVEL = {"model": 0, "storage": 1, "catalog": 2, "query": 3, "runtime": 4, "session": 5,
          "write": 6, "ingest": 7, "analytics": 7, "synth": 7, "engine": 7, "quality": 7,
-         "maintenance": 7, "facade": 8}
+         "maintenance": 7, "live": 8, "facade": 9}
 
 
 def room(module: str) -> str:

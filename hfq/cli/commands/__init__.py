@@ -7,7 +7,17 @@ A command's place in :data:`COMMANDS` is its place in ``hfq --help``.  Adding on
 from __future__ import annotations
 
 from hfq.cli.args import Command
-from hfq.cli.commands import demo, history, ingest, maintenance, quality, scan, sql, tables
+from hfq.cli.commands import (
+    demo,
+    history,
+    ingest,
+    live,
+    maintenance,
+    quality,
+    scan,
+    sql,
+    tables,
+)
 
 __all__ = ["COMMANDS"]
 
@@ -16,6 +26,8 @@ COMMANDS: list[Command] = [
     demo.SYNTH,
     tables.CREATE,
     ingest.INGEST,
+    live.PUBLISH,
+    live.TAIL,
     tables.TABLES,
     tables.INFO,
     tables.PARTITIONS,
