@@ -442,7 +442,8 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
     needed: set[str] | None = None
     for op in reversed(node_ops):
         needed = op.needs(needed)
-    names = src.schema.names()   # the columns the reader may see
+    # the stored columns the reader may see (the rowid is numbered, not read)
+    names = [c for c in src.schema.names() if c != ROWID]
     columns = [c for c in names if needed is None or c in needed]
     if not columns and not src.rowid:   # count(*) and the like: read the narrowest column
         columns = names[:1]

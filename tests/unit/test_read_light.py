@@ -39,7 +39,7 @@ def assemble(scan, pieces_of):
 
 def test_local_and_shipped_format_2_pieces_decode_in_place(db, table):
     scan = table.scan()
-    node = db.nodes.context()
+    node = db.session.nodes.context()
     want, _ = assemble(scan, lambda u: [(0, read.read_unit(node.store, scan.spec, u))])
     local, kinds = assemble(scan, lambda u: read.read_unit_pieces(node.store, scan.spec, u))
     assert kinds == {Blobs}
@@ -53,7 +53,7 @@ def test_local_and_shipped_format_2_pieces_decode_in_place(db, table):
 
 def test_a_damaged_shipped_copy_is_named(db, table):
     scan = table.scan()
-    node = db.nodes.context()
+    node = db.session.nodes.context()
     unit = scan.plan.units[0]
     value = read.ReadTask(scan.spec, encoded=True)(node, unit)
     data = next(iter(value.files.values())).copy()
