@@ -201,6 +201,8 @@ def _size(array: pa.Array, codec: str | None) -> int:
     measured by their indices."""
     if pa.types.is_dictionary(array.type):
         array = array.indices
+    if pa.types.is_temporal(array.type):   # measured as its integers: numpy has no time64[ns]
+        array = array.view(pa.int32() if array.type.bit_width == 32 else pa.int64())
     values = (array.fill_null(0) if array.null_count else array).to_numpy(zero_copy_only=False)
     if codec is None:
         return values.nbytes

@@ -38,7 +38,8 @@ def assemble(scan, pieces_of):
 
 
 def test_local_and_shipped_format_2_pieces_decode_in_place(db, table):
-    scan = table.scan()
+    scan = table.scan()._plain()   # the plain read under the query: its plan and spec
+    assert scan is not None
     node = db.session.nodes.context()
     want, _ = assemble(scan, lambda u: [(0, read.read_unit(node.store, scan.spec, u))])
     local, kinds = assemble(scan, lambda u: read.read_unit_pieces(node.store, scan.spec, u))
@@ -52,7 +53,8 @@ def test_local_and_shipped_format_2_pieces_decode_in_place(db, table):
 
 
 def test_a_damaged_shipped_copy_is_named(db, table):
-    scan = table.scan()
+    scan = table.scan()._plain()   # the plain read under the query: its plan and spec
+    assert scan is not None
     node = db.session.nodes.context()
     unit = scan.plan.units[0]
     value = read.ReadTask(scan.spec, encoded=True)(node, unit)
