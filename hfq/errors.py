@@ -9,7 +9,9 @@ valid choices are.
 from __future__ import annotations
 
 __all__ = [
+    "AccessDeniedError",
     "ArgumentError",
+    "AuthenticationError",
     "CommitConflictError",
     "CorruptPartitionError",
     "CsvError",
@@ -21,6 +23,7 @@ __all__ = [
     "NodeUnavailableError",
     "PartitionUnavailableError",
     "QueryError",
+    "QuotaExceededError",
     "SchemaMismatchError",
     "SqlError",
     "TableExistsError",

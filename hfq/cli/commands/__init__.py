@@ -15,6 +15,7 @@ from hfq.cli.commands import (
     maintenance,
     quality,
     scan,
+    service,
     sql,
     tables,
 )
@@ -42,5 +43,10 @@ COMMANDS: list[Command] = [
     tables.DROP,
     quality.QUALITY,
     sql.SQL,
+    service.SERVE,
+    service.USER,
+    service.GRANT,
+    service.REVOKE,
+    service.QUOTA,
 ]
 """Every command, in the order ``hfq --help`` lists them: one line each."""
