@@ -91,10 +91,10 @@ class ServiceDatabase(Database):
     access: GrantAccess
     audit: AuditLog
 
-    def _sql_table(self, name: str, version: int | None = None, as_of: str | None = None
-                   ) -> Query:
+    def _sql_table(self, name: str, version: int | None = None, as_of: str | None = None,
+                   rowid: bool = False) -> Query:
         if name not in SYSTEM_TABLES:
-            return super()._sql_table(name, version, as_of)
+            return super()._sql_table(name, version, as_of, rowid)
         if not self.access.visible(name):
             raise QueryError(f"unknown table {name!r}; tables: "
                              f"{', '.join(self.tables()) or '(none)'}")

@@ -19,9 +19,9 @@ MUTANTS: list[Mutant] = [
            "CTE, join, set operation, count) sees every row",
            (f"{POLICIES}::test_each_path_sees_only_the_visible_rows",)),
     Mutant("security-mask-forgotten-in-select-star", "security", "hfq/engine/query.py",
-           "        return pl.Schema({n: t for n, t in full.items() if n not in hidden}) "
-           "if hidden else full\n",
-           "        return full\n",
+           "        schema = pl.Schema({n: t for n, t in full.items() if n not in hidden}) "
+           "if hidden \\\n            else full\n",
+           "        schema = full\n",
            "the table's columns given to SQL without the masks: SELECT * (and the columns "
            "listed in errors) name the masked column",
            (f"{POLICIES}::test_select_star_has_no_masked_column",
@@ -59,11 +59,9 @@ MUTANTS: list[Mutant] = [
            "cache of decoded batches, say): aggregates, joins and windows see every row",
            (f"{POLICIES}::test_each_path_sees_only_the_visible_rows",)),
     Mutant("security-time-travel-as-trusted", "security", "hfq/db.py",
-           "            m = self.session.snapshot(name, version)\n"
-           "        return make_query(self.session, name, m)\n",
+           "            m = self.session.snapshot(name, version)\n",
            "            return make_query(self.session._parent or self.session, name,\n"
-           "                              self.session.snapshot(name, version))\n"
-           "        return make_query(self.session, name, m)\n",
+           "                              self.session.snapshot(name, version), rowid=rowid)\n",
            "FROM t AT (VERSION => n) building its query over the database's own session: an "
            "old version read without the reader's policy",
            (f"{POLICIES}::test_time_travel_reads_an_old_version_under_the_policy",)),

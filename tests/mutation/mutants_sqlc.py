@@ -156,8 +156,8 @@ MUTANTS: list[Mutant] = [
            ("tests/query/test_dialect.py::test_time_travel_reads_a_committed_version",)),
     # -- the fuzzer's findings F17, F26, F27 --
     Mutant("sqlc-range-null-keys-in-frames", AREA, SQL + "windows.py",
-           "    rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f\"{width + 1}i\")",
-           "    rolled = _by_range(kind, value, dtype, by, f\"{width + 1}i\")",
+           "    rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f\"{width + 1}i\"))",
+           "    rolled = back(_by_range(kind, f, ft, by, f\"{width + 1}i\"))",
            "rows with a NULL ORDER BY key counted in the RANGE frames of the smallest keys "
            "(F17)", (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-range-null-key-frame", AREA, SQL + "windows.py",
@@ -167,8 +167,8 @@ MUTANTS: list[Mutant] = [
            "a NULL ORDER BY key's RANGE frame is not its NULL peers (F17)",
            (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-running-range-narrow-window", AREA, SQL + "windows.py",
-           "rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f\"{_I64}i\")",
-           "rolled = _by_range(kind, pl.when(known).then(value), dtype, by, f\"{2**31}i\")",
+           "rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f\"{_I64}i\"))",
+           "rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f\"{2**31}i\"))",
            "the default RANGE frame as a rolling window too short for the keys' span",
            (TRUST.format("running_wide_keys"),)),
     Mutant("sqlc-running-range-wide-ints", AREA, SQL + "windows.py",
@@ -210,10 +210,24 @@ MUTANTS: list[Mutant] = [
            "matched); after ASOF USING, u.time is t's time (F35)",
            (TRUST.format("left_join_using"), TRUST.format("asof_using_right_time"))),
     Mutant("sqlc-window-constant-one-value", AREA, SQL + "windows.py",
-           "    return value if node.find(exp.Column) else pl.repeat(value, pl.len())",
+           "    return value if node.find(exp.Column) or has_agg(node) else pl.repeat(value, "
+           "pl.len())",
            "    return value",
            "lag('x'), sum(7) OVER (ROWS ...) over a literal of one value: shifted or rolled "
            "away (F30)", (TRUST.format("window_of_constants"),)),
+    Mutant("sqlc-window-of-aggregate-as-constant", AREA, SQL + "windows.py",
+           "    return value if node.find(exp.Column) or has_agg(node) else pl.repeat(value, "
+           "pl.len())",
+           "    return value if node.find(exp.Column) else pl.repeat(value, pl.len())",
+           "a window over an aggregate of a grouped query (sum(count(*)) OVER ()) taken for "
+           "a constant: a raw polars error",
+           ("tests/sql/test_corpus.py::test_record[windows.test:238]",
+            "tests/sql/test_corpus.py::test_record[windows.test:247]")),
+    Mutant("sqlc-floor-of-decimal-keeps-scale", AREA, SQL + "functions.py",
+           "            return out.cast(pl.Decimal(dtype.precision, 0))",
+           "            return out",
+           "floor/ceil of a DECIMAL keep its scale (DuckDB's answer has scale 0: an integer)",
+           ("tests/fuzz/test_regressions.py::test_finding[F30b]",)),
     Mutant("sqlc-lag-default-uncast", AREA, SQL + "windows.py",
            "        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, "
            "dialect=\"duckdb\")))",

@@ -14,6 +14,7 @@ import pytest
 import hfq
 from hfq.errors import AccessDeniedError, ArgumentError, QueryError
 from hfq.service.policies import GrantAccess, compile_rows
+from hfq.service.server import ServiceDatabase
 from hfq.service.state import Grant, SecurityState, User
 from tests.conftest import canonical
 from tests.service.conftest import SECRETS, analyst_view, quotes_rows
@@ -104,6 +105,19 @@ def test_each_path_sees_only_the_visible_rows(ann, oracle, name):
     got = ann.sql(PATHS[name]).collect()
     same(got, oracle, PATHS[name])
     no_secret(got.to_dicts())
+
+
+def test_the_service_database_reads_rowid_as_its_user(store, ann):
+    """The service's database (its ``_sql_table`` adds the system tables) passes a
+    statement's ``rowid`` on to the table's read, as the user's database does."""
+    db = store[0]
+    access = GrantAccess(STATE, "ann", db.session)
+    sdb = ServiceDatabase.over(db.session.derive(user="ann", access=access))
+    assert isinstance(sdb, ServiceDatabase)
+    sdb.access = access
+    sql = "SELECT rowid, symbol, time FROM quotes ORDER BY rowid LIMIT 5"
+    got = sdb.sql(sql).collect()
+    assert got.height == 5 and got.equals(ann.sql(sql).collect())
 
 
 def test_select_star_has_no_masked_column(ann):

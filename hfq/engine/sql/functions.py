@@ -310,9 +310,13 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
         return x.abs()
     if name in ("floor", "ceil", "ceiling") and len(args) == 1:
         x = c.expr(args[0])
-        if c.dtype(x).is_integer():   # a DOUBLE, as DuckDB's
+        dtype = c.dtype(x)
+        if dtype.is_integer():   # a DOUBLE, as DuckDB's
             return x.cast(pl.Float64)
-        return x.floor() if name == "floor" else x.ceil()
+        out = x.floor() if name == "floor" else x.ceil()
+        if isinstance(dtype, pl.Decimal):   # a DECIMAL of scale 0, as DuckDB's
+            return out.cast(pl.Decimal(dtype.precision, 0))
+        return out
     if name == "sign" and len(args) == 1:
         return _sign(c, c.expr(args[0]))
     if name == "round" and len(args) in (1, 2):

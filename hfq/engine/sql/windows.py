@@ -27,7 +27,7 @@ from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
 from hfq.engine.sql.literals import kind as kind_name
 from hfq.engine.sql.scope import Compiles
-from hfq.engine.sql.syntax import args_of, is_agg, name_of
+from hfq.engine.sql.syntax import args_of, has_agg, is_agg, name_of
 
 __all__ = ["window_expr"]
 
@@ -138,9 +138,10 @@ def _text(c: Compiles, e: pl.Expr) -> pl.Expr:
 
 def _value(c: Compiles, node: exp.Expression) -> pl.Expr:
     """A window function's argument, one value per row even when it is a constant (a
-    literal would be one value: shifted or rolled, it is gone)."""
+    literal would be one value: shifted or rolled, it is gone); an aggregate of a grouped
+    query (``sum(count(*)) OVER ()``) is a column of the groups already."""
     value = c.expr(node)
-    return value if node.find(exp.Column) else pl.repeat(value, pl.len())
+    return value if node.find(exp.Column) or has_agg(node) else pl.repeat(value, pl.len())
 
 
 def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.Expr:

@@ -33,94 +33,14 @@ class Known:
     crashes: bool = False   # the process dies: such a query is not run at all (``skip``)
 
 
-def _outside_subqueries(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
-    """Whether ``node`` holds one of ``kinds`` other than inside a subquery."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kinds):
-            return True
-        stack.extend(c for c in n.iter_expressions()
-                     if not isinstance(c, (exp.Subquery, exp.Select)))
-    return False
-
-
-def _range_interval(tree: exp.Expression) -> bool:
-    return any(str(w.args["spec"].args.get("kind") or "").upper() == "RANGE" and
-               isinstance(w.args["spec"].args.get("start"), exp.Interval)
-               for w in tree.find_all(exp.Window) if w.args.get("spec") is not None)
-
-
-def _window_of_constant(tree: exp.Expression) -> bool:
-    """A window function whose first argument names no column (``lag('x')``,
-    ``sum(7) OVER ...``); ``count(*)`` and argument-less functions are not."""
-    for w in tree.find_all(exp.Window):
-        fn = w.this
-        args = [a for a in fn.iter_expressions() if not isinstance(a, exp.Star)]
-        if args and not args[0].find(exp.Column):
-            return True
-    return False
-
-
-def _grouped_constants(tree: exp.Expression) -> bool:
-    """A SELECT ... GROUP BY whose every item is free of columns, aggregates and windows."""
-    for select in tree.find_all(exp.Select):
-        if select.args.get("group") is None:
-            continue
-        items = select.expressions
-        if items and not any(_outside_subqueries(i, (exp.Column, exp.AggFunc, exp.Window,
-                                                     exp.Star)) for i in items):
-            return True
-    return False
-
-
-def _constant_key(tree: exp.Expression) -> bool:
-    for group in tree.find_all(exp.Group):
-        for key in group.expressions:
-            if not key.find(exp.Column) and not (isinstance(key, exp.Literal) and
-                                                 not key.is_string):
-                return True
-    return False
-
-
-def _count_distinct_constant(tree: exp.Expression) -> bool:
-    return any(isinstance(c.this, exp.Distinct) and
-               not any(e.find(exp.Column) for e in c.this.expressions)
-               for c in tree.find_all(exp.Count))
-
-
 def _ordered_window_avg(tree: exp.Expression) -> bool:
     return any(isinstance(w.this, exp.Avg) and w.args.get("order") is not None
                for w in tree.find_all(exp.Window))
 
 
-def _arg_of_constant(tree: exp.Expression) -> bool:
-    """arg_min/arg_max whose value names no column (``arg_max('x', id)``)."""
-    return any(not node.this.find(exp.Column) for node in tree.find_all(exp.ArgMax, exp.ArgMin))
-
-
 KNOWN: list[Known] = [
-    # F1-F25 were fixed on sql@2d0d372 (F23 refused by name)
-    Known("F26", "arg_min/arg_max of a constant in GROUP BY: the process segfaults (polars)",
-          tree=_arg_of_constant, crashes=True),
-    Known("F27", "LIMIT 0 raises IndexError",
-          outcome=lambda status, detail: status == "crash" and detail.startswith("IndexError"),
-          text=r"\blimit 0\b"),
-    Known("F28", "ASOF joins drop the right side's key columns -> KeyError",
-          outcome=lambda status, detail: status == "crash" and
-          detail.startswith("KeyError: 'u.")),
-    Known("F29", "RANGE frames with an INTERVAL over NULL order keys", tree=_range_interval),
-    Known("F30", "window functions of constants", tree=_window_of_constant),
-    Known("F31", "a grouped SELECT of constants returns one row", tree=_grouped_constants),
-    Known("F32", "PIVOT count of no rows is NULL", text=r"\bpivot\b.*\bcount\("),
-    Known("F33", "least/greatest of FLOAT functions in 32 bits",
-          text=r"\b(least|greatest)\("),
-    Known("F35", "ASOF ... USING: the right side's time is the left's",
-          text=r"asof (left )?join u using"),
-    Known("F36", "GROUP BY a constant over no rows gives a row", tree=_constant_key),
-    Known("F37", "NULL % 0 on doubles is NaN", text=r"%\s*0\b"),
-    Known("F42", "count(DISTINCT <constant>) over no rows is 1", tree=_count_distinct_constant),
-    Known("F38", "comparisons with +-infinity timestamps", text=r"infinity"),
+    # F1-F25 were fixed on sql@2d0d372 (F23 refused by name); F26-F33, F35-F38 and F42
+    # since (their regression cases and corpus records pass)
     Known("F46", "a running avg over BIGINT extremes wraps", tree=_ordered_window_avg),
 ]
 
