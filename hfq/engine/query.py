@@ -1039,4 +1039,8 @@ def make_query(session: Session, name: str, manifest: Manifest, *, dates: Any = 
     filters = read_filters(manifest, dates=dates, symbols=symbols)
     src = TableSource(session, name, manifest, filters.date_column, filters.symbol_column,
                       filters.date_lo, filters.date_hi, filters.symbols, rowid, live)
+    if rowid and src.policy.rows is not None:
+        # the numbering counts every stored row: its gaps would tell hidden rows apart
+        raise QueryError(f"rowid is not available on table {name!r} to a reader under a row "
+                         "policy (its numbering would reveal the rows the policy hides)")
     return _source_query(src)

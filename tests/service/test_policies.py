@@ -107,17 +107,29 @@ def test_each_path_sees_only_the_visible_rows(ann, oracle, name):
     no_secret(got.to_dicts())
 
 
-def test_the_service_database_reads_rowid_as_its_user(store, ann):
+def test_rowid_is_refused_under_a_row_policy_and_read_as_its_user_without(store, ann):
     """The service's database (its ``_sql_table`` adds the system tables) passes a
-    statement's ``rowid`` on to the table's read, as the user's database does."""
+    statement's ``rowid`` on to the table's read, as the user's database does -- except under
+    a row policy: the numbering counts every stored row, so its gaps would reveal hidden
+    rows."""
     db = store[0]
-    access = GrantAccess(STATE, "ann", db.session)
-    sdb = ServiceDatabase.over(db.session.derive(user="ann", access=access))
-    assert isinstance(sdb, ServiceDatabase)
-    sdb.access = access
     sql = "SELECT rowid, symbol, time FROM quotes ORDER BY rowid LIMIT 5"
-    got = sdb.sql(sql).collect()
-    assert got.height == 5 and got.equals(ann.sql(sql).collect())
+    for state, user in ((STATE, "ann"), (FULL, "cy")):
+        access = GrantAccess(state, user, db.session)
+        sdb = ServiceDatabase.over(db.session.derive(user=user, access=access))
+        assert isinstance(sdb, ServiceDatabase)
+        sdb.access = access
+        if user == "ann":
+            for where in (sdb, ann):
+                with pytest.raises(QueryError, match="rowid .* row policy"):
+                    where.sql(sql).collect()
+            continue
+        got = sdb.sql(sql).collect()
+        assert got.height == 5 and got.equals(db.sql(sql).collect())
+
+
+FULL = SecurityState(users={"cy": User("cy", "")}).with_grant(
+    Grant("cy", "quotes", frozenset({"SELECT"}), hidden=("mmid",)))
 
 
 def test_select_star_has_no_masked_column(ann):
