@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = ["quickstart.ipynb", "read_day.ipynb", "ingest_footprint.ipynb",
-             "scale_out.ipynb"]
+             "scale_out.ipynb", "live.ipynb"]
 
 
 def execute(path: str, *, cwd: str = HERE, timeout: int = 600) -> nbformat.NotebookNode:

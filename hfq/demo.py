@@ -182,16 +182,81 @@ def run_demo(workdir: str | None = None, *, days: int = 5, rows_per_day: int = 2
 
     out.update(_queries(db, day, dates, echo))
     out.update(_analytics(db, quotes, workdir, dates, echo))
+    out.update(_live(db, quotes, dates, rows_per_day, symbols, echo))
     db.close()
 
     sizes = {entry: _entry_bytes(os.path.join(workdir, entry)) for entry in DEMO_ENTRIES}
     out.update(workdir_bytes=sum(sizes.values()))
     parts = ", ".join(f"{entry}{'/' if entry in ('csv', 'db') else ''} {b / 1e6:,.1f} MB"
                       for entry, b in sizes.items())
-    echo(f"8. the demo's files: {workdir} ({out['workdir_bytes'] / 1e6:,.1f} MB: {parts})")
+    echo(f"9. the demo's files: {workdir} ({out['workdir_bytes'] / 1e6:,.1f} MB: {parts})")
     if set(os.listdir(workdir)) <= set(DEMO_ENTRIES):
         echo(f"   remove them with: rm -rf {workdir}")
     return out
+
+
+def _live(db: Any, quotes: Any, dates: list[str], rows_per_day: int, symbols: int,
+          echo: Callable[[str], None], *, seconds: float = 3.0,
+          most: int = 1_000_000) -> dict[str, Any]:
+    """Step 8: the next day's ticks published live into ``quotes`` (the demo's size, at most
+    ``most`` rows, for at most ``seconds``), in 1,000-row batches: each durable on its node
+    when ``publish`` returns; a subscriber and a bars engine take them as they come; one SQL
+    reads the files' days and the live one together; then the day is written down
+    (:mod:`hfq.live`)."""
+    from hfq import synth
+    from hfq.live import TimeSeriesEngine
+    day = trading_days(dates[-1], 2)[1]
+    rows = min(rows_per_day, most)
+    echo(f"8. live: publishing {day}'s {rows:,} quotes into quotes, 1,000-row batches, "
+         f"for at most {seconds:.0f} s ...")
+    ticks = synth.taq_table(dates=[day], rows_per_day=rows, symbols=symbols,
+                            seed=26).sort_by("time")
+    pub = quotes.publisher(name="demo-feed")
+    sub = quotes.subscribe(symbols="IBM", start="now", wait_s=0)
+    bars = TimeSeriesEngine(window="1m", kind="quotes")
+    published = ibm = closed = counted = 0
+    in_publish = 0.0
+    started = time.perf_counter()
+    for batch in ticks.to_batches(max_chunksize=1000):
+        start = time.perf_counter()
+        pub.publish(batch)            # returns once the batch is fsynced on its nodes
+        in_publish += time.perf_counter() - start
+        published += batch.num_rows
+        got_bars = bars.feed(batch)
+        closed += got_bars.height
+        counted += int(got_bars["count"].sum())
+        ibm += sum(got.num_rows for got in iter(sub.poll, None))
+        if time.perf_counter() - started >= seconds:
+            break
+    took = time.perf_counter() - started
+    sub.wait_s = 0.5                  # what the last polls had not seen yet
+    ibm += sum(got.num_rows for got in iter(sub.poll, None))
+    echo(f"   {published:,} rows acknowledged, each batch fsynced before publish returned: "
+         f"{published / in_publish:,.0f} rows/s in publish ({in_publish:.2f} s); "
+         f"{published / took:,.0f} rows/s with the bars and the subscriber in the loop")
+    ibm_sql = quotes.scan(dates=day, symbols="IBM").count()
+    rest = bars.flush()               # the windows still open at the end
+    ticks_in_bars = int(rest["count"].sum()) + counted
+    echo(f"   the IBM subscriber got {ibm:,} rows as they came (the table's IBM rows that "
+         f"day: {ibm_sql:,}); {closed:,} minute bars closed as the ticks arrived, "
+         f"{rest.height:,} more at the end ({ticks_in_bars:,} ticks in all)")
+    per_day = db.sql("SELECT date, count(*) AS n FROM quotes GROUP BY date ORDER BY date"
+                     ).collect()
+    days_text = ", ".join(f"{d}{' (live)' if str(d) == day else ''}: {n:,}"
+                          for d, n in per_day.iter_rows())
+    echo(f"   one SQL over the files and the live rows: {days_text}")
+    done = quotes.write_down(day)
+    after = db.sql(f"SELECT count(*) AS n FROM quotes WHERE date = DATE '{day}'").collect()
+    echo(f"   written down: {done.rows:,} rows into {done.partitions} partition(s) in "
+         f"{done.seconds:.2f} s (version {done.version}); the day in SQL now: "
+         f"{after['n'][0]:,} rows")
+    return {"live_rows": published, "live_rows_per_s": published / in_publish,
+            "live_ibm": ibm, "live_ibm_sql": ibm_sql, "live_bars": closed,
+            "live_bar_ticks": ticks_in_bars,
+            "live_sql_rows": int(per_day["n"].sum()),
+            "live_written_down": done.rows,
+            "live_after_rows": int(after["n"][0]),
+            "live_days": per_day.height}
 
 
 def _entry_bytes(path: str) -> int:

@@ -33,6 +33,8 @@ EXPECT = {
                                 "load quotes: 100%", "removed"], 1),   # + its progress bar
     "scale_out.ipynb": (["2 nodes up", "files moved: {'quotes':",
                          "same answer after losing a node: True", "removed"], 2),
+    "live.ipynb": (["(10x real time", "every quote replayed, once: True", "each row once: True",
+                    "rows written down", "equal to the streamed bars: True", "removed"], 1),
 }
 
 

@@ -611,7 +611,16 @@ def test_demo_runs_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert result["workdir"] == str(workdir)
     size = sum(f.stat().st_size for f in workdir.rglob("*") if f.is_file())
     assert result["workdir_bytes"] == size - len("mine")
-    assert f"8. the demo's files: {workdir} ({(size - 4) / 1e6:,.1f} MB: csv/ " in out
+    assert f"9. the demo's files: {workdir} ({(size - 4) / 1e6:,.1f} MB: csv/ " in out
+    # the next day's ticks published live into quotes (every row: the demo is small): the
+    # subscriber got every IBM row once, SQL read the files' days and the live one together,
+    # and the write-down moved exactly what was published
+    assert result["live_rows"] == 20_000 and result["live_rows_per_s"] > 0
+    assert result["live_ibm"] == result["live_ibm_sql"] > 0
+    assert result["live_days"] == 3 and result["live_sql_rows"] == 40_000 + 20_000
+    assert result["live_written_down"] == result["live_after_rows"] == 20_000
+    assert result["live_bars"] > 0 and result["live_bar_ticks"] == 20_000
+    assert "(live): 20,000" in out
     assert "rm -rf" not in out and (workdir / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in workdir.iterdir()) == sorted(
         ["csv", "db", "day.pkl", "spread_by_minute.png", "notes.txt"])
