@@ -138,4 +138,9 @@ MUTANTS: list[Mutant] = [
            "but never its dictionaries, which clients cannot decode",
            (f"{ADBC}::test_categoricals_travel_as_dictionaries_replaced_batch_by_batch",
             f"{ADBC}::test_a_policy_filtered_day_through_the_driver_equals_the_visible_rows")),
+    Mutant("service-max-bytes-ignored", "service", "hfq/service/server.py",
+           "                    if lim.max_bytes is not None and nbytes > lim.max_bytes:\n",
+           "                    if False:\n",
+           "the max_bytes quota never enforced",
+           (f"{QUOTAS}::test_max_bytes_counts_what_is_sent",)),
 ]
