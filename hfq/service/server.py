@@ -46,7 +46,12 @@ from hfq.service.auth import Authenticator, Principal
 from hfq.service.policies import DENIED, GrantAccess
 from hfq.service.protocol import MESSAGES, pack, unpack
 from hfq.service.quotas import Admission, Control, Limits, limits
-from hfq.service.results import batches, wire_schema
+from hfq.service.results import (
+    batches,
+    payloads,
+    to_wire,
+    wire_schema,
+)
 from hfq.service.state import SYSTEM_TABLES, SecurityStore
 from hfq.session import CHECKPOINT
 from hfq.table import Table
@@ -399,7 +404,8 @@ class FlightSqlServer(flight.FlightServerBase):
                 self.admission.heavy(control)
                 heavy = True
             for part in _parts(st.query, control):
-                for batch in batches(part.cast(st.schema), batch_bytes=self.config.batch_bytes):
+                for batch in batches(to_wire(part, st.schema),
+                                     batch_bytes=self.config.batch_bytes):
                     rows += batch.num_rows
                     nbytes += batch.nbytes
                     if lim.max_rows is not None and rows > lim.max_rows:
@@ -412,7 +418,7 @@ class FlightSqlServer(flight.FlightServerBase):
                         raise QuotaExceededError(
                             f"the answer has more than {lim.max_bytes:,} bytes, the most user "
                             f"{st.user!r} may fetch at once (quota max_bytes)")
-                    yield batch
+                    yield payloads(batch)
                     control.check()
         except GeneratorExit:   # the client stopped reading (a cancelled call)
             outcome, detail = "cancelled", "the client went away"

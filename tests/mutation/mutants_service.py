@@ -10,6 +10,7 @@ POLICIES = "tests/service/test_policies.py"
 SECURITY = "tests/service/test_security.py"
 AUTH = "tests/service/test_auth.py"
 QUOTAS = "tests/service/test_quotas.py"
+ADBC = "tests/service/test_adbc.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("security-rows-not-applied-at-read", "security", "hfq/session.py",
@@ -129,4 +130,17 @@ MUTANTS: list[Mutant] = [
            "a query past its timeout runs on",
            ("hfq/service/quotas.py",
             f"{QUOTAS}::test_a_query_past_its_timeout_stops_its_node_work")),
+    Mutant("service-batch-sent-without-its-dictionaries", "service",
+           "hfq/service/results.py",
+           "    if not has_dictionaries(batch.schema):\n        return batch\n",
+           "    if True:\n        return batch\n",
+           "a batch with dictionary columns yielded bare: the GeneratorStream sends its indices "
+           "but never its dictionaries, which clients cannot decode",
+           (f"{ADBC}::test_categoricals_travel_as_dictionaries_replaced_batch_by_batch",
+            f"{ADBC}::test_a_policy_filtered_day_through_the_driver_equals_the_visible_rows")),
+    Mutant("service-max-bytes-ignored", "service", "hfq/service/server.py",
+           "                    if lim.max_bytes is not None and nbytes > lim.max_bytes:\n",
+           "                    if False:\n",
+           "the max_bytes quota never enforced",
+           (f"{QUOTAS}::test_max_bytes_counts_what_is_sent",)),
 ]

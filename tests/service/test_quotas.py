@@ -150,3 +150,32 @@ def test_point_reads_go_on_beside_a_runaway_query(tmp_path, monkeypatch):
     finally:
         gate.release.set()
         env.service.shutdown()
+
+
+def test_max_bytes_counts_what_is_sent(fresh):
+    """Bytes are counted batch by batch as sent, categoricals as their indices and each
+    batch's dictionary: the audit's count is the Arrow size the client receives (to within
+    validity bitmaps), well under the same rows' size as text; a limit one byte below the
+    count stops the answer, the count itself lets it through."""
+    sql = "SELECT symbol, ex, bid FROM quotes"
+    with fresh.adbc("ann") as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        got = cur.fetch_arrow_table()
+    wait_for(lambda: fresh.audit(kind="query", text=sql))
+    [ok] = fresh.audit(kind="query", text=sql)
+    sent = ok["bytes"]
+    assert ok["outcome"] == "ok" and ok["rows"] == got.num_rows > 0
+    assert abs(sent - got.nbytes) <= 0.01 * got.nbytes
+    as_text = got.cast(pa.schema([("symbol", pa.string()), ("ex", pa.string()),
+                                  ("bid", pa.float64())]))
+    assert sent < as_text.nbytes
+    fresh.admin.set_quota("analyst", max_bytes=sent - 1)
+    with fresh.adbc("ann") as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        with pytest.raises(Error, match=f"more than {sent - 1:,} bytes"):
+            cur.fetch_arrow_table()
+    wait_for(lambda: fresh.audit(kind="query", outcome="quota"))
+    fresh.admin.set_quota("analyst", max_bytes=sent)
+    with fresh.adbc("ann") as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        assert cur.fetch_arrow_table().num_rows == got.num_rows
