@@ -150,8 +150,10 @@ def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None 
             mask = where_mask(frame, spec.where, table.num_rows)
         except pl.exceptions.PolarsError as exc:
             table_name = unit.fragments[0].file.split("/", 1)[0] if unit.fragments else "?"
+            message = _raised(exc)   # an error the data raised names its expression
             raise QueryError(f"query on table {table_name!r}, partition {unit.partition}: "
-                             f"{_first_line(exc)} (in the filter {spec.where})") from exc
+                             + (message if message is not None else
+                                f"{_first_line(exc)} (in the filter {spec.where})")) from exc
         table = table.filter(mask.to_arrow()) if isinstance(mask, pl.Series) else (
             table if mask else table.slice(0, 0))
     return table.select(spec.columns) if table.column_names != spec.columns else table
@@ -174,6 +176,14 @@ def _read_old_layout(store: Store | None, spec: ReadSpec, frag: Fragment, column
         read_fragment_cached(cache, store, frag, physical, columns=held, batches=batches,
                              node=node)
     return layouts.adapt(table, frag.layout, columns, spec.schema)
+
+
+def _raised(exc: BaseException) -> str | None:
+    """The message of an error the data raised (overflow, division by zero: a SQL filter's
+    ``fail_where``), or None."""
+    # (imported here, not at the top: hfq.engine imports this module)
+    from hfq.engine.exprs import raised
+    return raised(exc)
 
 
 def _first_line(exc: BaseException) -> str:

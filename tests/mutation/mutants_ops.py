@@ -65,7 +65,7 @@ MUTANTS: list[Mutant] = [
            "subquery run against no table",
            (f"{WHERE}::test_what_is_refused_says_what_and_where",)),
     Mutant("where-not-a-condition", "cli", "hfq/engine/sql/where.py",
-           'return compiler.condition(compiler.expr(tree), tree, "a row filter")',
+           'return compiler.predicate(tree, "a row filter")',
            "return compiler.expr(tree)",
            "a filter used as it comes: a number or NULL where a boolean is needed (DuckDB "
            "keeps the rows where an integer is non-zero; polars would refuse or keep none)",

@@ -14,6 +14,8 @@ DIALECT = "tests/query/test_dialect.py::test_dialect_equals_duckdb[{}]"
 ALLOW = "tests/query/test_allowlist.py::{}"
 ROWID = "tests/query/test_rowid.py::test_rowid_is_the_storage_position[{}]"
 SQL = "hfq/engine/sql/"
+REGRESSION = "tests/fuzz/test_regressions.py::test_finding[{}]"
+CORPUS = "tests/sql/test_corpus.py::test_record[{}]"
 
 MUTANTS: list[Mutant] = [
     # -- the allow-list --
@@ -42,8 +44,9 @@ MUTANTS: list[Mutant] = [
            "NOT IN (subquery) ignores the subquery's NULLs (issue 24 item 2)",
            (TRUST.format("not_in_null"), TRUST.format("in_values"))),
     Mutant("sqlc-running-sum-nulls", AREA, SQL + "windows.py",
-           "        total = value.fill_null(0).cum_sum()",
-           "        total = value.cum_sum()",
+           "        total = (_exact(value, dtype) if kind == \"mean\" else value).fill_null(0)"
+           ".cum_sum()",
+           "        total = (_exact(value, dtype) if kind == \"mean\" else value).cum_sum()",
            "a running sum is NULL at a NULL input (issue 24 item 3)",
            (TRUST.format("running_sum_nulls"),)),
     Mutant("sqlc-rank-null-keys", AREA, SQL + "windows.py",
@@ -58,10 +61,12 @@ MUTANTS: list[Mutant] = [
            "NULLs sort first in multi-key window orders (issue 24 item 3)",
            (TRUST.format("window_nulls_last"), TRUST_WIDE.format("w_windows_global"))),
     Mutant("sqlc-frame-of-nulls-sums-to-zero", AREA, SQL + "windows.py",
-           "        total = _frame(value, \"sum\", before, after)\n"
+           "        total = _frame(value if kind == \"sum\" else _exact(value, dtype), \"sum\", "
+           "before, after)\n"
            "        total = total if kind == \"sum\" else total.cast(pl.Float64) / count\n"
            "        return pl.when(count > 0).then(total)\n",
-           "        total = _frame(value, \"sum\", before, after)\n"
+           "        total = _frame(value if kind == \"sum\" else _exact(value, dtype), \"sum\", "
+           "before, after)\n"
            "        total = total if kind == \"sum\" else total.cast(pl.Float64) / count\n"
            "        return total.fill_null(0)\n",
            "a frame holding only NULLs sums to 0 (issue 24 item 3)",
@@ -221,8 +226,8 @@ MUTANTS: list[Mutant] = [
            "    return value if node.find(exp.Column) else pl.repeat(value, pl.len())",
            "a window over an aggregate of a grouped query (sum(count(*)) OVER ()) taken for "
            "a constant: a raw polars error",
-           ("tests/sql/test_corpus.py::test_record[windows.test:238]",
-            "tests/sql/test_corpus.py::test_record[windows.test:247]")),
+           ("tests/sql/test_corpus.py::test_record[windows.test:253]",
+            "tests/sql/test_corpus.py::test_record[windows.test:262]")),
     Mutant("sqlc-floor-of-decimal-keeps-scale", AREA, SQL + "functions.py",
            "            return out.cast(pl.Decimal(dtype.precision, 0))",
            "            return out",
@@ -319,6 +324,25 @@ MUTANTS: list[Mutant] = [
            "        keep = keep & (row < off + rows - off)",
            "LIMIT p% OFFSET m takes the percentage of the rows after the offset",
            (TRUST.format("limit_percent_offset"),)),
+    Mutant("sqlc-coalesce-evaluates-every-argument", AREA, SQL + "functions.py",
+           "        e = c.under(before, arg)\n",
+           "        e = c.expr(arg)\n",
+           "COALESCE raises the errors of an argument no row reaches (a division by zero "
+           "behind a non-NULL first argument; finding F43)",
+           (REGRESSION.format("F43"), CORPUS.format("operators.test:243"))),
+    Mutant("sqlc-where-and-not-short-circuited", AREA, SQL + "expressions.py",
+           "        self.guards.append(taken if isinstance(inner, exp.And) else ~taken)\n",
+           "        self.guards.append(pl.lit(True))\n",
+           "WHERE's AND/OR evaluate their right side on every row: a division the left side "
+           "guards raises (finding F45)",
+           (REGRESSION.format("F45"), CORPUS.format("operators.test:263"),
+            CORPUS.format("operators.test:270"))),
+    Mutant("sqlc-window-avg-sum-wraps", AREA, SQL + "windows.py",
+           "    return value.cast(pl.Int128) if dtype.is_integer() else value\n",
+           "    return value\n",
+           "a running/sliding avg of BIGINT sums in 64 bits: the frame's sum wraps before the "
+           "division (finding F46)",
+           (REGRESSION.format("F46"), CORPUS.format("windows.test:162"))),
     Mutant("sqlc-batches-interleaved", AREA, "hfq/engine/execute.py",
            "            if runs and holders != last:\n                run = i",
            "            if False:\n                run = i",

@@ -114,7 +114,7 @@ def _condition(compiler: Plain, node: exp.Expression | None) -> pl.Expr | None:
         return None
     check(node)
     with at(node):
-        return compiler.condition(compiler.expr(node), node, "WHERE")
+        return compiler.predicate(node, "WHERE")
 
 
 def _count(n: int) -> Query:

@@ -92,6 +92,37 @@ class Plain:
         raise error(node, f"{where} needs a boolean condition, not {node.sql('duckdb')} "
                           f"({kind(dtype) or dtype})")
 
+    def under(self, guard: pl.Expr | None, node: exp.Expression) -> pl.Expr:
+        """``node`` compiled as evaluated only on the rows where ``guard`` holds (None: all
+        rows): its errors (overflow, division by zero) are raised for those rows only."""
+        if guard is None:
+            return self.expr(node)
+        self.guards.append(guard)
+        try:
+            return self.expr(node)
+        finally:
+            self.guards.pop()
+
+    def predicate(self, node: exp.Expression, where: str,
+                  shown: exp.Expression | None = None) -> pl.Expr:
+        """The condition ``node`` of a WHERE, HAVING, QUALIFY or CASE WHEN, short-circuited
+        as DuckDB filters rows with it: the right side of an ``AND`` is evaluated (its errors
+        raised) only for rows where the left side is true, of an ``OR`` only where the left is
+        not true -- in the order written (``shown``: the node named in a type error)."""
+        inner = node
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if not isinstance(inner, (exp.And, exp.Or)):
+            return self.condition(self.expr(node), shown or node, where)
+        left = self.predicate(inner.this, where)
+        taken = left.fill_null(False)
+        self.guards.append(taken if isinstance(inner, exp.And) else ~taken)
+        try:
+            right = self.predicate(inner.expression, where)
+        finally:
+            self.guards.pop()
+        return left & right if isinstance(inner, exp.And) else left | right
+
     # leaves
     def _Column(self, node: exp.Column) -> pl.Expr:
         if isinstance(node.this, exp.Star):
@@ -382,10 +413,14 @@ class Plain:
         chain: Any = None
         before: pl.Expr = pl.lit(True)   # no earlier branch was taken
         for branch in node.args.get("ifs") or []:
-            cond = self.expr(branch.this)
-            if subject is None:
-                cond = self.condition(cond, branch.this, "CASE WHEN")
-            if subject is not None:
+            if subject is None:   # (a CASE's conditions filter its rows, as DuckDB's)
+                self.guards.append(before)
+                try:
+                    cond = self.predicate(branch.this, "CASE WHEN")
+                finally:
+                    self.guards.pop()
+            else:
+                cond = self.expr(branch.this)
                 left, right = self.coerce(subject, cond, branch)
                 cond = left == right
             self.guards.append(before & cond.fill_null(False))

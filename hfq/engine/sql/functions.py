@@ -176,12 +176,24 @@ def _log(c: Compiles, node: exp.Expression) -> pl.Expr:
 
 
 def _coalesce(c: Compiles, node: exp.Expression) -> pl.Expr:
-    return pl.coalesce(c.exprs([node.this, *node.expressions]))
+    """The first non-NULL argument.  As DuckDB's (a CASE WHEN a IS NOT NULL THEN a ...), an
+    argument is evaluated -- its errors raised -- only for rows whose earlier arguments are
+    all NULL."""
+    args: list[pl.Expr] = []
+    before: pl.Expr | None = None   # the earlier arguments are all NULL
+    for arg in [node.this, *node.expressions]:
+        e = c.under(before, arg)
+        args.append(e)
+        before = e.is_null() if before is None else before & e.is_null()
+    return pl.coalesce(args)
 
 
 def _if(c: Compiles, node: exp.Expression) -> pl.Expr:
-    return pl.when(c.expr(node.this)).then(c.expr(node.args["true"])).otherwise(
-        c.expr(node.args["false"]) if node.args.get("false") is not None else pl.lit(None))
+    """``if(cond, a, b)``: a CASE -- each branch evaluated only for the rows it applies to."""
+    cond = c.predicate(node.this, "IF").fill_null(False)
+    false = node.args.get("false")
+    return pl.when(cond).then(c.under(cond, node.args["true"])).otherwise(
+        c.under(~cond, false) if false is not None else pl.lit(None))
 
 
 def _epoch(c: Compiles, node: exp.Expression) -> pl.Expr:

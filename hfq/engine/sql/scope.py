@@ -133,6 +133,14 @@ class Compiles(Protocol):
     def condition(self, e: pl.Expr, node: exp.Expression, where: str) -> pl.Expr:
         """``e`` as a boolean condition, or a named error."""
 
+    def predicate(self, node: exp.Expression, where: str,
+                  shown: exp.Expression | None = None) -> pl.Expr:
+        """A filtering condition, its AND/OR short-circuited (errors raised only for rows
+        that reach each side)."""
+
+    def under(self, guard: pl.Expr | None, node: exp.Expression) -> pl.Expr:
+        """``node`` compiled as evaluated only on the rows where ``guard`` holds."""
+
     def exprs(self, nodes: list[exp.Expression]) -> list[pl.Expr]:
         """Each of ``nodes`` compiled."""
 

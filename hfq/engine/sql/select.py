@@ -65,7 +65,7 @@ class Compiler:
             if has_agg(where.this):
                 raise error(where, "aggregates are not allowed in WHERE (use HAVING)")
             c = Plain(scope, self)
-            predicate = c.condition(c.expr(where.this), where.this, "WHERE")
+            predicate = c.predicate(where.this, "WHERE")
             with at(where):
                 scope.query = scope.query.filter(predicate)
         return self.project(node, scope)
@@ -134,14 +134,14 @@ class Compiler:
         for name, (_, e) in zip(names, items):
             outputs.append(post.expr(e).alias(name))
         if having is not None:
-            predicate = post.condition(post.expr(having.this), having.this, "HAVING")
+            predicate = post.predicate(having.this, "HAVING")
             with at(having):
                 q = q.filter(predicate)
         hidden: list[pl.Expr] = []
         qualify = node.args.get("qualify")
         if qualify is not None:   # a filter after the windows (select aliases visible)
             test = _aliased(qualify.this, names, items, scope)
-            hidden.append(post.condition(post.expr(test), qualify.this, "QUALIFY")
+            hidden.append(post.predicate(test, "QUALIFY", qualify.this)
                           .alias("__qualify"))
         sort_keys: list[tuple[str, bool, bool]] = []
         if order is not None:

@@ -80,7 +80,7 @@ def compile_where(text: str, schema: Mapping[str, pl.DataType] | pl.Schema) -> p
         compiler = Plain(Scope(Query(FrameSource(frame, name="(filter)")), {}),
                          Compiler(_no_table, {}))
         with at(tree):
-            return compiler.condition(compiler.expr(tree), tree, "a row filter")
+            return compiler.predicate(tree, "a row filter")
     except RecursionError:   # parser and rules recurse once per level of nesting
         raise SqlError("the filter nests too deeply to compile (a few dozen levels of "
                        "parentheses, a few hundred operators in a row at most)") from None

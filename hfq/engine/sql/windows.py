@@ -343,6 +343,12 @@ def _finite(value: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr | None
     return value, None
 
 
+def _exact(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """The values an avg sums: integers in 128 bits (as DuckDB's HUGEINT sum of its avg), so
+    a frame's sum of BIGINT extremes does not wrap before the division."""
+    return value.cast(pl.Int128) if dtype.is_integer() else value
+
+
 def _whole(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if kind == "count":
         return value.cast(pl.Int64).sum()
@@ -361,7 +367,7 @@ def _running(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
         return value.cast(pl.Int64).cum_sum()
     seen = value.is_not_null().cast(pl.Int64).cum_sum()
     if kind in ("sum", "mean"):
-        total = value.fill_null(0).cum_sum()
+        total = (_exact(value, dtype) if kind == "mean" else value).fill_null(0).cum_sum()
         if kind == "mean":
             total = total.cast(pl.Float64) / seen
         return pl.when(seen > 0).then(total)
@@ -410,7 +416,7 @@ def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: 
         return _frame(value.cast(pl.Int64), "sum", before, after).fill_null(0)
     count = _frame(value.is_not_null().cast(pl.Int64), "sum", before, after).fill_null(0)
     if kind in ("sum", "mean"):
-        total = _frame(value, "sum", before, after)
+        total = _frame(value if kind == "sum" else _exact(value, dtype), "sum", before, after)
         total = total if kind == "sum" else total.cast(pl.Float64) / count
         return pl.when(count > 0).then(total)
     plain, nan = _finite(value, dtype)
@@ -425,14 +431,15 @@ def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: 
 
 def _by_range(kind: str, value: pl.Expr, dtype: pl.DataType, by: pl.Expr, size: str
               ) -> pl.Expr:
-    if kind == "mean":   # NULLs skipped, a frame of only NULLs gives NULL
+    if kind == "mean" and not dtype.is_integer():   # NULLs skipped; only NULLs: NULL
         return value.cast(pl.Float64).rolling_mean_by(by, size, closed="right")
     if kind == "count":   # (value: whether the row counts)
         return value.cast(pl.Int64).rolling_sum_by(by, size, closed="right")
     count = value.is_not_null().cast(pl.Int64).rolling_sum_by(by, size, closed="right")
     plain, nan = _finite(value, dtype)
     if kind in ("sum", "mean"):
-        total = value.rolling_sum_by(by, size, closed="right")
+        total = (value if kind == "sum" else _exact(value, dtype)).rolling_sum_by(
+            by, size, closed="right")
         total = total if kind == "sum" else total.cast(pl.Float64) / count
         return pl.when(count > 0).then(total)
     best = getattr(plain, f"rolling_{kind}_by")(by, size, closed="right")

@@ -33,15 +33,9 @@ class Known:
     crashes: bool = False   # the process dies: such a query is not run at all (``skip``)
 
 
-def _ordered_window_avg(tree: exp.Expression) -> bool:
-    return any(isinstance(w.this, exp.Avg) and w.args.get("order") is not None
-               for w in tree.find_all(exp.Window))
-
-
 KNOWN: list[Known] = [
     # F1-F25 were fixed on sql@2d0d372 (F23 refused by name); F26-F33, F35-F38 and F42
-    # since (their regression cases and corpus records pass)
-    Known("F46", "a running avg over BIGINT extremes wraps", tree=_ordered_window_avg),
+    # since (their regression cases and corpus records pass); F43, F45, F46 on sql after ee3730a
 ]
 
 
