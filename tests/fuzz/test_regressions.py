@@ -252,6 +252,21 @@ CASES: list[Case] = [
                 [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63))], [])],
          note="a running avg of BIGINT extremes: the frame's sum wrapped (-1 + -2^63); "
               "summed in 128 bits"),
+    Case("F47", "SELECT id, sum(l0) OVER (ORDER BY time NULLS FIRST) AS a, "
+                "sum(l0) OVER (ORDER BY id ROWS 1 PRECEDING) AS b FROM t",
+         [Table("t", [*T3, ("time", "SECOND"), ("l0", "LONG")], ONE, (),
+                [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63))], [])],
+         refusal_ok=True,
+         note="a window sum past BIGINT wrapped to 2^63 - 1 (DuckDB: HUGEINT); summed in 128 "
+              "bits, it fails by name as the grouped sum does"),
+    Case("F47b", "SELECT id, sum(l0) OVER (ORDER BY time NULLS FIRST) AS a, "
+                 "sum(l0) OVER (ORDER BY id ROWS 1 PRECEDING) AS b, "
+                 "sum(l0) OVER (ORDER BY time RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND "
+                 "CURRENT ROW) AS c FROM t",
+         [Table("t", [*T3, ("time", "SECOND"), ("l0", "LONG")], ONE, (),
+                [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63) + 1),
+                 (3, D1, "A", dt.time(9, 31), 2 ** 63 - 1)], [])],
+         note="window sums that reach BIGINT's ends without leaving it: exact"),
 ]
 
 

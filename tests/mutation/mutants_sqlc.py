@@ -343,6 +343,12 @@ MUTANTS: list[Mutant] = [
            "a running/sliding avg of BIGINT sums in 64 bits: the frame's sum wraps before the "
            "division (finding F46)",
            (REGRESSION.format("F46"), CORPUS.format("windows.test:162"))),
+    Mutant("sqlc-window-sum-wraps", AREA, SQL + "windows.py",
+           '    if kind == "sum" and dtype == pl.Int64:\n',
+           '    if kind == "sum" and dtype == pl.Int32:\n',
+           "a window sum of BIGINT in 64 bits: past BIGINT it wraps to the other end instead "
+           "of failing by name (finding F47)",
+           (REGRESSION.format("F47"),)),
     Mutant("sqlc-batches-interleaved", AREA, "hfq/engine/execute.py",
            "            if runs and holders != last:\n                run = i",
            "            if False:\n                run = i",
