@@ -167,8 +167,8 @@ MUTANTS: list[Mutant] = [
 
     # -- reads --
     Mutant("read-batches-by-position", "read", "hfq/storage/fragment.py",
-           "pa.Table.from_batches([reader.get_batch(i) for i in wanted]",
-           "pa.Table.from_batches([reader.get_batch(k) for k in range(len(wanted))]",
+           "batches = [reader.get_batch(i) for i in wanted]",
+           "batches = [reader.get_batch(k) for k in range(len(wanted))]",
            "the kept batches read as the first n batches", (PRUNING,)),
     Mutant("read-columns-unselected", "read", "hfq/query/read.py",
            "return table.select(spec.columns) if table.column_names != spec.columns else table",
