@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from hfq.errors import QueryError
+from hfq.query.read import raised  # noqa: F401 - read back what fail_where plants
 
 __all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "fail_where", "from_tree",
            "is_rowwise", "local_over", "minute_of_day", "parse_every", "raised", "to_tree"]
@@ -229,7 +230,6 @@ def output_name(expr: pl.Expr) -> str:
 
 # -- errors raised by the data ------------------------------------------------------------------
 _RAISE = "hfq-error: "
-_RAISED = re.compile(r'\["hfq-error: ((?:[^"\\]|\\.)*)"')
 
 
 def fail_where(value: pl.Expr, bad: pl.Expr, message: str) -> pl.Expr:
@@ -252,12 +252,6 @@ def fail_where(value: pl.Expr, bad: pl.Expr, message: str) -> pl.Expr:
     """
     flag = pl.when(bad).then(pl.lit(_RAISE + message)).cast(pl.Int8)
     return pl.when(flag.is_null()).then(value)
-
-
-def raised(exc: BaseException) -> str | None:
-    """The message of a :func:`fail_where` failure inside a polars error, or None."""
-    m = _RAISED.search(str(exc))
-    return m.group(1) if m else None
 
 
 # -- time helpers -------------------------------------------------------------------------------

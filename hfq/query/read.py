@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,7 @@ from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
 __all__ = ["Assembler", "EncodedFiles", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec",
-           "ReadTask", "decoded", "decoded_pieces", "pandas_type", "read_unit",
+           "ReadTask", "decoded", "decoded_pieces", "pandas_type", "raised", "read_unit",
            "read_unit_pieces", "ships_encoded", "where_mask"]
 
 
@@ -150,7 +151,7 @@ def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None 
             mask = where_mask(frame, spec.where, table.num_rows)
         except pl.exceptions.PolarsError as exc:
             table_name = unit.fragments[0].file.split("/", 1)[0] if unit.fragments else "?"
-            message = _raised(exc)   # an error the data raised names its expression
+            message = raised(exc)   # an error the data raised names its expression
             raise QueryError(f"query on table {table_name!r}, partition {unit.partition}: "
                              + (message if message is not None else
                                 f"{_first_line(exc)} (in the filter {spec.where})")) from exc
@@ -178,12 +179,14 @@ def _read_old_layout(store: Store | None, spec: ReadSpec, frag: Fragment, column
     return layouts.adapt(table, frag.layout, columns, spec.schema)
 
 
-def _raised(exc: BaseException) -> str | None:
-    """The message of an error the data raised (overflow, division by zero: a SQL filter's
-    ``fail_where``), or None."""
-    # (imported here, not at the top: hfq.engine imports this module)
-    from hfq.engine.exprs import raised
-    return raised(exc)
+_RAISED = re.compile(r'\["hfq-error: ((?:[^"\\]|\\.)*)"')
+
+
+def raised(exc: BaseException) -> str | None:
+    """The message of an error the data raised inside a polars error (overflow, division by
+    zero: what :func:`hfq.engine.exprs.fail_where` plants in a SQL filter), or None."""
+    m = _RAISED.search(str(exc))
+    return m.group(1) if m else None
 
 
 def _first_line(exc: BaseException) -> str:
