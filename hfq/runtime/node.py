@@ -34,8 +34,18 @@ class NodeInfo:
     """Fingerprint of the hfq code the server runs (see :func:`code_fingerprint`)."""
 
 
-def node_identity(store: Store) -> str:
-    """The name of the node whose root is ``store`` (created on first use, race-free)."""
+def node_identity(store: Store, *, name: str | None = None) -> str:
+    """The name of the node whose root is ``store`` (created on first use, race-free).
+
+    ``name`` is the name given on that first use (default: ``node-`` and 10 random hex
+    digits); a root that has one keeps it.
+
+    >>> import tempfile
+    >>> from hfq.storage.store import open_store
+    >>> store = open_store(tempfile.mkdtemp())
+    >>> node_identity(store, name="node-a"), node_identity(store, name="node-b")
+    ('node-a', 'node-a')
+    """
     for _ in range(2):
         if store.exists(_IDENTITY):
             try:
@@ -46,10 +56,10 @@ def node_identity(store: Store) -> str:
                                f"file: {exc}") from None
         store.makedirs("")
         tmp = temp_name(_IDENTITY)
-        name = f"node-{uuid.uuid4().hex[:10]}"
-        store.write_bytes(tmp, json.dumps({"name": name, "format": 1}).encode(), sync=True)
+        new = name or f"node-{uuid.uuid4().hex[:10]}"
+        store.write_bytes(tmp, json.dumps({"name": new, "format": 1}).encode(), sync=True)
         if store.create_exclusive(tmp, _IDENTITY):
-            return name
+            return new
     raise HfqError(f"could not create or read {store.path(_IDENTITY)}")
 
 

@@ -20,6 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hfq.runtime.node import node_identity
+from hfq.storage.store import open_store
+
 if TYPE_CHECKING:
     from hfq.db import Database
 
@@ -46,8 +49,7 @@ class LocalCluster:
     def add_node(self, *, cpus: int | None = None) -> int:
         """Start one more node (its root ``node<i>``); returns its index."""
         i = len(self.nodes)
-        root = os.path.join(self.root, f"node{i}")
-        os.makedirs(root, exist_ok=True)
+        root = _node_root(self.root, i)
         node = self.cluster.add_node(num_cpus=cpus or self.cpus_per_node,
                                      env_vars={"HFQ_NODE_ROOT": root},
                                      object_store_memory=self.object_store_mb * _MB)
@@ -112,6 +114,15 @@ def _workers(node: Any) -> list[Any]:
             for c in psutil.Process(pid).children(recursive=True)]
 
 
+def _node_root(root: str, i: int) -> str:
+    """Node ``i``'s root, named ``node-local<i>`` on first use: the same names in every run,
+    so partitions land on the same nodes every run (placement hashes the names) and a test
+    that needs a partition on some node gets it always or never, not 1 run in 30."""
+    path = os.path.join(root, f"node{i}")
+    node_identity(open_store(path), name=f"node-local{i}")
+    return path
+
+
 @contextlib.contextmanager
 def local_cluster(nodes: int = 3, *, cpus_per_node: int = 1, root: str | None = None,
                   object_store_mb: int = 200) -> Iterator[LocalCluster]:
@@ -148,8 +159,7 @@ def local_cluster(nodes: int = 3, *, cpus_per_node: int = 1, root: str | None = 
     if root is None:
         tmp = tempfile.TemporaryDirectory(prefix="hfq-cluster-")
         root = tmp.name
-    head_root = os.path.join(root, "node0")
-    os.makedirs(head_root, exist_ok=True)
+    head_root = _node_root(root, 0)
     lc = LocalCluster(root=root, cpus_per_node=cpus_per_node, object_store_mb=object_store_mb)
     lc.cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": cpus_per_node, "env_vars": {"HFQ_NODE_ROOT": head_root},
