@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["PartRows", "Runs", "same_rows"]
 
@@ -123,12 +124,12 @@ class PartRows:
                 for i in range(4)]
         self.tail = []
         runs = self.runs_of_body
-        runs.append(_concat(tables).combine_chunks())   # (which unifies the dictionaries)
+        runs.append(_compact(_concat(tables).combine_chunks()))
         # a binary counter of runs: two neighbours of like size become one, so a row is
         # copied O(log n) times over the day, not at every merge (a query merges the tail)
         while len(runs) > 1 and runs[-2].num_rows <= 2 * runs[-1].num_rows:
             last = runs.pop()
-            runs[-1] = _concat([runs[-1], last]).combine_chunks()
+            runs[-1] = _concat([runs[-1], last]).combine_chunks()   # compact: a union
         self.body = runs[0] if len(runs) == 1 else _concat(runs)
         m = self.meta
         self.meta = _Meta(*(np.concatenate([old, c]) for old, c in
@@ -221,7 +222,7 @@ class PartRows:
             return 0
         keep = ~gone
         assert self.body is not None
-        self.body = self.body.filter(pa.array(keep)).combine_chunks()
+        self.body = _compact(self.body.filter(pa.array(keep)).combine_chunks())
         self.runs_of_body = [self.body]
         self.meta = _Meta(m.pub[keep], m.seq[keep], m.pseq[keep], m.day[keep])
         dropped = int(gone.sum())
@@ -238,6 +239,25 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables)
     except pa.ArrowInvalid:
         return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """``table`` (one chunk) with each dictionary holding only the values its rows use: a
+    slice of a published batch carries the batch's whole dictionary (every symbol of the
+    batch), and a reader converting the rows (polars) pays for every entry.  Two compact
+    tables combined (``combine_chunks`` unifies the dictionaries) stay compact."""
+    columns = list(table.columns)
+    changed = False
+    for i, column in enumerate(columns):
+        if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
+            continue
+        chunk = column.chunk(0)
+        encoded = pc.dictionary_encode(chunk.dictionary_decode())
+        if not encoded.type.equals(column.type):
+            encoded = encoded.cast(column.type)
+        columns[i] = pa.chunked_array([encoded], column.type)
+        changed = True
+    return pa.Table.from_arrays(columns, schema=table.schema) if changed else table
 
 
 def same_rows(a: pa.Table, b: pa.Table) -> bool:
