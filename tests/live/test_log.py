@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 import hfq
+from hfq import faults
 from hfq.live import log as livelog
 from hfq.live.log import Entry, Slice, StreamWriter, encode, read_frames
 
@@ -100,6 +101,46 @@ def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, monke
         t.join()
     assert sorted(e.seq for e, _, _ in read_frames(w.path(w.segment))) == list(range(1, 41))
     assert 1 <= len(synced) - before < 40
+    w.close()
+
+
+@pytest.mark.parametrize("window", [0.0, 0.001])
+def test_appends_made_while_an_fsync_runs_share_the_next_one(tmp_path, monkeypatch, window):
+    """Group commit without timing: the first append is held at its fsync (a fault point);
+    eight more queue meanwhile; released, the first is durable by its own fsync and the eight
+    by one more -- whatever the window, 0 (the default) included."""
+    synced: list[int] = []
+    real = livelog._sync
+
+    def spy(fd: int) -> None:
+        real(fd)
+        synced.append(fd)
+
+    monkeypatch.setattr(livelog, "_sync", spy)
+    w = StreamWriter(str(tmp_path / "w"), segment_bytes=1 << 30, group_commit_s=window)
+    before = len(synced)
+    gate = tmp_path / "gate"
+    faults.arm("live.log.before_fsync", f"pause:{gate}")
+    try:
+        first = threading.Thread(target=w.append, args=([encode(entry(1, 1), table(1))],))
+        first.start()
+        while not pathlib.Path(f"{gate}.reached").exists() and first.is_alive():
+            first.join(0.005)
+        more = [threading.Thread(target=w.append, args=([encode(entry(i, 2), table(2))],))
+                for i in range(2, 10)]
+        for t in more:
+            t.start()
+        while w._queued < 9:          # every one of them queued behind the held leader
+            more[0].join(0.005)
+        assert len(synced) == before   # nothing durable yet: no append has returned
+        assert all(t.is_alive() for t in [first, *more])
+        gate.touch()
+        for t in [first, *more]:
+            t.join()
+    finally:
+        faults.disarm("live.log.before_fsync")
+    assert len(synced) - before == 2
+    assert sorted(e.seq for e, _, _ in read_frames(w.path(w.segment))) == list(range(1, 10))
     w.close()
 
 
