@@ -121,23 +121,24 @@ def test_appends_made_while_an_fsync_runs_share_the_next_one(tmp_path, monkeypat
     before = len(synced)
     gate = tmp_path / "gate"
     faults.arm("live.log.before_fsync", f"pause:{gate}")
+    first = threading.Thread(target=w.append, args=([encode(entry(1, 1), table(1))],))
+    more = [threading.Thread(target=w.append, args=([encode(entry(i, 2), table(2))],))
+            for i in range(2, 10)]
     try:
-        first = threading.Thread(target=w.append, args=([encode(entry(1, 1), table(1))],))
         first.start()
         while not pathlib.Path(f"{gate}.reached").exists() and first.is_alive():
             first.join(0.005)
-        more = [threading.Thread(target=w.append, args=([encode(entry(i, 2), table(2))],))
-                for i in range(2, 10)]
         for t in more:
             t.start()
-        while w._queued < 9:          # every one of them queued behind the held leader
+        while w._queued < 9 and all(t.is_alive() for t in more):   # queued behind the leader
             more[0].join(0.005)
         assert len(synced) == before   # nothing durable yet: no append has returned
         assert all(t.is_alive() for t in [first, *more])
+    finally:   # whatever failed, nothing stays held
         gate.touch()
         for t in [first, *more]:
-            t.join()
-    finally:
+            if t.ident is not None:   # started
+                t.join()
         faults.disarm("live.log.before_fsync")
     assert len(synced) - before == 2
     assert sorted(e.seq for e, _, _ in read_frames(w.path(w.segment))) == list(range(1, 10))
