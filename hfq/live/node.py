@@ -293,7 +293,11 @@ class LiveTable:
         """The rows of ``partition`` a snapshot reads here: slices of the publishers in
         ``picks`` within their slice numbers, up to ``seqs``, not held by ``cut``."""
         with self.lock:
-            self.catch_up()
+            part = self.parts.get(partition)
+            if part is None or not all(
+                    hi < lo or (pub in part.runs and part.runs[pub].covers(lo, hi))
+                    for pub, (lo, hi) in picks.items()):
+                self.catch_up()   # (only what is held already is read: no need to look)
             self.learn(cut, version)
             part = self.parts.get(partition)
             schema = self.spec.schema
