@@ -36,6 +36,20 @@ def table(n: int, start: int = 0) -> pa.Table:
                      "s": pa.array([f"s{i % 3}" for i in range(n)]).dictionary_encode()})
 
 
+@pytest.fixture
+def synced(monkeypatch) -> list[int]:
+    """The file descriptors the log fsyncs, one entry per fsync (the seam watched)."""
+    fds: list[int] = []
+    real = livelog._sync
+
+    def spy(fd: int) -> None:
+        real(fd)
+        fds.append(fd)
+
+    monkeypatch.setattr(livelog, "_sync", spy)
+    return fds
+
+
 def test_frames_round_trip_with_their_rows_and_dictionaries(tmp_path):
     w = StreamWriter(str(tmp_path), segment_bytes=1 << 20)
     w.append([encode(entry(1, 3), table(3))])
@@ -82,15 +96,7 @@ def test_a_damaged_frame_and_what_follows_it_are_not_read(tmp_path, where):
     assert [e.seq for e, _, _ in read_frames(path)] == [1]
 
 
-def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, monkeypatch):
-    synced: list[int] = []
-    real = livelog._sync
-
-    def spy(fd: int) -> None:
-        real(fd)
-        synced.append(fd)
-
-    monkeypatch.setattr(livelog, "_sync", spy)
+def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, synced):
     w = StreamWriter(str(tmp_path), segment_bytes=1 << 30, group_commit_s=0.02)
     before = len(synced)
     threads = [threading.Thread(target=w.append, args=([encode(entry(i, 1), table(1))],))
@@ -105,18 +111,10 @@ def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, monke
 
 
 @pytest.mark.parametrize("window", [0.0, 0.001])
-def test_appends_made_while_an_fsync_runs_share_the_next_one(tmp_path, monkeypatch, window):
+def test_appends_made_while_an_fsync_runs_share_the_next_one(tmp_path, synced, window):
     """Group commit without timing: the first append is held at its fsync (a fault point);
     eight more queue meanwhile; released, the first is durable by its own fsync and the eight
     by one more -- whatever the window, 0 (the default) included."""
-    synced: list[int] = []
-    real = livelog._sync
-
-    def spy(fd: int) -> None:
-        real(fd)
-        synced.append(fd)
-
-    monkeypatch.setattr(livelog, "_sync", spy)
     w = StreamWriter(str(tmp_path / "w"), segment_bytes=1 << 30, group_commit_s=window)
     before = len(synced)
     gate = tmp_path / "gate"
