@@ -251,6 +251,26 @@ SAME = [
                               "ORDER BY ts", True),
     ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
                         "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
+    # F48: the variance family as DuckDB's Welford updates answer: NaN for inf/NaN among two or
+    # more values (a constant inf too), 0 for one value, exactly 0 for a constant, corr NaN
+    # without spread, +-inf when the squares leave DOUBLE
+    ("spread_special", "SELECT var_pop(CAST('inf' AS DOUBLE)) AS a, var_samp(CAST('NaN' AS "
+                       "DOUBLE)) AS b, stddev_pop(2.5) AS c, covar_pop(bidsiz, f) AS d, "
+                       "covar_samp(bid, 1.5) AS e, corr(bidsiz, small) AS g, corr(small, 3) AS h,"
+                       " regr_slope(bid, small) AS i, regr_r2(small, 0.5) AS j, regr_sxx(f, bid)"
+                       " AS k, var_pop(f) AS l, stddev_samp(bid) AS m, regr_intercept(bidsiz, "
+                       "small) AS n, covar_pop(small, bidsiz) AS o, regr_syy(f, bidsiz) AS p "
+                       "FROM {t}", False),
+    ("spread_special_grouped", "SELECT symbol, var_pop(f) AS a, var_samp(CAST('-inf' AS DOUBLE))"
+                               " AS b, covar_pop(f, small) AS c, corr(bid, small) AS d, "
+                               "covar_pop(small, 7) AS e, regr_slope(small, bid) AS g, "
+                               "stddev_pop(CAST('NaN' AS DOUBLE)) AS h FROM {t} GROUP BY symbol",
+     False),
+    ("spread_overflow", "SELECT var_pop(small * 1e303) AS a, stddev_samp(small * 1e303) AS b, "
+                        "covar_pop(small * 1e303, small * 1e303) AS c, var_samp(big * 1e290) AS d"
+                        ", var_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS e, "
+                        "stddev_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS g "
+                        "FROM {t}", False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -26,6 +26,10 @@ __all__ = ["Agg", "lexical"]
 _F64 = pl.Float64
 _SAMPLE = {"stddev": 1, "stddev_samp": 1, "stddev_pop": 0, "variance": 1, "var_samp": 1,
            "var_pop": 0}
+_SAMPLE_COVAR = {"covar_pop": 0, "covar_samp": 1}
+_NAN = pl.lit("NaN").cast(_F64)   # (a NaN literal does not survive the engine's expression
+#   serialisation to JSON)
+_DOWN, _UP = 2.0 ** -600, 2.0 ** 600   # exact scalings (values past 2^-422 stay normal)
 _REGR = ("regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx", "regr_avgy",
          "regr_sxx", "regr_syy", "regr_sxy")
 _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "quantile_cont",
@@ -123,8 +127,10 @@ class Agg(Plain):
             return some.then(value.cast(_F64))
         if name in ("min", "max", "first", "last", "any_value", "quantile_disc", "mode"):
             return some.then(value)
-        if name in _SAMPLE:
-            return pl.when(value.is_not_null() & (n > _SAMPLE[name])).then(pl.lit(0.0))
+        if name in _SAMPLE:   # no spread; inf or NaN in two rows or more: NaN (Welford's)
+            v = value.cast(_F64)
+            return pl.when(value.is_not_null() & (n > _SAMPLE[name])).then(
+                pl.when((n == 1) | v.is_finite()).then(pl.lit(0.0)).otherwise(_NAN))
         raise unsupported(node, f"{name}() of a constant")
 
     def _sum(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
@@ -151,10 +157,8 @@ class Agg(Plain):
     def _moment(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         x = x.cast(_F64)
         ddof = _SAMPLE[name]
-        out = x.std(ddof=ddof) if name.startswith("stddev") else x.var(ddof=ddof)
-        if ddof == 0:   # one value (even NaN or inf) has no spread, as DuckDB says
-            return pl.when(x.count() == 1).then(pl.lit(0.0)).otherwise(out)
-        return out
+        var = _variance(x, ddof)   # DuckDB's deviation is the root of its variance (inf past
+        return var.sqrt() if name.startswith("stddev") else var   # DOUBLE's range: inf)
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.cast(_F64).median() if not self.dtype(x).is_float() else x.median()
@@ -228,34 +232,35 @@ class Agg(Plain):
         both = y.is_not_null() & xx.is_not_null()
         y, xx = y.filter(both), xx.filter(both)
         n = y.count().cast(pl.Int64)
-        if name == "covar_pop":
-            return pl.when(n > 0).then(pl.cov(y, xx, ddof=0))
-        if name == "covar_samp":
-            return pl.when(n > 1).then(pl.cov(y, xx, ddof=1))
-        if name == "corr":
-            return pl.when(n > 0).then(pl.corr(y, xx))
         if name == "regr_count":
             return n
         if name == "regr_avgx":
             return xx.mean()
         if name == "regr_avgy":
             return y.mean()
+        vx, vy = _variance(xx, 0), _variance(y, 0)
         if name == "regr_sxx":
-            return pl.when(n > 0).then(xx.var(ddof=0) * n)
+            return vx * n
         if name == "regr_syy":
-            return pl.when(n > 0).then(y.var(ddof=0) * n)
+            return vy * n
+        if name in ("covar_pop", "covar_samp"):
+            return _covariance(y, xx, _SAMPLE_COVAR[name])
+        cxy = _covariance(y, xx, 0)
         if name == "regr_sxy":
-            return pl.when(n > 0).then(pl.cov(y, xx, ddof=0) * n)
-        vx, vy, cxy = xx.var(ddof=0), y.var(ddof=0), pl.cov(y, xx, ddof=0)
+            return cxy * n
+        if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
+            r = pl.corr(y, xx)
+            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)
+            return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
+                                       .then(r).otherwise(_NAN))
         slope = cxy / vx
         if name == "regr_slope":
-            return pl.when(n > 0).then(slope)
+            return slope
         if name == "regr_intercept":
             return pl.when((n > 0) & slope.is_not_nan()).then(y.mean() - slope * xx.mean())
         if name == "regr_r2":
-            r2 = cxy * cxy / (vx * vy)
             return pl.when((n == 0) | (vx == 0)).then(None).when(vy == 0).then(1.0) \
-                .otherwise(r2)
+                .otherwise(cxy * cxy / (vx * vy))
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
 
     _RULES: dict[str, Callable[..., pl.Expr]] = {
@@ -265,6 +270,50 @@ class Agg(Plain):
         "arg_max": _arg, "arg_min": _arg, "weighted_avg": _weighted_avg,
         "covar_pop": _pairs, "covar_samp": _pairs, "corr": _pairs,
         **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs)}
+
+
+def _variance(x: pl.Expr, ddof: int) -> pl.Expr:
+    """DuckDB's variance of the non-NULL ``x``: NULL with at most
+    ``ddof`` values; 0 for one value (even inf or NaN); NaN when an inf or NaN is among two or
+    more (Welford's update meets inf - inf); exactly 0 for a constant; else polars' (past
+    DOUBLE's range, +inf: when finite values give NaN, their squares overflowed, so it is
+    computed again over the values scaled by 2^-600 and scaled back).
+
+    Every part is a count, a sum, a min, a max or a variance, so the engine merges it across
+    partitions.
+    """
+    n = x.count()
+    spread, scaled = x.var(ddof=ddof), (x * _DOWN).var(ddof=ddof) * _UP * _UP
+    spread = pl.when(spread.is_nan()).then(scaled).otherwise(spread)
+    return pl.when(n <= ddof).then(None).when(n == 1).then(pl.lit(0.0)) \
+        .when(~_finite(x)).then(_NAN).when(_flat(x)).then(pl.lit(0.0)).otherwise(spread)
+
+
+def _covariance(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
+    """DuckDB's covariance of the pairs (``y``, ``x``) without a NULL: NULL with at most
+    ``ddof`` pairs; NaN when an inf or NaN is among them (DuckDB gives NaN for inf in ``y``, and
+    NaN or an order-dependent +-inf for inf in ``x``: NaN here); exactly 0 for one pair or a
+    constant ``y`` or ``x``; else polars' covariance (+-inf past DOUBLE's range, as
+    :func:`_variance`)."""
+    n = y.count()
+    cov = pl.cov(y, x, ddof=ddof)
+    cov = pl.when(cov.is_nan()).then(pl.cov(y * _DOWN, x * _DOWN, ddof=ddof) * _UP * _UP) \
+        .otherwise(cov)
+    return pl.when(n <= ddof).then(None).when(~_finite(y, x)).then(_NAN) \
+        .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(cov)
+
+
+def _finite(*xs: pl.Expr) -> pl.Expr:
+    """Whether every value of ``xs`` is finite (as a count, which merges across partitions)."""
+    return sum(((~x.is_finite()).cast(pl.Int64).sum() for x in xs), pl.lit(0)) == 0
+
+
+def _flat(*xs: pl.Expr) -> pl.Expr:
+    """Whether one of ``xs`` holds one value only (min = max: mergeable)."""
+    out = pl.lit(False)
+    for x in xs:
+        out = out | (x.min() == x.max())
+    return out
 
 
 def lexical(c: Plain, e: pl.Expr) -> pl.Expr:

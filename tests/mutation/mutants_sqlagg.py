@@ -1,0 +1,31 @@
+"""Mutants of the SQL aggregates (issue 24, area "sql-aggregates": the fuzzer's findings F48+):
+each plants back a difference from DuckDB the long fuzz run found, and names the fast, Ray-free
+tests that compare with DuckDB and must fail."""
+
+from __future__ import annotations
+
+from mutants import Mutant
+
+AREA = "sql-aggregates"
+TRUST = "tests/query/test_trust.py::test_same_as_duckdb[{}-m]"
+AGG = "hfq/engine/sql/aggregates.py"
+
+MUTANTS: list[Mutant] = [
+    Mutant("sqlagg-constant-spread-always-0", AREA, AGG,
+           "pl.when((n == 1) | v.is_finite()).then(pl.lit(0.0)).otherwise(_NAN))",
+           "pl.lit(0.0))",
+           "F48: the variance of a constant inf or NaN over two rows or more is 0 (DuckDB: NaN, "
+           "Welford's inf - inf)",
+           (TRUST.format("spread_special"), TRUST.format("spread_special_grouped"))),
+    Mutant("sqlagg-spread-ignores-inf", AREA, AGG,
+           "        .when(~_finite(x)).then(_NAN).when(_flat(x))",
+           "        .when(_flat(x))",
+           "F48: a variance over inf/NaN values is polars' (0 or inf) where DuckDB says NaN",
+           (TRUST.format("spread_special_grouped"),)),
+    Mutant("sqlagg-spread-overflow-nan", AREA, AGG,
+           "    spread = pl.when(spread.is_nan()).then(scaled).otherwise(spread)\n",
+           "",
+           "F48: a variance whose squares leave DOUBLE is NaN (polars' merge) where DuckDB "
+           "says inf",
+           (TRUST.format("spread_overflow"),)),
+]
