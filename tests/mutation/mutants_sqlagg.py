@@ -28,4 +28,9 @@ MUTANTS: list[Mutant] = [
            "F48: a variance whose squares leave DOUBLE is NaN (polars' merge) where DuckDB "
            "says inf",
            (TRUST.format("spread_overflow"),)),
+    Mutant("sqlagg-filter-constant-once", AREA, AGG,
+           "where = pl.repeat(where, pl.len())",
+           "where = where",
+           "F49: count(*) FILTER (WHERE TRUE) is 1 (a literal condition sums once)",
+           (TRUST.format("filter_constant"), TRUST.format("filter_constant_grouped"))),
 ]

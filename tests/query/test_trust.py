@@ -271,6 +271,18 @@ SAME = [
                         ", var_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS e, "
                         "stddev_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS g "
                         "FROM {t}", False),
+    # F49: FILTER (WHERE <constant>) holds (or not) on every row, not once
+    ("filter_constant", "SELECT count(*) FILTER (WHERE TRUE) AS a, count(*) FILTER (WHERE "
+                        "FALSE) AS b, sum(2) FILTER (WHERE 1 < 2) AS c, count(bid) FILTER (WHERE"
+                        " NULL) AS d, sum(bidsiz) FILTER (WHERE TRUE) AS e, avg(1) FILTER (WHERE"
+                        " TRUE) AS g, count(2) FILTER (WHERE NOT FALSE) AS h, max(bid) FILTER "
+                        "(WHERE TRUE) AS i, var_pop(f) FILTER (WHERE TRUE) AS j FROM {t}", False),
+    ("filter_constant_grouped", "SELECT symbol, count(*) FILTER (WHERE TRUE) AS a, sum(-7) "
+                                "FILTER (WHERE TRUE) AS b, count(name) FILTER (WHERE 2 > 1) AS c"
+                                " FROM {t} GROUP BY symbol", False),
+    ("filter_constant_no_rows", "SELECT count(*) FILTER (WHERE TRUE) AS a, sum(7) FILTER (WHERE"
+                                " TRUE) AS b, avg(1) FILTER (WHERE TRUE) AS c FROM {t} "
+                                "WHERE bid > 100", False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

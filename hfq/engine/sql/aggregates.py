@@ -45,7 +45,10 @@ class Agg(Plain):
     def call(self, node: exp.Expression) -> pl.Expr:
         where: pl.Expr | None = None
         if isinstance(node, exp.Filter):   # agg(...) FILTER (WHERE cond)
-            where = self.expr(node.expression.this).fill_null(False)
+            cond = node.expression.this
+            where = self.expr(cond).fill_null(False)
+            if not cond.find(exp.Column):   # a constant condition holds (or not) on every row
+                where = pl.repeat(where, pl.len())   # (a literal would count once: F49)
             node = node.this
         order: exp.Order | None = None
         if isinstance(node, exp.WithinGroup):   # percentile_cont(q) WITHIN GROUP (ORDER BY x)
