@@ -285,11 +285,15 @@ class _Builder:
                               "maintain_order": True}
         keys = [b for b in by if b is not None]
         names = [p + f"k{j}" for j in range(len(keys))]
-        partial = [pick(v.sort_by(keys, **kw)).alias(p + "v")] + \
+        # a partition whose input kept no row gives no value and no keys (as above): its
+        # nulls would sort last and win a last() (F50)
+        partial = [pick(v.sort_by(keys, **kw)).alias(p + "v"), v.len().alias(p + "c")] + \
             [pick(k.sort_by(keys, **kw)).alias(n) for k, n in zip(keys, names)]
-        by_cols = [col(n) for n in names]
-        merge = [pick(col(p + "v").sort_by(by_cols, **kw)).alias(p + "v")] + \
-            [pick(col(n).sort_by(by_cols, **kw)).alias(n) for n in names]
+        kept = col(p + "c") > 0
+        by_cols = [col(n).filter(kept) for n in names]
+        merge = [pick(col(p + "v").filter(kept).sort_by(by_cols, **kw)).alias(p + "v")] + \
+            [pick(col(n).filter(kept).sort_by(by_cols, **kw)).alias(n) for n in names] + \
+            [col(p + "c").sum().alias(p + "c")]
         return partial, merge, col(p + "v")
 
 

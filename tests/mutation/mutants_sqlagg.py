@@ -33,4 +33,10 @@ MUTANTS: list[Mutant] = [
            "where = where",
            "F49: count(*) FILTER (WHERE TRUE) is 1 (a literal condition sums once)",
            (TRUST.format("filter_constant"), TRUST.format("filter_constant_grouped"))),
+    Mutant("sqlagg-first-last-empty-partition", AREA, "hfq/engine/aggs.py",
+           'kept = col(p + "c") > 0',
+           'kept = col(p + "c") >= 0',
+           "F50: last(x ORDER BY k) merged across partitions takes a partition whose filtered "
+           "input kept no row: its NULL keys sort last and its NULL wins",
+           (TRUST.format("first_last_filtered"),)),
 ]

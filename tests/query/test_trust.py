@@ -283,6 +283,18 @@ SAME = [
     ("filter_constant_no_rows", "SELECT count(*) FILTER (WHERE TRUE) AS a, sum(7) FILTER (WHERE"
                                 " TRUE) AS b, avg(1) FILTER (WHERE TRUE) AS c FROM {t} "
                                 "WHERE bid > 100", False),
+    # F50: first/last(x ORDER BY ...) over a filtered input: a partition that kept no row has
+    # no value (its NULL keys sorted last and won a last())
+    ("first_last_filtered", "SELECT last(bid ORDER BY ts) AS a, first(name ORDER BY ts DESC "
+                            "NULLS FIRST) AS b, last(ts ORDER BY bidsiz, ts) AS c, first(small "
+                            "ORDER BY big NULLS FIRST) AS d, last(f ORDER BY tod DESC) AS e FROM"
+                            " {t} WHERE bidsiz IS NOT NULL", False),
+    ("first_last_filtered_grouped", "SELECT date, last(name ORDER BY ts) AS a, first(bid ORDER "
+                                    "BY small DESC NULLS FIRST) AS b FROM {t} WHERE symbol = 'A'"
+                                    " OR bidsiz IS NULL GROUP BY date", False),
+    ("first_last_null_keys", "SELECT last(name ORDER BY bidsiz, ts) AS a, first(tod ORDER BY bidsiz"
+                             " NULLS FIRST, ts) AS b, last(bid ORDER BY flag, ts) AS c FROM {t}",
+     False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "
