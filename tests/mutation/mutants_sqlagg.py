@@ -39,4 +39,10 @@ MUTANTS: list[Mutant] = [
            "F50: last(x ORDER BY k) merged across partitions takes a partition whose filtered "
            "input kept no row: its NULL keys sort last and its NULL wins",
            (TRUST.format("first_last_filtered"),)),
+    Mutant("sqlagg-quantile-polars-interpolation", AREA, AGG,
+           "between = lo + d * (hi - lo) if dtype == pl.Float32 else lo * (1 - d) + hi * d",
+           "between = lo + d * (hi - lo)",
+           "F51: a continuous quantile of DOUBLE between -inf and a number is NaN (polars' "
+           "interpolation) where DuckDB says -inf",
+           (TRUST.format("quantile_infinite"),)),
 ]

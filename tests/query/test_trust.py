@@ -295,6 +295,13 @@ SAME = [
     ("first_last_null_keys", "SELECT last(name ORDER BY bidsiz, ts) AS a, first(tod ORDER BY bidsiz"
                              " NULLS FIRST, ts) AS b, last(bid ORDER BY flag, ts) AS c FROM {t}",
      False),
+    # F51: continuous quantiles interpolate lo * (1 - d) + hi * d (-inf beside a number is -inf)
+    ("quantile_infinite", "SELECT median(f) AS a, quantile_cont(f, 0.3) AS b, median(bid) AS c,"
+                          " quantile_cont(small, 0.9) AS d, percentile_cont(0.25) WITHIN GROUP "
+                          "(ORDER BY f) AS e, percentile_cont(0.4) WITHIN GROUP (ORDER BY f DESC)"
+                          " AS g, quantile_cont(bidsiz, 0.5) AS h FROM {t}", False),
+    ("quantile_infinite_grouped", "SELECT date, median(f) AS a, quantile_cont(f, 0.1) AS b "
+                                  "FROM {t} GROUP BY date", False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -164,7 +164,7 @@ class Agg(Plain):
         return var.sqrt() if name.startswith("stddev") else var   # DOUBLE's range: inf)
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return x.cast(_F64).median() if not self.dtype(x).is_float() else x.median()
+        return _interpolated(x, 0.5, self.dtype(x))
 
     def _quantile(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
@@ -185,7 +185,9 @@ class Agg(Plain):
             else:
                 out = x.quantile(q, "equiprobable")
             return out.cast(dtype) if dtype.is_numeric() else out
-        return x.cast(_F64).quantile(q, "linear")
+        if order is not None:   # descending: q was complemented for the ascending order
+            return _interpolated(x, 1 - q, dtype, descending=True)
+        return _interpolated(x, q, dtype)
 
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
                     args: list[exp.Expression], order: exp.Order | None,
@@ -304,6 +306,24 @@ def _covariance(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
         .otherwise(cov)
     return pl.when(n <= ddof).then(None).when(~_finite(y, x)).then(_NAN) \
         .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(cov)
+
+
+def _interpolated(x: pl.Expr, q: float, dtype: pl.DataType, *,
+                  descending: bool = False) -> pl.Expr:
+    """DuckDB's continuous quantile: at rank ``r = (n - 1) * q`` of the sorted values (NaN the
+    largest), the value there, or between the two around it (``d = r - floor(r)``)
+    ``lo * (1 - d) + hi * d`` -- ``lo + d * (hi - lo)`` over FLOAT -- in the order given: so
+    -inf beside a number is -inf over DOUBLE, NaN over FLOAT (polars' interpolation gave NaN
+    for both; F51)."""
+    x = x.cast(_F64)
+    rank = (x.count() - 1).cast(_F64) * q
+    d = rank - rank.floor()
+    if descending:   # the values at ranks floor(r) and ceil(r) from the top
+        lo, hi = x.quantile(1 - q, "higher"), x.quantile(1 - q, "lower")
+    else:
+        lo, hi = x.quantile(q, "lower"), x.quantile(q, "higher")
+    between = lo + d * (hi - lo) if dtype == pl.Float32 else lo * (1 - d) + hi * d
+    return pl.when(d == 0).then(lo).otherwise(between)
 
 
 def _finite(*xs: pl.Expr) -> pl.Expr:
