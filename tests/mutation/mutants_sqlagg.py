@@ -45,4 +45,11 @@ MUTANTS: list[Mutant] = [
            "F51: a continuous quantile of DOUBLE between -inf and a number is NaN (polars' "
            "interpolation) where DuckDB says -inf",
            (TRUST.format("quantile_infinite"),)),
+    Mutant("sqlagg-count-constant-counts-rows", AREA, AGG,
+           "        if inner is None or isinstance(inner, exp.Star):\n",
+           "        if inner is None or isinstance(inner, exp.Star) or not (\n"
+           "                inner.find(exp.Column) or isinstance(inner, (exp.Null, exp.Distinct))"
+           "):\n",
+           "F52: count(CAST(NULL AS INTEGER)) counts the rows (a constant taken as non-NULL)",
+           (TRUST.format("aggregates_of_cte_constants"),)),
 ]

@@ -302,6 +302,17 @@ SAME = [
                           " AS g, quantile_cont(bidsiz, 0.5) AS h FROM {t}", False),
     ("quantile_infinite_grouped", "SELECT date, median(f) AS a, quantile_cont(f, 0.1) AS b "
                                   "FROM {t} GROUP BY date", False),
+    # F52: count(<a constant that is NULL>) is 0 (count(CAST(NULL AS INTEGER)) counted the
+    # rows); a CTE's constant column is one value per row in an aggregate
+    ("aggregates_of_cte_constants", "WITH s AS (SELECT symbol, bid, 100 AS c, CAST(NULL AS "
+                                    "INTEGER) AS z, 'k' AS w FROM {t}) SELECT sum(c) AS a, "
+                                    "count(c) AS b, count(z) AS d, "
+                                    "count(DISTINCT c) AS g, avg(c) AS h, max(w) AS i, count(*) "
+                                    "FILTER (WHERE c > 50) AS j, count(CAST(NULL AS INTEGER)) AS"
+                                    " k, sum(c) FILTER (WHERE bid > 1) AS l FROM s", False),
+    ("aggregates_of_cte_constants_grouped", "WITH s AS (SELECT symbol, 100 AS c FROM {t}) SELECT"
+                                            " symbol, sum(c) AS a, count(c) AS b, sum(c + 1) AS"
+                                            " d FROM s GROUP BY symbol", False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -47,7 +47,7 @@ class Agg(Plain):
         if isinstance(node, exp.Filter):   # agg(...) FILTER (WHERE cond)
             cond = node.expression.this
             where = self.expr(cond).fill_null(False)
-            if not cond.find(exp.Column):   # a constant condition holds (or not) on every row
+            if _reads_no_column(where):   # a constant condition holds (or not) on every row
                 where = pl.repeat(where, pl.len())   # (a literal would count once: F49)
             node = node.this
         order: exp.Order | None = None
@@ -81,13 +81,12 @@ class Agg(Plain):
         if not args:
             raise error(node, f"{name}() needs an argument")
         values = [self.expr(a) for a in args]
-        if all(not a.find(exp.Column) for a in args) and not isinstance(node, exp.ArgMax) \
+        if all(_reads_no_column(v) for v in values) and not isinstance(node, exp.ArgMax) \
                 and not isinstance(node, exp.ArgMin):
             return self._constant(name, values[0], where, node)
         # a constant beside a column is one value per row (polars 2.1 reads past the end of
         # a filtered literal inside a grouping: F26)
-        values = [v if a.find(exp.Column) else pl.repeat(v, pl.len())
-                  for a, v in zip(args, values)]
+        values = [pl.repeat(v, pl.len()) if _reads_no_column(v) else v for v in values]
         if where is not None:
             values = [v.filter(where) for v in values]
         values = [lexical(self, v) for v in values] if name in ("min", "max") else values
@@ -100,9 +99,7 @@ class Agg(Plain):
     # -- the rules -----------------------------------------------------------------------
     def _count(self, node: exp.Count, where: pl.Expr | None) -> pl.Expr:
         inner = node.this
-        if inner is None or isinstance(inner, exp.Star) or \
-                (not inner.find(exp.Column) and not isinstance(inner, (exp.Null,
-                                                                       exp.Distinct))):
+        if inner is None or isinstance(inner, exp.Star):
             if where is not None:
                 return where.cast(pl.Int64).sum()
             return pl.len().cast(pl.Int64)
@@ -112,11 +109,13 @@ class Agg(Plain):
             if len(inner.expressions) != 1:
                 raise unsupported(node, "count(DISTINCT) of several columns")
             x = self.expr(inner.expressions[0])
-            if not inner.expressions[0].find(exp.Column):   # a constant: one value per row
+            if _reads_no_column(x):   # a constant: one value per row
                 x = pl.repeat(x, pl.len())                   # (none over no rows)
             x = x.filter(where) if where is not None else x
             return x.drop_nulls().n_unique().cast(pl.Int64)
         x = self.expr(inner)
+        # a constant (a CTE's constant column too: F52) is one value per row
+        x = pl.repeat(x, pl.len()) if _reads_no_column(x) else x
         return (x.filter(where) if where is not None else x).count().cast(pl.Int64)
 
     def _constant(self, name: str, value: pl.Expr, where: pl.Expr | None,
@@ -206,9 +205,10 @@ class Agg(Plain):
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         if len(values) != 2:
             raise error(node, f"{name}(value, key) takes two arguments")
-        if not args[0].find(exp.Column):   # a constant value: it, if any key is not NULL
+        first = self.expr(args[0])
+        if _reads_no_column(first):   # a constant value: it, if any key is not NULL
             # (never x.filter(...) of a literal: polars 2.1 reads past its end, F26)
-            return pl.when(values[1].count() > 0).then(self.expr(args[0]))
+            return pl.when(values[1].count() > 0).then(first)
         both = x.is_not_null() & values[1].is_not_null()
         key = lexical(self, values[1]).filter(both)
         if not self.dtype(key).is_float():   # no NaN: polars' own max_by/min_by (merged)
@@ -306,6 +306,12 @@ def _covariance(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
         .otherwise(cov)
     return pl.when(n <= ddof).then(None).when(~_finite(y, x)).then(_NAN) \
         .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(cov)
+
+
+def _reads_no_column(e: pl.Expr) -> bool:
+    """Whether ``e`` reads no column: one value, not one per row (a literal, or a column of a
+    CTE or subquery that the compiler inlined as its constant -- F52)."""
+    return not e.meta.root_names()
 
 
 def _interpolated(x: pl.Expr, q: float, dtype: pl.DataType, *,
