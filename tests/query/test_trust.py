@@ -299,7 +299,9 @@ SAME = [
     ("quantile_infinite", "SELECT median(f) AS a, quantile_cont(f, 0.3) AS b, median(bid) AS c,"
                           " quantile_cont(small, 0.9) AS d, percentile_cont(0.25) WITHIN GROUP "
                           "(ORDER BY f) AS e, percentile_cont(0.4) WITHIN GROUP (ORDER BY f DESC)"
-                          " AS g, quantile_cont(bidsiz, 0.5) AS h FROM {t}", False),
+                          " AS g, quantile_cont(bidsiz, 0.5) AS h, quantile_cont(CAST(f AS "
+                          "DOUBLE), 0.3) AS i, percentile_cont(0.6) WITHIN GROUP (ORDER BY "
+                          "CAST(f AS DOUBLE) DESC) AS j FROM {t}", False),
     ("quantile_infinite_grouped", "SELECT date, median(f) AS a, quantile_cont(f, 0.1) AS b "
                                   "FROM {t} GROUP BY date", False),
     # F52: count(<a constant that is NULL>) is 0 (count(CAST(NULL AS INTEGER)) counted the
