@@ -52,4 +52,10 @@ MUTANTS: list[Mutant] = [
            "):\n",
            "F52: count(CAST(NULL AS INTEGER)) counts the rows (a constant taken as non-NULL)",
            (TRUST.format("aggregates_of_cte_constants"),)),
+    Mutant("sqlagg-quantile-disc-through-doubles", AREA, AGG,
+           "            if dtype.is_integer():   # exactly",
+           "            if False:   # exactly",
+           "F53: quantile_disc of BIGINT past 2^53 through polars' quantile: rounded, or a polars "
+           "conversion error at BIGINT's ends",
+           (TRUST.format("quantile_disc_exact"),)),
 ]

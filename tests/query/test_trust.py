@@ -315,6 +315,14 @@ SAME = [
     ("aggregates_of_cte_constants_grouped", "WITH s AS (SELECT symbol, 100 AS c FROM {t}) SELECT"
                                             " symbol, sum(c) AS a, count(c) AS b, sum(c + 1) AS"
                                             " d FROM s GROUP BY symbol", False),
+    # F53: quantile_disc of BIGINT is exact (polars' quantile passed through doubles)
+    ("quantile_disc_exact", "SELECT quantile_disc(big, 0.1) AS a, quantile_disc(big // 3, 0.5) "
+                            "AS b, quantile_disc(big, 0.9) AS c, percentile_disc(0.4) WITHIN "
+                            "GROUP (ORDER BY big // 7 DESC) AS d, quantile_disc(bidsiz, 0.5) AS"
+                            " e, quantile_disc(small, 1) AS g FROM {t}", False),
+    ("quantile_disc_exact_grouped", "SELECT symbol, quantile_disc(big // 3, 0.5) AS a, "
+                                    "percentile_disc(0.75) WITHIN GROUP (ORDER BY big DESC) AS"
+                                    " b FROM {t} GROUP BY symbol", False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -177,6 +177,11 @@ class Agg(Plain):
         if isinstance(dtype, pl.Decimal):
             x, dtype = x.cast(_F64), pl.Float64()
         if name == "quantile_disc":   # the value at ceil(q * n) - 1 in that order (SQL's)
+            if dtype.is_integer():   # exactly (polars' quantile passes through doubles: F53)
+                n = x.count()
+                at = ((n.cast(_F64) * q).ceil().cast(pl.Int64) - 1).clip(0)
+                return x.drop_nulls().sort(descending=order is not None) \
+                    .get(at, null_on_oob=True)
             if order is not None:   # descending: the same from the top
                 if not dtype.is_integer():
                     raise unsupported(node, f"{name} of a descending order of non-integers")
