@@ -294,6 +294,15 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("l0", "LONG")], ONE, (),
                 [(1, D1, "A", 2 ** 53 + 1), (2, D1, "A", 2 ** 63 - 1), (3, D1, "A", 5)], [])],
          note="quantile_disc of BIGINT exact (through doubles: 2^53 + 1 rounded)"),
+    Case("F55", "SELECT sum(9223372036854775807 - 7) AS a FROM t",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B"), (3, D2, "A")], [])],
+         refusal_ok=True,
+         note="the sum of a BIGINT constant over the rows wrapped (value * n); exact in 128 bits "
+              "and failing by name past BIGINT, as the sum of a column (DuckDB: HUGEINT)"),
+    Case("F55b", "SELECT sum(4611686018427387903) AS a, sum(-4611686018427387904) AS b, "
+                 "sum(-9223372036854775807) FILTER (WHERE id > 2) AS c FROM t",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="sums of a BIGINT constant that reach BIGINT's ends: exact"),
 ]
 
 

@@ -58,4 +58,9 @@ MUTANTS: list[Mutant] = [
            "F53: quantile_disc of BIGINT past 2^53 through polars' quantile: rounded, or a polars "
            "conversion error at BIGINT's ends",
            (TRUST.format("quantile_disc_exact"),)),
+    Mutant("sqlagg-sum-bigint-constant-wraps", AREA, AGG,
+           'if name == "sum" and self.dtype(value) == pl.Int64:',
+           'if False:',
+           "F55: sum(<BIGINT constant>) over the rows is value * n and wraps past BIGINT",
+           ("tests/fuzz/test_regressions.py::test_finding[F55]",)),
 ]

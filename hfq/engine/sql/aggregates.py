@@ -123,6 +123,10 @@ class Agg(Plain):
         """An aggregate of a constant: as if every row held it."""
         n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
         some = pl.when(n > 0)
+        if name == "sum" and self.dtype(value) == pl.Int64:   # BIGINT: exact, fails past it
+            x = pl.repeat(value, pl.len())                      # (value * n wrapped: F55)
+            x = x.filter(where) if where is not None else x
+            return self._sum(name, x, [x], [], None, node)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
         if name in ("avg", "median", "quantile_cont"):
