@@ -63,4 +63,9 @@ MUTANTS: list[Mutant] = [
            'if False:',
            "F55: sum(<BIGINT constant>) over the rows is value * n and wraps past BIGINT",
            ("tests/fuzz/test_regressions.py::test_finding[F55]",)),
+    Mutant("sqlagg-decimal-median-double", AREA, AGG,
+           "        if isinstance(dtype, pl.Decimal):\n            return _decimal_interpolated(",
+           "        if False:\n            return _decimal_interpolated(",
+           "F56: median of a DECIMAL is a DOUBLE (DuckDB: the DECIMAL, truncated toward zero)",
+           (TRUST.format("quantile_decimal"),)),
 ]

@@ -323,6 +323,15 @@ SAME = [
     ("quantile_disc_exact_grouped", "SELECT symbol, quantile_disc(big // 3, 0.5) AS a, "
                                     "percentile_disc(0.75) WITHIN GROUP (ORDER BY big DESC) AS"
                                     " b FROM {t} GROUP BY symbol", False),
+    # F56: median/quantile_cont of a DECIMAL is that DECIMAL (interpolated over the unscaled
+    # integers, truncated toward zero); a descending order's quantile from the exact q
+    ("quantile_decimal", "SELECT median(small * 0.01) AS a, quantile_cont(small * 0.01, 0.7) AS "
+                         "b, percentile_cont(0.3) WITHIN GROUP (ORDER BY small * 0.01 DESC) AS c,"
+                         " median(bidsiz * 0.25) AS d, median(round(100.25)) AS e, "
+                         "quantile_cont(2.5, 0.5) AS g FROM {t}", False),
+    ("quantile_decimal_grouped", "SELECT date, median(small * 0.01) AS a, percentile_cont(0.9) "
+                                 "WITHIN GROUP (ORDER BY big * 0.5) AS b FROM {t} GROUP BY date",
+     False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

@@ -12,6 +12,7 @@ keeps the rows its condition holds for.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 
 import polars as pl
@@ -75,8 +76,6 @@ class Agg(Plain):
             o = order.expressions[0]
             args = [o.this, *args]
             descending = bool(o.args.get("desc")) and len(args) == 2
-            if descending and name != "quantile_disc":   # the (1 - q)-th from the bottom
-                args[1] = _complement(args[1])
             order = order if descending else None   # (kept only to mark a descending order)
         if not args:
             raise error(node, f"{name}() needs an argument")
@@ -129,6 +128,8 @@ class Agg(Plain):
             return self._sum(name, x, [x], [], None, node)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
+        if name in ("median", "quantile_cont") and isinstance(self.dtype(value), pl.Decimal):
+            return some.then(value)   # DuckDB's quantile of a DECIMAL is that DECIMAL (F56)
         if name in ("avg", "median", "quantile_cont"):
             return some.then(value.cast(_F64))
         if name in ("min", "max", "first", "last", "any_value", "quantile_disc", "mode"):
@@ -167,7 +168,10 @@ class Agg(Plain):
         return var.sqrt() if name.startswith("stddev") else var   # DOUBLE's range: inf)
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return _interpolated(x, 0.5, self.dtype(x))
+        dtype = self.dtype(x)
+        if isinstance(dtype, pl.Decimal):
+            return _decimal_interpolated(x, 0.5, dtype)
+        return _interpolated(x, 0.5, dtype)
 
     def _quantile(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
@@ -178,6 +182,8 @@ class Agg(Plain):
         if not 0 <= q <= 1:
             raise error(args[1], f"{name}: the quantile must be between 0 and 1, not {q}")
         dtype = self.dtype(x)
+        if isinstance(dtype, pl.Decimal) and name == "quantile_cont":
+            return _decimal_interpolated(x, q, dtype, descending=order is not None)
         if isinstance(dtype, pl.Decimal):
             x, dtype = x.cast(_F64), pl.Float64()
         if name == "quantile_disc":   # the value at ceil(q * n) - 1 in that order (SQL's)
@@ -193,8 +199,8 @@ class Agg(Plain):
             else:
                 out = x.quantile(q, "equiprobable")
             return out.cast(dtype) if dtype.is_numeric() else out
-        if order is not None:   # descending: q was complemented for the ascending order
-            return _interpolated(x, 1 - q, dtype, descending=True)
+        if order is not None:   # descending: interpolated from the top
+            return _interpolated(x, q, dtype, descending=True)
         return _interpolated(x, q, dtype)
 
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
@@ -334,11 +340,38 @@ def _interpolated(x: pl.Expr, q: float, dtype: pl.DataType, *,
     rank = (x.count() - 1).cast(_F64) * q
     d = rank - rank.floor()
     if descending:   # the values at ranks floor(r) and ceil(r) from the top
-        lo, hi = x.quantile(1 - q, "higher"), x.quantile(1 - q, "lower")
+        lo, hi = _from_top(x, q)
     else:
         lo, hi = x.quantile(q, "lower"), x.quantile(q, "higher")
     between = lo + d * (hi - lo) if dtype == pl.Float32 else lo * (1 - d) + hi * d
     return pl.when(d == 0).then(lo).otherwise(between)
+
+
+def _decimal_interpolated(x: pl.Expr, q: float, dtype: pl.Decimal, *,
+                          descending: bool = False) -> pl.Expr:
+    """DuckDB's continuous quantile of a DECIMAL: a DECIMAL of the same type, interpolated over
+    the unscaled integers as ``lo + (hi - lo) * d`` and truncated toward zero (median of 1.25 and
+    2.50 is 1.87; F56)."""
+    units = x.to_physical()
+    rank = (x.count() - 1).cast(_F64) * q
+    d = rank - rank.floor()
+    if descending:
+        lo, hi = _from_top(units, q)
+    else:
+        lo, hi = units.quantile(q, "lower"), units.quantile(q, "higher")
+    at = pl.when(d == 0).then(lo).otherwise(lo + (hi - lo) * d).cast(pl.Int128)
+    step = pl.lit(decimal.Decimal(1).scaleb(-(dtype.scale or 0)))
+    return (at.cast(pl.Decimal(38, 0)) * step).cast(dtype)
+
+
+def _from_top(x: pl.Expr, q: float) -> tuple[pl.Expr, pl.Expr]:
+    """The values at ranks floor(r) and ceil(r), ``r = (n - 1) * q``, of ``x`` sorted
+    descending: ascending ranks ``n - 1 - floor(r)`` and ``n - 1 - ceil(r)``."""
+    n = x.count()
+    r = (n - 1).cast(_F64) * q
+    top = x.drop_nulls().sort(descending=True)
+    return (top.get(r.floor().cast(pl.Int64), null_on_oob=True),
+            top.get(r.ceil().cast(pl.Int64), null_on_oob=True))
 
 
 def _finite(*xs: pl.Expr) -> pl.Expr:
@@ -368,10 +401,3 @@ def _number(node: exp.Expression) -> float:
     if isinstance(node, exp.Neg):
         return -_number(node.this)
     return float(node.this)
-
-
-def _complement(node: exp.Expression) -> exp.Expression:
-    """``1 - q`` as a literal (a quantile of a descending order)."""
-    if not _is_number(node):
-        return node
-    return exp.Literal.number(repr(1 - _number(node)))
