@@ -74,7 +74,10 @@ def widen(expr: pl.Expr, schema: pl.Schema) -> pl.Expr:
         kind, body = node_kind(t)
         if kind == "Agg" and node_kind(body)[0] == "Sum":
             inner = node_kind(body)[1]
-            original = from_tree(inner)
+            try:
+                original = from_tree(inner)
+            except pl.exceptions.ComputeError:   # an inf/NaN literal: polars' JSON holds
+                return t                         # null for it; left as it is
             widened = _widened(original, schema)
             if widened is not original:
                 changed[0] = True

@@ -266,6 +266,10 @@ SAME = [
                                "covar_pop(small, 7) AS e, regr_slope(small, bid) AS g, "
                                "stddev_pop(CAST('NaN' AS DOUBLE)) AS h FROM {t} GROUP BY symbol",
      False),
+    ("spread_of_inf_literals", "SELECT symbol, covar_pop(greatest(bid, CAST('inf' AS DOUBLE)), "
+                               "2.5) AS a, var_pop(greatest(bid, CAST('inf' AS DOUBLE))) AS b, "
+                               "corr(least(bid, CAST('-inf' AS DOUBLE)), bidsiz) AS c, "
+                               "sum(small) AS d FROM {t} GROUP BY symbol", False),
     ("spread_overflow", "SELECT var_pop(small * 1e303) AS a, stddev_samp(small * 1e303) AS b, "
                         "covar_pop(small * 1e303, small * 1e303) AS c, var_samp(big * 1e290) AS d"
                         ", var_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS e, "

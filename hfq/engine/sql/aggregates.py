@@ -375,8 +375,12 @@ def _from_top(x: pl.Expr, q: float) -> tuple[pl.Expr, pl.Expr]:
 
 
 def _finite(*xs: pl.Expr) -> pl.Expr:
-    """Whether every value of ``xs`` is finite (as a count, which merges across partitions)."""
-    return sum(((~x.is_finite()).cast(pl.Int64).sum() for x in xs), pl.lit(0)) == 0
+    """Whether every value of ``xs`` is finite: the NaN-propagating max and the min are (a min
+    and a max merge across partitions)."""
+    out = pl.lit(True)
+    for x in xs:
+        out = out & x.nan_max().is_finite() & x.min().is_finite()
+    return out
 
 
 def _flat(*xs: pl.Expr) -> pl.Expr:
