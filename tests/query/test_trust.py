@@ -332,7 +332,8 @@ SAME = [
     ("quantile_decimal", "SELECT median(small * 0.01) AS a, quantile_cont(small * 0.01, 0.7) AS "
                          "b, percentile_cont(0.3) WITHIN GROUP (ORDER BY small * 0.01 DESC) AS c,"
                          " median(bidsiz * 0.25) AS d, median(round(100.25)) AS e, "
-                         "quantile_cont(2.5, 0.5) AS g FROM {t}", False),
+                         "quantile_cont(2.5, 0.5) AS g, median(CASE WHEN bidsiz = 5 THEN 1.25 "
+                         "WHEN bidsiz = 7 THEN 2.50 END) AS h FROM {t}", False),
     ("quantile_decimal_grouped", "SELECT date, median(small * 0.01) AS a, percentile_cont(0.9) "
                                  "WITHIN GROUP (ORDER BY big * 0.5) AS b FROM {t} GROUP BY date",
      False),
