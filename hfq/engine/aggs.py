@@ -74,7 +74,10 @@ def widen(expr: pl.Expr, schema: pl.Schema) -> pl.Expr:
         kind, body = node_kind(t)
         if kind == "Agg" and node_kind(body)[0] == "Sum":
             inner = node_kind(body)[1]
-            original = from_tree(inner)
+            try:
+                original = from_tree(inner)
+            except pl.exceptions.ComputeError:   # an inf/NaN literal: polars' JSON holds
+                return t                         # null for it; left as it is
             widened = _widened(original, schema)
             if widened is not original:
                 changed[0] = True
@@ -285,11 +288,15 @@ class _Builder:
                               "maintain_order": True}
         keys = [b for b in by if b is not None]
         names = [p + f"k{j}" for j in range(len(keys))]
-        partial = [pick(v.sort_by(keys, **kw)).alias(p + "v")] + \
+        # a partition whose input kept no row gives no value and no keys (as above): its
+        # nulls would sort last and win a last() (F50)
+        partial = [pick(v.sort_by(keys, **kw)).alias(p + "v"), v.len().alias(p + "c")] + \
             [pick(k.sort_by(keys, **kw)).alias(n) for k, n in zip(keys, names)]
-        by_cols = [col(n) for n in names]
-        merge = [pick(col(p + "v").sort_by(by_cols, **kw)).alias(p + "v")] + \
-            [pick(col(n).sort_by(by_cols, **kw)).alias(n) for n in names]
+        kept = col(p + "c") > 0
+        by_cols = [col(n).filter(kept) for n in names]
+        merge = [pick(col(p + "v").filter(kept).sort_by(by_cols, **kw)).alias(p + "v")] + \
+            [pick(col(n).filter(kept).sort_by(by_cols, **kw)).alias(n) for n in names] + \
+            [col(p + "c").sum().alias(p + "c")]
         return partial, merge, col(p + "v")
 
 

@@ -267,6 +267,42 @@ CASES: list[Case] = [
                 [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63) + 1),
                  (3, D1, "A", dt.time(9, 31), 2 ** 63 - 1)], [])],
          note="window sums that reach BIGINT's ends without leaving it: exact"),
+    # the long fuzz run (notes/sql-findings.md F48-F53)
+    Case("F48", "SELECT sym, var_pop(CAST('inf' AS DOUBLE)) AS a, var_samp(d0) AS b, "
+                "covar_pop(id, d0) AS c, corr(d0, 3) AS e, stddev_pop(d0) AS g FROM t GROUP BY sym",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("compo", 2), (),
+                [(1, D1, "A", INF), (2, D1, "A", 1.0), (3, D2, "B", 2.5), (4, D2, "B", 2.5),
+                 (5, D1, "C", NAN), (6, D2, "C", 1e300), (7, D2, "C", None)], [])],
+         note="the variance family over inf/NaN: NaN (a constant inf too; was 0), one value 0, "
+              "a constant exactly 0, corr NaN without spread"),
+    Case("F49", "SELECT sym, count(*) FILTER (WHERE TRUE) AS a, sum(2) FILTER (WHERE 1 < 2) AS b,"
+                " count(id) FILTER (WHERE NULL) AS c FROM t GROUP BY sym",
+         [Table("t", T3, ("compo", 2), (),
+                [(1, D1, "A"), (2, D1, "A"), (3, D2, "A"), (4, D2, "B")], [])],
+         note="FILTER (WHERE <constant>) holds on every row (was counted once)"),
+    Case("F50", "SELECT last(d0 ORDER BY id) AS a, first(id ORDER BY d0 DESC NULLS FIRST, id) AS b"
+                " FROM t WHERE coalesce(i0, -1) > 0",
+         [Table("t", [*T3, ("d0", "DOUBLE"), ("i0", "INT")], ("compo", 2), (),
+                [(1, D1, "A", 1.5, 5), (2, D1, "B", None, None), (3, D2, "A", 2.5, None),
+                 (4, D2, "B", 0.5, None)], [2])],
+         note="first/last(x ORDER BY ...) merged over partitions: one that kept no row won"),
+    Case("F51", "SELECT median(d0) AS a, quantile_cont(d0, 0.3) AS b FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("compo", 2), (),
+                [(1, D1, "A", -INF), (2, D2, "B", 1.0), (3, D2, "C", 2.0)], [])],
+         note="-inf beside a number interpolates to -inf (polars' interpolation: NaN)"),
+    Case("F53", "SELECT quantile_disc(l0, 0.5) AS a FROM t",
+         [Table("t", [*T3, ("l0", "LONG")], ONE, (),
+                [(1, D1, "A", 2 ** 53 + 1), (2, D1, "A", 2 ** 63 - 1), (3, D1, "A", 5)], [])],
+         note="quantile_disc of BIGINT exact (through doubles: 2^53 + 1 rounded)"),
+    Case("F55", "SELECT sum(9223372036854775807 - 7) AS a FROM t",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B"), (3, D2, "A")], [])],
+         refusal_ok=True,
+         note="the sum of a BIGINT constant over the rows wrapped (value * n); exact in 128 bits "
+              "and failing by name past BIGINT, as the sum of a column (DuckDB: HUGEINT)"),
+    Case("F55b", "SELECT sum(4611686018427387903) AS a, sum(-4611686018427387904) AS b, "
+                 "sum(-9223372036854775807) FILTER (WHERE id > 2) AS c FROM t",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="sums of a BIGINT constant that reach BIGINT's ends: exact"),
 ]
 
 

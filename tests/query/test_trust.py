@@ -251,6 +251,92 @@ SAME = [
                               "ORDER BY ts", True),
     ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
                         "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
+    # F48: the variance family as DuckDB's Welford updates answer: NaN for inf/NaN among two or
+    # more values (a constant inf too), 0 for one value, exactly 0 for a constant, corr NaN
+    # without spread, +-inf when the squares leave DOUBLE
+    ("spread_special", "SELECT var_pop(CAST('inf' AS DOUBLE)) AS a, var_samp(CAST('NaN' AS "
+                       "DOUBLE)) AS b, stddev_pop(2.5) AS c, covar_pop(bidsiz, f) AS d, "
+                       "covar_samp(bid, 1.5) AS e, corr(bidsiz, small) AS g, corr(small, 3) AS h,"
+                       " regr_slope(bid, small) AS i, regr_r2(small, 0.5) AS j, regr_sxx(f, bid)"
+                       " AS k, var_pop(f) AS l, stddev_samp(bid) AS m, regr_intercept(bidsiz, "
+                       "small) AS n, covar_pop(small, bidsiz) AS o, regr_syy(f, bidsiz) AS p "
+                       "FROM {t}", False),
+    ("spread_special_grouped", "SELECT symbol, var_pop(f) AS a, var_samp(CAST('-inf' AS DOUBLE))"
+                               " AS b, covar_pop(f, small) AS c, corr(bid, small) AS d, "
+                               "covar_pop(small, 7) AS e, regr_slope(small, bid) AS g, "
+                               "stddev_pop(CAST('NaN' AS DOUBLE)) AS h FROM {t} GROUP BY symbol",
+     False),
+    ("spread_of_inf_literals", "SELECT symbol, covar_pop(greatest(bid, CAST('inf' AS DOUBLE)), "
+                               "2.5) AS a, var_pop(greatest(bid, CAST('inf' AS DOUBLE))) AS b, "
+                               "corr(least(bid, CAST('-inf' AS DOUBLE)), bidsiz) AS c, "
+                               "sum(small) AS d FROM {t} GROUP BY symbol", False),
+    ("spread_overflow", "SELECT var_pop(small * 1e303) AS a, stddev_samp(small * 1e303) AS b, "
+                        "covar_pop(small * 1e303, small * 1e303) AS c, var_samp(big * 1e290) AS d"
+                        ", var_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS e, "
+                        "stddev_pop(CASE WHEN bidsiz = 7 THEN 1.0 ELSE 1.7e308 END) AS g "
+                        "FROM {t}", False),
+    # F49: FILTER (WHERE <constant>) holds (or not) on every row, not once
+    ("filter_constant", "SELECT count(*) FILTER (WHERE TRUE) AS a, count(*) FILTER (WHERE "
+                        "FALSE) AS b, sum(2) FILTER (WHERE 1 < 2) AS c, count(bid) FILTER (WHERE"
+                        " NULL) AS d, sum(bidsiz) FILTER (WHERE TRUE) AS e, avg(1) FILTER (WHERE"
+                        " TRUE) AS g, count(2) FILTER (WHERE NOT FALSE) AS h, max(bid) FILTER "
+                        "(WHERE TRUE) AS i, var_pop(f) FILTER (WHERE TRUE) AS j FROM {t}", False),
+    ("filter_constant_grouped", "SELECT symbol, count(*) FILTER (WHERE TRUE) AS a, sum(-7) "
+                                "FILTER (WHERE TRUE) AS b, count(name) FILTER (WHERE 2 > 1) AS c"
+                                " FROM {t} GROUP BY symbol", False),
+    ("filter_constant_no_rows", "SELECT count(*) FILTER (WHERE TRUE) AS a, sum(7) FILTER (WHERE"
+                                " TRUE) AS b, avg(1) FILTER (WHERE TRUE) AS c FROM {t} "
+                                "WHERE bid > 100", False),
+    # F50: first/last(x ORDER BY ...) over a filtered input: a partition that kept no row has
+    # no value (its NULL keys sorted last and won a last())
+    ("first_last_filtered", "SELECT last(bid ORDER BY ts) AS a, first(name ORDER BY ts DESC "
+                            "NULLS FIRST) AS b, last(ts ORDER BY bidsiz, ts) AS c, first(small "
+                            "ORDER BY big NULLS FIRST) AS d, last(f ORDER BY tod DESC) AS e FROM"
+                            " {t} WHERE bidsiz IS NOT NULL", False),
+    ("first_last_filtered_grouped", "SELECT date, last(name ORDER BY ts) AS a, first(bid ORDER "
+                                    "BY small DESC NULLS FIRST) AS b FROM {t} WHERE symbol = 'A'"
+                                    " OR bidsiz IS NULL GROUP BY date", False),
+    ("first_last_null_keys", "SELECT last(name ORDER BY bidsiz, ts) AS a, first(tod ORDER BY bidsiz"
+                             " NULLS FIRST, ts) AS b, last(bid ORDER BY flag, ts) AS c FROM {t}",
+     False),
+    # F51: continuous quantiles interpolate lo * (1 - d) + hi * d (-inf beside a number is -inf)
+    ("quantile_infinite", "SELECT median(f) AS a, quantile_cont(f, 0.3) AS b, median(bid) AS c,"
+                          " quantile_cont(small, 0.9) AS d, percentile_cont(0.25) WITHIN GROUP "
+                          "(ORDER BY f) AS e, percentile_cont(0.4) WITHIN GROUP (ORDER BY f DESC)"
+                          " AS g, quantile_cont(bidsiz, 0.5) AS h, quantile_cont(CAST(f AS "
+                          "DOUBLE), 0.3) AS i, percentile_cont(0.6) WITHIN GROUP (ORDER BY "
+                          "CAST(f AS DOUBLE) DESC) AS j FROM {t}", False),
+    ("quantile_infinite_grouped", "SELECT date, median(f) AS a, quantile_cont(f, 0.1) AS b "
+                                  "FROM {t} GROUP BY date", False),
+    # F52: count(<a constant that is NULL>) is 0 (count(CAST(NULL AS INTEGER)) counted the
+    # rows); a CTE's constant column is one value per row in an aggregate
+    ("aggregates_of_cte_constants", "WITH s AS (SELECT symbol, bid, 100 AS c, CAST(NULL AS "
+                                    "INTEGER) AS z, 'k' AS w FROM {t}) SELECT sum(c) AS a, "
+                                    "count(c) AS b, count(z) AS d, "
+                                    "count(DISTINCT c) AS g, avg(c) AS h, max(w) AS i, count(*) "
+                                    "FILTER (WHERE c > 50) AS j, count(CAST(NULL AS INTEGER)) AS"
+                                    " k, sum(c) FILTER (WHERE bid > 1) AS l FROM s", False),
+    ("aggregates_of_cte_constants_grouped", "WITH s AS (SELECT symbol, 100 AS c FROM {t}) SELECT"
+                                            " symbol, sum(c) AS a, count(c) AS b, sum(c + 1) AS"
+                                            " d FROM s GROUP BY symbol", False),
+    # F53: quantile_disc of BIGINT is exact (polars' quantile passed through doubles)
+    ("quantile_disc_exact", "SELECT quantile_disc(big, 0.1) AS a, quantile_disc(big // 3, 0.5) "
+                            "AS b, quantile_disc(big, 0.9) AS c, percentile_disc(0.4) WITHIN "
+                            "GROUP (ORDER BY big // 7 DESC) AS d, quantile_disc(bidsiz, 0.5) AS"
+                            " e, quantile_disc(small, 1) AS g FROM {t}", False),
+    ("quantile_disc_exact_grouped", "SELECT symbol, quantile_disc(big // 3, 0.5) AS a, "
+                                    "percentile_disc(0.75) WITHIN GROUP (ORDER BY big DESC) AS"
+                                    " b FROM {t} GROUP BY symbol", False),
+    # F56: median/quantile_cont of a DECIMAL is that DECIMAL (interpolated over the unscaled
+    # integers, truncated toward zero); a descending order's quantile from the exact q
+    ("quantile_decimal", "SELECT median(small * 0.01) AS a, quantile_cont(small * 0.01, 0.7) AS "
+                         "b, percentile_cont(0.3) WITHIN GROUP (ORDER BY small * 0.01 DESC) AS c,"
+                         " median(bidsiz * 0.25) AS d, median(round(100.25)) AS e, "
+                         "quantile_cont(2.5, 0.5) AS g, median(CASE WHEN bidsiz = 5 THEN 1.25 "
+                         "WHEN bidsiz = 7 THEN 2.50 END) AS h FROM {t}", False),
+    ("quantile_decimal_grouped", "SELECT date, median(small * 0.01) AS a, percentile_cont(0.9) "
+                                 "WITHIN GROUP (ORDER BY big * 0.5) AS b FROM {t} GROUP BY date",
+     False),
     # NULL-safe comparisons, IS TRUE
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "

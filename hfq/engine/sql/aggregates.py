@@ -12,6 +12,7 @@ keeps the rows its condition holds for.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 
 import polars as pl
@@ -26,6 +27,10 @@ __all__ = ["Agg", "lexical"]
 _F64 = pl.Float64
 _SAMPLE = {"stddev": 1, "stddev_samp": 1, "stddev_pop": 0, "variance": 1, "var_samp": 1,
            "var_pop": 0}
+_SAMPLE_COVAR = {"covar_pop": 0, "covar_samp": 1}
+_NAN = pl.lit("NaN").cast(_F64)   # (a NaN literal does not survive the engine's expression
+#   serialisation to JSON)
+_DOWN, _UP = 2.0 ** -600, 2.0 ** 600   # exact scalings (values past 2^-422 stay normal)
 _REGR = ("regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx", "regr_avgy",
          "regr_sxx", "regr_syy", "regr_sxy")
 _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "quantile_cont",
@@ -41,7 +46,10 @@ class Agg(Plain):
     def call(self, node: exp.Expression) -> pl.Expr:
         where: pl.Expr | None = None
         if isinstance(node, exp.Filter):   # agg(...) FILTER (WHERE cond)
-            where = self.expr(node.expression.this).fill_null(False)
+            cond = node.expression.this
+            where = self.expr(cond).fill_null(False)
+            if _reads_no_column(where):   # a constant condition holds (or not) on every row
+                where = pl.repeat(where, pl.len())   # (a literal would count once: F49)
             node = node.this
         order: exp.Order | None = None
         if isinstance(node, exp.WithinGroup):   # percentile_cont(q) WITHIN GROUP (ORDER BY x)
@@ -68,19 +76,16 @@ class Agg(Plain):
             o = order.expressions[0]
             args = [o.this, *args]
             descending = bool(o.args.get("desc")) and len(args) == 2
-            if descending and name != "quantile_disc":   # the (1 - q)-th from the bottom
-                args[1] = _complement(args[1])
             order = order if descending else None   # (kept only to mark a descending order)
         if not args:
             raise error(node, f"{name}() needs an argument")
         values = [self.expr(a) for a in args]
-        if all(not a.find(exp.Column) for a in args) and not isinstance(node, exp.ArgMax) \
+        if all(_reads_no_column(v) for v in values) and not isinstance(node, exp.ArgMax) \
                 and not isinstance(node, exp.ArgMin):
             return self._constant(name, values[0], where, node)
         # a constant beside a column is one value per row (polars 2.1 reads past the end of
         # a filtered literal inside a grouping: F26)
-        values = [v if a.find(exp.Column) else pl.repeat(v, pl.len())
-                  for a, v in zip(args, values)]
+        values = [pl.repeat(v, pl.len()) if _reads_no_column(v) else v for v in values]
         if where is not None:
             values = [v.filter(where) for v in values]
         values = [lexical(self, v) for v in values] if name in ("min", "max") else values
@@ -93,9 +98,7 @@ class Agg(Plain):
     # -- the rules -----------------------------------------------------------------------
     def _count(self, node: exp.Count, where: pl.Expr | None) -> pl.Expr:
         inner = node.this
-        if inner is None or isinstance(inner, exp.Star) or \
-                (not inner.find(exp.Column) and not isinstance(inner, (exp.Null,
-                                                                       exp.Distinct))):
+        if inner is None or isinstance(inner, exp.Star):
             if where is not None:
                 return where.cast(pl.Int64).sum()
             return pl.len().cast(pl.Int64)
@@ -105,11 +108,13 @@ class Agg(Plain):
             if len(inner.expressions) != 1:
                 raise unsupported(node, "count(DISTINCT) of several columns")
             x = self.expr(inner.expressions[0])
-            if not inner.expressions[0].find(exp.Column):   # a constant: one value per row
+            if _reads_no_column(x):   # a constant: one value per row
                 x = pl.repeat(x, pl.len())                   # (none over no rows)
             x = x.filter(where) if where is not None else x
             return x.drop_nulls().n_unique().cast(pl.Int64)
         x = self.expr(inner)
+        # a constant (a CTE's constant column too: F52) is one value per row
+        x = pl.repeat(x, pl.len()) if _reads_no_column(x) else x
         return (x.filter(where) if where is not None else x).count().cast(pl.Int64)
 
     def _constant(self, name: str, value: pl.Expr, where: pl.Expr | None,
@@ -117,14 +122,22 @@ class Agg(Plain):
         """An aggregate of a constant: as if every row held it."""
         n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
         some = pl.when(n > 0)
+        if name == "sum" and self.dtype(value) == pl.Int64:   # BIGINT: exact, fails past it
+            x = pl.repeat(value, pl.len())                      # (value * n wrapped: F55)
+            x = x.filter(where) if where is not None else x
+            return self._sum(name, x, [x], [], None, node)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
+        if name in ("median", "quantile_cont") and isinstance(self.dtype(value), pl.Decimal):
+            return some.then(value)   # DuckDB's quantile of a DECIMAL is that DECIMAL (F56)
         if name in ("avg", "median", "quantile_cont"):
             return some.then(value.cast(_F64))
         if name in ("min", "max", "first", "last", "any_value", "quantile_disc", "mode"):
             return some.then(value)
-        if name in _SAMPLE:
-            return pl.when(value.is_not_null() & (n > _SAMPLE[name])).then(pl.lit(0.0))
+        if name in _SAMPLE:   # no spread; inf or NaN in two rows or more: NaN (Welford's)
+            v = value.cast(_F64)
+            return pl.when(value.is_not_null() & (n > _SAMPLE[name])).then(
+                pl.when((n == 1) | v.is_finite()).then(pl.lit(0.0)).otherwise(_NAN))
         raise unsupported(node, f"{name}() of a constant")
 
     def _sum(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
@@ -151,13 +164,14 @@ class Agg(Plain):
     def _moment(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         x = x.cast(_F64)
         ddof = _SAMPLE[name]
-        out = x.std(ddof=ddof) if name.startswith("stddev") else x.var(ddof=ddof)
-        if ddof == 0:   # one value (even NaN or inf) has no spread, as DuckDB says
-            return pl.when(x.count() == 1).then(pl.lit(0.0)).otherwise(out)
-        return out
+        var = _variance(x, ddof)   # DuckDB's deviation is the root of its variance (inf past
+        return var.sqrt() if name.startswith("stddev") else var   # DOUBLE's range: inf)
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return x.cast(_F64).median() if not self.dtype(x).is_float() else x.median()
+        dtype = self.dtype(x)
+        if isinstance(dtype, pl.Decimal):
+            return _decimal_interpolated(x, 0.5, dtype)
+        return _interpolated(x, 0.5, dtype)
 
     def _quantile(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
@@ -168,9 +182,16 @@ class Agg(Plain):
         if not 0 <= q <= 1:
             raise error(args[1], f"{name}: the quantile must be between 0 and 1, not {q}")
         dtype = self.dtype(x)
+        if isinstance(dtype, pl.Decimal) and name == "quantile_cont":
+            return _decimal_interpolated(x, q, dtype, descending=order is not None)
         if isinstance(dtype, pl.Decimal):
             x, dtype = x.cast(_F64), pl.Float64()
         if name == "quantile_disc":   # the value at ceil(q * n) - 1 in that order (SQL's)
+            if dtype.is_integer():   # exactly (polars' quantile passes through doubles: F53)
+                n = x.count()
+                at = ((n.cast(_F64) * q).ceil().cast(pl.Int64) - 1).clip(0)
+                return x.drop_nulls().sort(descending=order is not None) \
+                    .get(at, null_on_oob=True)
             if order is not None:   # descending: the same from the top
                 if not dtype.is_integer():
                     raise unsupported(node, f"{name} of a descending order of non-integers")
@@ -178,7 +199,9 @@ class Agg(Plain):
             else:
                 out = x.quantile(q, "equiprobable")
             return out.cast(dtype) if dtype.is_numeric() else out
-        return x.cast(_F64).quantile(q, "linear")
+        if order is not None:   # descending: interpolated from the top
+            return _interpolated(x, q, dtype, descending=True)
+        return _interpolated(x, q, dtype)
 
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
                     args: list[exp.Expression], order: exp.Order | None,
@@ -197,9 +220,10 @@ class Agg(Plain):
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         if len(values) != 2:
             raise error(node, f"{name}(value, key) takes two arguments")
-        if not args[0].find(exp.Column):   # a constant value: it, if any key is not NULL
+        first = self.expr(args[0])
+        if _reads_no_column(first):   # a constant value: it, if any key is not NULL
             # (never x.filter(...) of a literal: polars 2.1 reads past its end, F26)
-            return pl.when(values[1].count() > 0).then(self.expr(args[0]))
+            return pl.when(values[1].count() > 0).then(first)
         both = x.is_not_null() & values[1].is_not_null()
         key = lexical(self, values[1]).filter(both)
         if not self.dtype(key).is_float():   # no NaN: polars' own max_by/min_by (merged)
@@ -228,34 +252,35 @@ class Agg(Plain):
         both = y.is_not_null() & xx.is_not_null()
         y, xx = y.filter(both), xx.filter(both)
         n = y.count().cast(pl.Int64)
-        if name == "covar_pop":
-            return pl.when(n > 0).then(pl.cov(y, xx, ddof=0))
-        if name == "covar_samp":
-            return pl.when(n > 1).then(pl.cov(y, xx, ddof=1))
-        if name == "corr":
-            return pl.when(n > 0).then(pl.corr(y, xx))
         if name == "regr_count":
             return n
         if name == "regr_avgx":
             return xx.mean()
         if name == "regr_avgy":
             return y.mean()
+        vx, vy = _variance(xx, 0), _variance(y, 0)
         if name == "regr_sxx":
-            return pl.when(n > 0).then(xx.var(ddof=0) * n)
+            return vx * n
         if name == "regr_syy":
-            return pl.when(n > 0).then(y.var(ddof=0) * n)
+            return vy * n
+        if name in ("covar_pop", "covar_samp"):
+            return _covariance(y, xx, _SAMPLE_COVAR[name])
+        cxy = _covariance(y, xx, 0)
         if name == "regr_sxy":
-            return pl.when(n > 0).then(pl.cov(y, xx, ddof=0) * n)
-        vx, vy, cxy = xx.var(ddof=0), y.var(ddof=0), pl.cov(y, xx, ddof=0)
+            return cxy * n
+        if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
+            r = pl.corr(y, xx)
+            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)
+            return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
+                                       .then(r).otherwise(_NAN))
         slope = cxy / vx
         if name == "regr_slope":
-            return pl.when(n > 0).then(slope)
+            return slope
         if name == "regr_intercept":
             return pl.when((n > 0) & slope.is_not_nan()).then(y.mean() - slope * xx.mean())
         if name == "regr_r2":
-            r2 = cxy * cxy / (vx * vy)
             return pl.when((n == 0) | (vx == 0)).then(None).when(vy == 0).then(1.0) \
-                .otherwise(r2)
+                .otherwise(cxy * cxy / (vx * vy))
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
 
     _RULES: dict[str, Callable[..., pl.Expr]] = {
@@ -265,6 +290,105 @@ class Agg(Plain):
         "arg_max": _arg, "arg_min": _arg, "weighted_avg": _weighted_avg,
         "covar_pop": _pairs, "covar_samp": _pairs, "corr": _pairs,
         **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs)}
+
+
+def _variance(x: pl.Expr, ddof: int) -> pl.Expr:
+    """DuckDB's variance of the non-NULL ``x``: NULL with at most
+    ``ddof`` values; 0 for one value (even inf or NaN); NaN when an inf or NaN is among two or
+    more (Welford's update meets inf - inf); exactly 0 for a constant; else polars' (past
+    DOUBLE's range, +inf: when finite values give NaN, their squares overflowed, so it is
+    computed again over the values scaled by 2^-600 and scaled back).
+
+    Every part is a count, a sum, a min, a max or a variance, so the engine merges it across
+    partitions.
+    """
+    n = x.count()
+    spread, scaled = x.var(ddof=ddof), (x * _DOWN).var(ddof=ddof) * _UP * _UP
+    spread = pl.when(spread.is_nan()).then(scaled).otherwise(spread)
+    return pl.when(n <= ddof).then(None).when(n == 1).then(pl.lit(0.0)) \
+        .when(~_finite(x)).then(_NAN).when(_flat(x)).then(pl.lit(0.0)).otherwise(spread)
+
+
+def _covariance(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
+    """DuckDB's covariance of the pairs (``y``, ``x``) without a NULL: NULL with at most
+    ``ddof`` pairs; NaN when an inf or NaN is among them (DuckDB gives NaN for inf in ``y``, and
+    NaN or an order-dependent +-inf for inf in ``x``: NaN here); exactly 0 for one pair or a
+    constant ``y`` or ``x``; else polars' covariance (+-inf past DOUBLE's range, as
+    :func:`_variance`)."""
+    n = y.count()
+    cov = pl.cov(y, x, ddof=ddof)
+    cov = pl.when(cov.is_nan()).then(pl.cov(y * _DOWN, x * _DOWN, ddof=ddof) * _UP * _UP) \
+        .otherwise(cov)
+    return pl.when(n <= ddof).then(None).when(~_finite(y, x)).then(_NAN) \
+        .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(cov)
+
+
+def _reads_no_column(e: pl.Expr) -> bool:
+    """Whether ``e`` reads no column: one value, not one per row (a literal, or a column of a
+    CTE or subquery that the compiler inlined as its constant -- F52)."""
+    return not e.meta.root_names()
+
+
+def _interpolated(x: pl.Expr, q: float, dtype: pl.DataType, *,
+                  descending: bool = False) -> pl.Expr:
+    """DuckDB's continuous quantile: at rank ``r = (n - 1) * q`` of the sorted values (NaN the
+    largest), the value there, or between the two around it (``d = r - floor(r)``)
+    ``lo * (1 - d) + hi * d`` -- ``lo + d * (hi - lo)`` over FLOAT -- in the order given: so
+    -inf beside a number is -inf over DOUBLE, NaN over FLOAT (polars' interpolation gave NaN
+    for both; F51)."""
+    x = x.cast(_F64)
+    rank = (x.count() - 1).cast(_F64) * q
+    d = rank - rank.floor()
+    if descending:   # the values at ranks floor(r) and ceil(r) from the top
+        lo, hi = _from_top(x, q)
+    else:
+        lo, hi = x.quantile(q, "lower"), x.quantile(q, "higher")
+    between = lo + d * (hi - lo) if dtype == pl.Float32 else lo * (1 - d) + hi * d
+    return pl.when(d == 0).then(lo).otherwise(between)
+
+
+def _decimal_interpolated(x: pl.Expr, q: float, dtype: pl.Decimal, *,
+                          descending: bool = False) -> pl.Expr:
+    """DuckDB's continuous quantile of a DECIMAL: a DECIMAL of the same type, interpolated over
+    the unscaled integers as ``lo + (hi - lo) * d`` and truncated toward zero (median of 1.25 and
+    2.50 is 1.87; F56)."""
+    units = x.to_physical()
+    rank = (x.count() - 1).cast(_F64) * q
+    d = rank - rank.floor()
+    if descending:
+        lo, hi = _from_top(units, q)
+    else:
+        lo, hi = units.quantile(q, "lower"), units.quantile(q, "higher")
+    at = pl.when(d == 0).then(lo).otherwise(lo + (hi - lo) * d).cast(pl.Int128)
+    step = pl.lit(decimal.Decimal(1).scaleb(-(dtype.scale or 0)))
+    return (at.cast(pl.Decimal(38, 0)) * step).cast(dtype)
+
+
+def _from_top(x: pl.Expr, q: float) -> tuple[pl.Expr, pl.Expr]:
+    """The values at ranks floor(r) and ceil(r), ``r = (n - 1) * q``, of ``x`` sorted
+    descending: ascending ranks ``n - 1 - floor(r)`` and ``n - 1 - ceil(r)``."""
+    n = x.count()
+    r = (n - 1).cast(_F64) * q
+    top = x.drop_nulls().sort(descending=True)
+    return (top.get(r.floor().cast(pl.Int64), null_on_oob=True),
+            top.get(r.ceil().cast(pl.Int64), null_on_oob=True))
+
+
+def _finite(*xs: pl.Expr) -> pl.Expr:
+    """Whether every value of ``xs`` is finite: the NaN-propagating max and the min are (a min
+    and a max merge across partitions)."""
+    out = pl.lit(True)
+    for x in xs:
+        out = out & x.nan_max().is_finite() & x.min().is_finite()
+    return out
+
+
+def _flat(*xs: pl.Expr) -> pl.Expr:
+    """Whether one of ``xs`` holds one value only (min = max: mergeable)."""
+    out = pl.lit(False)
+    for x in xs:
+        out = out | (x.min() == x.max())
+    return out
 
 
 def lexical(c: Plain, e: pl.Expr) -> pl.Expr:
@@ -281,10 +405,3 @@ def _number(node: exp.Expression) -> float:
     if isinstance(node, exp.Neg):
         return -_number(node.this)
     return float(node.this)
-
-
-def _complement(node: exp.Expression) -> exp.Expression:
-    """``1 - q`` as a literal (a quantile of a descending order)."""
-    if not _is_number(node):
-        return node
-    return exp.Literal.number(repr(1 - _number(node)))
