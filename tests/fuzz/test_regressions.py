@@ -267,6 +267,17 @@ CASES: list[Case] = [
                 [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63) + 1),
                  (3, D1, "A", dt.time(9, 31), 2 ** 63 - 1)], [])],
          note="window sums that reach BIGINT's ends without leaving it: exact"),
+    Case("F60", "SELECT least(abs(id), (1 + 9223372036854775807)) AS c1, "
+                "nullif(id + id, 2 % 0) AS c2 FROM t",
+         [Table("t", T3, ONE, (), [], [])], refusal_ok=True,
+         note="an error of a constant over no rows (no partition read): leaked polars' "
+              "\"conversion from `str` to `i8` failed\" (the planted marker not read back); "
+              "now refused by name (DuckDB evaluates nothing over no rows: empty)"),
+    Case("F60b", "SELECT id FROM t WHERE (i0 - 1) NOT IN "
+                 "(SELECT CAST(CAST('-inf' AS DOUBLE) AS BIGINT) FROM u)",
+         [Table("t", [*T3, ("i0", "INT")], ONE, (), [(1, D1, "A", 3)], []),
+          Table("u", T3, ONE, (), [], [])], refusal_ok=True,
+         note="the same in a subquery over an empty table"),
 ]
 
 

@@ -356,4 +356,18 @@ MUTANTS: list[Mutant] = [
            "partition order on a cluster (test_cluster_trust w_aggregates)",
            ("tests/query/test_batches.py::"
             "test_order_picking_aggregates_batch_consecutive_partitions_only",)),
+    Mutant("sqlc-empty-stage-error-leaks", AREA, "hfq/engine/execute.py",
+           "    except pl.exceptions.PolarsError as exc:\n"
+           "        raise QueryError(f\"query on table {staged.source.name!r}: \"",
+           "    except ImportError as exc:\n"
+           "        raise QueryError(f\"query on table {staged.source.name!r}: \"",
+           "the stage over no rows (no partition read) collects without reading back the error "
+           "a constant raised: polars' 'conversion from str to i8' reaches the user (F60)",
+           (REGRESSION.format("F60"), REGRESSION.format("F60b"))),
+    Mutant("sqlc-data-error-not-read-back", AREA, "hfq/query/read.py",
+           "    message = raised(exc)\n    if message is not None:\n        return message\n",
+           "",
+           "a polars error told by its first line only: the planted data error shows as "
+           "polars' cast failure of the marker literal (F60)",
+           (REGRESSION.format("F60"),)),
 ]
