@@ -278,6 +278,14 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("i0", "INT")], ONE, (), [(1, D1, "A", 3)], []),
           Table("u", T3, ONE, (), [], [])], refusal_ok=True,
          note="the same in a subquery over an empty table"),
+    Case("F61", "SELECT id, coalesce('abc', sym) ILIKE '%b%' AS a, coalesce(sym, s0) LIKE '' AS b, "
+                "coalesce(CASE sym WHEN 'x' THEN sym END, substring(s0, 1, 2)) AS c FROM t "
+                "WHERE coalesce(s0, sym) NOT LIKE 'z%'",
+         [Table("t", [*T3, ("s0", "STRING")], ("compo", 2), (),
+                [(1, D1, "x", None), (2, D1, "A", ""), (3, D2, "日本株", "zb"),
+                 (4, D2, "A", "abc")], [2])],
+         note="COALESCE of SYMBOL and text: polars' 'expected String, got cat' and a panic "
+              "'expected an Enum or Categorical type'; now compared as text"),
 ]
 
 

@@ -370,4 +370,9 @@ MUTANTS: list[Mutant] = [
            "a polars error told by its first line only: the planted data error shows as "
            "polars' cast failure of the marker literal (F60)",
            (REGRESSION.format("F60"),)),
+    Mutant("sqlc-coalesce-symbol-text", AREA, SQL + "functions.py",
+           "    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum))",
+           "    if False and any(isinstance(d, (pl.Categorical, pl.Enum))",
+           "COALESCE of a SYMBOL and text left to polars: 'expected String, got cat' or a "
+           "panic (F61)", (REGRESSION.format("F61"),)),
 ]

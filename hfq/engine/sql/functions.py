@@ -185,6 +185,11 @@ def _coalesce(c: Compiles, node: exp.Expression) -> pl.Expr:
         e = c.under(before, arg)
         args.append(e)
         before = e.is_null() if before is None else before & e.is_null()
+    dtypes = [c.dtype(a) for a in args]
+    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum)) for d in dtypes):
+        # SYMBOL with text (or another dictionary): compared and returned as text
+        args = [a.cast(pl.String) if isinstance(d, (pl.Categorical, pl.Enum)) else a
+                for a, d in zip(args, dtypes)]
     return pl.coalesce(args)
 
 
