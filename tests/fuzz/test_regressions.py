@@ -286,6 +286,16 @@ CASES: list[Case] = [
                  (4, D2, "A", "abc")], [2])],
          note="COALESCE of SYMBOL and text: polars' 'expected String, got cat' and a panic "
               "'expected an Enum or Categorical type'; now compared as text"),
+    Case("F62", "SELECT date, sum(9223372036854775807) AS a, sum(-2147483648) AS b FROM t "
+                "GROUP BY date",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D1, "B"), (3, D2, "A")], [1])],
+         refusal_ok=True,
+         note="sum of a BIGINT constant was constant * count(*) in 64 bits: wrapped silently "
+              "(-2 for two rows); now summed as a column (128 bits, fails by name past BIGINT)"),
+    Case("F62b", "SELECT sum(4611686018427387903) AS a, sum(-2147483648) AS b, "
+                 "sum(7) FILTER (WHERE id > 1) AS c FROM t",
+         [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B")], [1])],
+         note="a constant's sum that stays inside BIGINT: exact"),
 ]
 
 

@@ -375,4 +375,9 @@ MUTANTS: list[Mutant] = [
            "    if False and any(isinstance(d, (pl.Categorical, pl.Enum))",
            "COALESCE of a SYMBOL and text left to polars: 'expected String, got cat' or a "
            "panic (F61)", (REGRESSION.format("F61"),)),
+    Mutant("sqlc-sum-constant-wraps", AREA, SQL + "aggregates.py",
+           '        if name == "sum" and self.dtype(value).is_integer():\n',
+           '        if False:\n',
+           "sum of an integer constant as constant * count(*) in 64 bits: wraps past BIGINT "
+           "silently (F62)", (REGRESSION.format("F62"),)),
 ]

@@ -117,6 +117,11 @@ class Agg(Plain):
         """An aggregate of a constant: as if every row held it."""
         n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
         some = pl.when(n > 0)
+        if name == "sum" and self.dtype(value).is_integer():
+            # one value per row, summed as a column is: value * n could wrap past BIGINT
+            x = pl.repeat(value.cast(pl.Int64), pl.len())
+            return self._sum(name, x.filter(where) if where is not None else x, [], [], None,
+                             node)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
         if name in ("avg", "median", "quantile_cont"):

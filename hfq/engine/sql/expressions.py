@@ -166,10 +166,12 @@ class Plain:
         left, right = self.expr(node.this), self.expr(node.expression)
         return self.coerce(left, right, node)
 
-    def coerce(self, left: pl.Expr, right: pl.Expr, node: Any) -> tuple[pl.Expr, pl.Expr]:
+    def coerce(self, left: pl.Expr, right: pl.Expr, node: Any,
+               other: exp.Expression | None = None) -> tuple[pl.Expr, pl.Expr]:
         """Both sides in one type family: a string literal compared with a date/time becomes
         that type, dates and timestamps of any unit or time zone meet in one type (as in
-        DuckDB); mixing others is a named error."""
+        DuckDB); mixing others is a named error.  ``other``: the right side's node when it
+        is not ``node.expression`` (an IN item, a BETWEEN bound)."""
         lt, rt = self.dtype(left), self.dtype(right)
         if isinstance(lt, pl.Null) != isinstance(rt, pl.Null):   # NULL takes the other type
             return (left.cast(rt), right) if isinstance(lt, pl.Null) else \
@@ -181,7 +183,7 @@ class Plain:
         if lt.is_temporal() and rt.is_temporal() and lt != rt:
             return same_time_type(left, lt, right, rt, node)
         if kind(lt) and kind(rt) and kind(lt) != kind(rt):
-            sides = node.this, node.expression
+            sides = node.this, other if other is not None else node.expression
             raise error(node, f"type mismatch in {node.sql('duckdb')!r}: "
                               f"{sides[0].sql('duckdb')} is {kind(lt)}, "
                               f"{sides[1].sql('duckdb')} is {kind(rt)}")
@@ -365,8 +367,8 @@ class Plain:
 
     def _Between(self, node: exp.Between) -> pl.Expr:
         value = self.expr(node.this)
-        value, lo = self.coerce(value, self.expr(node.args["low"]), node)
-        value, hi = self.coerce(value, self.expr(node.args["high"]), node)
+        value, lo = self.coerce(value, self.expr(node.args["low"]), node, node.args["low"])
+        value, hi = self.coerce(value, self.expr(node.args["high"]), node, node.args["high"])
         return (value >= lo) & (value <= hi)
 
     def _In(self, node: exp.In) -> pl.Expr:
@@ -377,14 +379,15 @@ class Plain:
             return self.env.in_subquery(self, value, node)
         items = node.expressions
         if items and all(isinstance(e, exp.Literal) for e in items):
-            lits = [pl.select(self.coerce(value, self.expr(e), node)[1]).item() for e in items]
+            lits = [pl.select(self.coerce(value, self.expr(e), node, e)[1]).item()
+                    for e in items]
             if len({type(v) for v in lits}) == 1 and None not in lits:
                 # a set test (and pruning by symbol)
                 test, values = comparable(value, self.dtype(value), pl.Series(lits))
                 return test.is_in(values.implode())
         out = None
         for item in items:   # Kleene OR of equalities: NULL when no TRUE and some NULL
-            left, right = self.coerce(value, self.expr(item), node)
+            left, right = self.coerce(value, self.expr(item), node, item)
             out = left == right if out is None else out | (left == right)
         return out if out is not None else pl.lit(False)
 
