@@ -380,4 +380,11 @@ MUTANTS: list[Mutant] = [
            '        if False:\n',
            "sum of an integer constant as constant * count(*) in 64 bits: wraps past BIGINT "
            "silently (F62)", (REGRESSION.format("F62"),)),
+    Mutant("sqlc-pick-skips-row-errors", AREA, "hfq/engine/exprs.py",
+           "    if not may_raise(value):\n        return pick\n",
+           "    return pick\n",
+           "first/last/first_value/last_value evaluate their argument only at the row they "
+           "pick (polars' slice pushdown): an overflow or failed CAST elsewhere is not raised "
+           "(F63)", (RAISES.format("last_value_every_row"),
+                     RAISES.format("first_value_every_row"), RAISES.format("last_every_row"))),
 ]

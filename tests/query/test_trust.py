@@ -281,6 +281,14 @@ RAISES = [
      "outside years 1678-2261"),
     ("range_start_overflow", "SELECT sum(bidsiz) OVER (ORDER BY big RANGE BETWEEN 5 PRECEDING "
                              "AND CURRENT ROW) AS x FROM {t}", "integer overflow"),
+    # F63: first/last evaluate their argument on every row (polars only at the row picked)
+    ("last_value_every_row", "SELECT last_value(-big) OVER () AS x FROM m1",
+     "integer overflow in -big"),
+    ("first_value_every_row", "SELECT first_value(CAST(bid AS BIGINT)) OVER (ORDER BY ts ROWS "
+                              "BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS x "
+                              "FROM m1", "conversion failed"),
+    ("last_every_row", "SELECT last(-big) AS x, first(CAST(bid AS BIGINT)) AS y FROM m1",
+     "integer overflow in -big"),
 ]
 
 

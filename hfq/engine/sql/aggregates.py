@@ -17,6 +17,7 @@ from collections.abc import Callable
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.syntax import args_of, name_of
@@ -193,10 +194,11 @@ class Agg(Plain):
             desc = [bool(o.args.get("desc")) for o in order.expressions]
             last = [not o.args.get("nulls_first") for o in order.expressions]
             x = x.sort_by(keys, descending=desc, nulls_last=last, maintain_order=True)
-        return x.last() if name == "last" else x.first()
+        # the argument's errors raised for every row, not only the one picked
+        return every_row(values[0], x.last() if name == "last" else x.first())
 
     def _any_value(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return x.drop_nulls().first()
+        return every_row(x, x.drop_nulls().first())
 
     def _arg(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:

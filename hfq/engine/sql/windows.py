@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row
 from hfq.engine.sql.casts import sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
@@ -203,13 +204,13 @@ def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
     kind, start, end = _bounds(spec, c)
     if not w.keys or (start is None and end is None):
         pick = value.drop_nulls() if ignore_nulls else value
-        return w.over(pick.first() if isinstance(fn, exp.FirstValue) else pick.last(),
-                      ordered=bool(w.keys))
+        pick = pick.first() if isinstance(fn, exp.FirstValue) else pick.last()
+        return w.over(every_row(value, pick), ordered=bool(w.keys))
     if isinstance(fn, exp.FirstValue) and start is None:
         if ignore_nulls:   # the first non-NULL value up to this row
             seen = value.is_not_null().cum_sum() > 0
-            return w.over(pl.when(seen).then(value.drop_nulls().first()))
-        return w.over(value.first())
+            return w.over(pl.when(seen).then(every_row(value, value.drop_nulls().first())))
+        return w.over(every_row(value, value.first()))
     if isinstance(fn, exp.LastValue) and end == 0 and start is None:
         running = value.fill_null(strategy="forward") if ignore_nulls else value
         return w.peers(running) if kind == "range" else w.over(running)
