@@ -387,4 +387,16 @@ MUTANTS: list[Mutant] = [
            "pick (polars' slice pushdown): an overflow or failed CAST elsewhere is not raised "
            "(F63)", (RAISES.format("last_value_every_row"),
                      RAISES.format("first_value_every_row"), RAISES.format("last_every_row"))),
+    Mutant("sqlc-decimal-cast-half-even", AREA, SQL + "casts.py",
+           '        rounded = value.round(scale, mode="half_away_from_zero") \\\n',
+           '        rounded = value.round(scale, mode="half_to_even") \\\n',
+           "DECIMAL casts round half to even (polars' own cast): CAST(1.25 AS DECIMAL(2, 1)) "
+           "is 1.2, DuckDB 1.3 (F64)", (TRUST.format("decimal_cast_rounds"),)),
+    Mutant("sqlc-lag-default-in-hfq-type", AREA, SQL + "windows.py",
+           "        if narrow is not None:        # (lag(2, 1, 2^40)",
+           "        if False:        # (lag(2, 1, 2^40)",
+           "a lag/lead default cast to hfq's 64-bit/DECIMAL(38) type of a constant value: "
+           "answers where DuckDB's INTEGER/DECIMAL(2, 1) fails (F64)",
+           (RAISES.format("lag_default_past_integer"), RAISES.format("lead_default_past_decimal"),
+            TRUST.format("decimal_cast_rounds"))),
 ]

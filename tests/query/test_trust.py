@@ -252,6 +252,12 @@ SAME = [
     ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
                         "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
     # NULL-safe comparisons, IS TRUE
+    # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
+    ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
+                            "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "
+                            "lag(2.5, 1, 1.25) OVER (ORDER BY ts) AS d, lag(2, 1, 2.7) OVER "
+                            "(ORDER BY ts) AS e, lead(sign(1) + 1, 1, 127) OVER (ORDER BY ts) "
+                            "AS f FROM {t} ORDER BY ts", True),
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "
                       "ORDER BY ts", True),
@@ -281,6 +287,15 @@ RAISES = [
      "outside years 1678-2261"),
     ("range_start_overflow", "SELECT sum(bidsiz) OVER (ORDER BY big RANGE BETWEEN 5 PRECEDING "
                              "AND CURRENT ROW) AS x FROM {t}", "integer overflow"),
+    # F64: a lag/lead default is cast to DuckDB's type of the value (INTEGER, DECIMAL(2,1))
+    ("lag_default_past_integer", "SELECT lag(2, 1, 9223372036854775807) OVER (ORDER BY ts) "
+                                 "AS x FROM {t}", "conversion failed (CAST to INT"),
+    ("lead_default_past_decimal", "SELECT lead(-2.5, 1, 100.25) OVER (ORDER BY ts) AS x "
+                                  "FROM {t}", "conversion failed (CAST to DECIMAL(2, 1))"),
+    ("lead_default_past_tinyint", "SELECT lead(sign(1), 1, 32767) OVER (ORDER BY ts) AS x "
+                                  "FROM {t}", "conversion failed (CAST to TINYINT)"),
+    ("decimal_cast_rounds_past", "SELECT CAST(9.96 AS DECIMAL(2, 1)) AS x FROM {t}",
+     "conversion failed (CAST to DECIMAL(2, 1))"),
     # F63: first/last evaluate their argument on every row (polars only at the row picked)
     ("last_value_every_row", "SELECT last_value(-big) OVER () AS x FROM m1",
      "integer overflow in -big"),

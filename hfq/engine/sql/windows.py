@@ -161,11 +161,55 @@ def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.
         if target is None:
             raise unsupported(args[2], f"{name_of(fn)}() with a default, of a "
                                        f"{c.dtype(value)} value")
-        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, dialect="duckdb")))
+        default = args[2].copy()
+        narrow = duck_type(args[0])   # DuckDB's type of a constant, narrower than hfq's
+        if narrow is not None:        # (lag(2, 1, 2^40): INTEGER, the default fails)
+            default = exp.cast(default, exp.DataType.build(narrow, dialect="duckdb"))
+        fill = c.expr(exp.cast(default, exp.DataType.build(target, dialect="duckdb")))
         row = pl.int_range(pl.len(), dtype=pl.Int64)
         outside = row < shift if shift >= 0 else row >= pl.len() + shift
         out = pl.when(outside).then(fill).otherwise(out)
     return w.over(out)
+
+
+_INT_WIDTH = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32}
+
+
+def duck_type(node: exp.Expression) -> str | None:
+    """DuckDB's type of a constant where it is narrower than the type hfq computes it in
+    (64-bit integers, DECIMAL(38, s)): an integer literal is an INTEGER when it fits 32 bits,
+    a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, ``+ - *`` of
+    those the wider (a bare literal takes the other side's type); None otherwise.
+
+    Examples
+    --------
+    >>> import sqlglot
+    >>> [duck_type(sqlglot.parse_one(t)) for t in ("2", "-2.5", "000.50", "sign(1) + 1",
+    ...                                             "2147483648", "x")]
+    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None]
+    """
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string:
+        text = str(node.this)
+        if text.isdigit():
+            return "INTEGER" if int(text) < 2 ** 31 else None
+        whole, dot, frac = text.partition(".")
+        if dot and (whole + frac).isdigit() and frac:
+            digits = max(len(whole) + len(frac), len(frac))
+            return f"DECIMAL({digits}, {len(frac)})" if digits <= 38 else None
+        return None
+    if isinstance(node, exp.Sign):
+        return "TINYINT"
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        left, right = duck_type(node.this), duck_type(node.expression)
+        if left not in _INT_WIDTH or right not in _INT_WIDTH:
+            return None
+        bare = [isinstance(n, exp.Literal) for n in (node.this, node.expression)]
+        if bare[0] != bare[1]:
+            return right if bare[0] else left
+        return max(left, right, key=_INT_WIDTH.__getitem__)
+    return None
 
 
 def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
