@@ -399,4 +399,11 @@ MUTANTS: list[Mutant] = [
            "answers where DuckDB's INTEGER/DECIMAL(2, 1) fails (F64)",
            (RAISES.format("lag_default_past_integer"), RAISES.format("lead_default_past_decimal"),
             TRUST.format("decimal_cast_rounds"))),
+    Mutant("sqlc-count-constant-expression", AREA, SQL + "aggregates.py",
+           "            if inner is None or isinstance(inner, exp.Star) or isinstance(inner, "
+           "exp.Literal):\n                return n\n",
+           "            return n\n",
+           "count() of a constant expression counts every row: count(nullif(1, 1)) is the row "
+           "count (DuckDB 0) and count(CAST('x' AS INTEGER)) answers (F65)",
+           (TRUST.format("count_null_constant"), RAISES.format("count_failing_constant"))),
 ]

@@ -252,6 +252,10 @@ SAME = [
     ("star_over_using", "SELECT * FROM {t} a LEFT JOIN (SELECT symbol, date, max(bid) AS hi "
                         "FROM {t} GROUP BY ALL) b USING (symbol, date) ORDER BY a.ts", True),
     # NULL-safe comparisons, IS TRUE
+    # F65: count() of a constant expression counts the rows where it is not NULL
+    ("count_null_constant", "SELECT count(CAST(NULL AS INTEGER)) AS a, count(nullif(1, 1)) AS b, "
+                            "count(2 + 3) AS c, count(nullif(1, 1)) FILTER (WHERE bid > 0) AS d "
+                            "FROM {t}", False),
     # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
     ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
                             "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "
@@ -296,6 +300,8 @@ RAISES = [
                                   "FROM {t}", "conversion failed (CAST to TINYINT)"),
     ("decimal_cast_rounds_past", "SELECT CAST(9.96 AS DECIMAL(2, 1)) AS x FROM {t}",
      "conversion failed (CAST to DECIMAL(2, 1))"),
+    ("count_failing_constant", "SELECT count(CAST('None' AS INTEGER)) AS x FROM {t}",
+     "conversion failed"),
     # F63: first/last evaluate their argument on every row (polars only at the row picked)
     ("last_value_every_row", "SELECT last_value(-big) OVER () AS x FROM m1",
      "integer overflow in -big"),

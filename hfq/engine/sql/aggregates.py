@@ -97,9 +97,11 @@ class Agg(Plain):
         if inner is None or isinstance(inner, exp.Star) or \
                 (not inner.find(exp.Column) and not isinstance(inner, (exp.Null,
                                                                        exp.Distinct))):
-            if where is not None:
-                return where.cast(pl.Int64).sum()
-            return pl.len().cast(pl.Int64)
+            n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
+            if inner is None or isinstance(inner, exp.Star) or isinstance(inner, exp.Literal):
+                return n
+            # a constant expression: evaluated (its errors raised), counted when not NULL
+            return pl.when(self.expr(inner).is_not_null()).then(n).otherwise(0)
         if isinstance(inner, exp.Null):
             return pl.lit(0, dtype=pl.Int64)
         if isinstance(inner, exp.Distinct):
