@@ -406,4 +406,11 @@ MUTANTS: list[Mutant] = [
            "count() of a constant expression counts every row: count(nullif(1, 1)) is the row "
            "count (DuckDB 0) and count(CAST('x' AS INTEGER)) answers (F65)",
            (TRUST.format("count_null_constant"), RAISES.format("count_failing_constant"))),
+    Mutant("sqlc-weighted-avg-in-doubles", AREA, SQL + "aggregates.py",
+           "        if all(self.dtype(e).is_integer() for e in values):\n",
+           "        if False:\n",
+           "weighted_avg of integers summed in doubles: 2^63 - 1 and -2^63 cancel to 0 (DuckDB "
+           "-1 exactly), and a BIGINT product overflow answers (F66)",
+           (TRUST.format("weighted_avg_integers"),
+            RAISES.format("weighted_avg_product_overflow"))),
 ]

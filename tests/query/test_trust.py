@@ -256,6 +256,10 @@ SAME = [
     ("count_null_constant", "SELECT count(CAST(NULL AS INTEGER)) AS a, count(nullif(1, 1)) AS b, "
                             "count(2 + 3) AS c, count(nullif(1, 1)) FILTER (WHERE bid > 0) AS d "
                             "FROM {t}", False),
+    # F66: weighted_avg of integers: exact sums (doubles lost the small weights)
+    ("weighted_avg_integers", "SELECT weighted_avg(bidsiz, small) AS a, weighted_avg(big, 1) "
+                              "AS b, weighted_avg(small, bidsiz) AS c FROM {t} WHERE big <> 0",
+     False),
     # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
     ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
                             "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "
@@ -302,6 +306,8 @@ RAISES = [
      "conversion failed (CAST to DECIMAL(2, 1))"),
     ("count_failing_constant", "SELECT count(CAST('None' AS INTEGER)) AS x FROM {t}",
      "conversion failed"),
+    ("weighted_avg_product_overflow", "SELECT weighted_avg(big, bidsiz) AS x FROM {t}",
+     "integer overflow (value * weight leaves BIGINT)"),
     # F63: first/last evaluate their argument on every row (polars only at the row picked)
     ("last_value_every_row", "SELECT last_value(-big) OVER () AS x FROM m1",
      "integer overflow in -big"),

@@ -223,6 +223,16 @@ class Agg(Plain):
         """DuckDB's macro: sum(v * w) / sum(CASE WHEN v IS NOT NULL THEN w ELSE 0 END)."""
         if len(values) != 2:
             raise error(node, f"{name}(value, weight) takes two arguments")
+        if all(self.dtype(e).is_integer() for e in values):
+            # integers as DuckDB: v * w a BIGINT product (overflow raises), the sums exact in
+            # 128 bits (a DECIMAL(38, 0), as the grouped sum), the quotient a DOUBLE
+            wide = [e.cast(pl.Decimal(38, 0)) for e in values]
+            prod = wide[0] * wide[1]
+            bad = (prod > 2 ** 63 - 1) | (prod < -(2 ** 63))
+            num = self.fail(prod, bad, node, "integer overflow (value * weight leaves BIGINT)")
+            den = pl.when(wide[0].is_not_null()).then(wide[1]).otherwise(0)
+            return (pl.when(num.count() > 0).then(num.sum()).cast(_F64) /
+                    pl.when(den.count() > 0).then(den.sum()).cast(_F64))
         v, w = values[0].cast(_F64), values[1].cast(_F64)
         num, den = v * w, pl.when(v.is_not_null()).then(w).otherwise(0.0)
         return pl.when(num.count() > 0).then(num.sum()) / \
