@@ -413,4 +413,14 @@ MUTANTS: list[Mutant] = [
            "-1 exactly), and a BIGINT product overflow answers (F66)",
            (TRUST.format("weighted_avg_integers"),
             RAISES.format("weighted_avg_product_overflow"))),
+    Mutant("sqlc-decimal-product-scale", AREA, SQL + "expressions.py",
+           "            if None not in scales and 0 < sum(scales) <= 38:",
+           "            if False:",
+           "DECIMAL products at polars' larger scale, rounded: 0.1 * 0.5 is 0.0, DuckDB 0.05 "
+           "(F67)", (TRUST.format("decimal_products"),)),
+    Mutant("sqlc-round-decimal-rescales", AREA, SQL + "functions.py",
+           "        return x if digits >= (dtype.scale or 0) else round_decimal(x, digits)",
+           "        return round_decimal(x, digits)",
+           "round(DECIMAL(p, 0), 1) gets scale 1 where DuckDB keeps the DECIMAL's scale (F67)",
+           (TRUST.format("round_keeps_types"),)),
 ]

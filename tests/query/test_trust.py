@@ -260,6 +260,13 @@ SAME = [
     ("weighted_avg_integers", "SELECT weighted_avg(bidsiz, small) AS a, weighted_avg(big, 1) "
                               "AS b, weighted_avg(small, bidsiz) AS c FROM {t} WHERE big <> 0",
      False),
+    # F67: DECIMAL products at the sum of the scales; round() keeps integers and scales
+    ("decimal_products", "SELECT 0.1 * 0.5 AS a, (100 - 0.5) * abs(2.5) AS b, "
+                         "sum(0.5 * 1.5) AS c, -(100.25 * 2.5) AS d, 3 * 0.25 AS e, "
+                         "max(bidsiz * 0.25) AS f FROM {t}", False),
+    ("round_keeps_types", "SELECT round(round(2.5), 1) AS a, round(floor(-2.5), 1) AS b, "
+                          "round(2.567, 5) AS c, round(-15, -1) AS d, "
+                          "sum(round(bidsiz, -1)) AS e FROM {t}", False),
     # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
     ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
                             "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "

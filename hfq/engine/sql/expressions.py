@@ -277,6 +277,14 @@ class Plain:
 
     def _Mul(self, node: exp.Mul) -> pl.Expr:
         left, right = self._binary(node)
+        lt, rt = self.dtype(left), self.dtype(right)
+        if isinstance(lt, pl.Decimal) or isinstance(rt, pl.Decimal):
+            # DECIMAL products exact at the sum of the scales, as DuckDB's (polars keeps
+            # the larger scale and rounds: 0.1 * 0.5 would be 0.0)
+            scales = [(d.scale or 0) if isinstance(d, pl.Decimal) else 0 if d.is_integer()
+                      else None for d in (lt, rt)]
+            if None not in scales and 0 < sum(scales) <= 38:   # type: ignore[arg-type]
+                left = left.cast(pl.Decimal(38, sum(scales)))   # type: ignore[arg-type]
         out = left * right
         if self._integers(left, right) and not self._small(node):
             bad = (left != 0) & ((out // left != right) |

@@ -235,10 +235,11 @@ def round_decimal(x: pl.Expr, digits: int) -> pl.Expr:
 
 def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
     dtype = c.dtype(x)
-    if dtype.is_integer() and digits >= 0:
-        return x
-    if isinstance(dtype, pl.Decimal):
-        return round_decimal(x, digits)
+    if dtype.is_integer():   # an integer stays one, as in DuckDB (round(15, -1) is 20)
+        return x if digits >= 0 else \
+            round_decimal(x.cast(pl.Decimal(38, 0)), digits).cast(pl.Int64)
+    if isinstance(dtype, pl.Decimal):   # DuckDB: a DECIMAL of scale min(scale, digits)
+        return x if digits >= (dtype.scale or 0) else round_decimal(x, digits)
     x = x.cast(pl.Float64)
     if digits == 0:
         return x.round(0, mode="half_away_from_zero")
