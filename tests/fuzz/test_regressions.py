@@ -292,6 +292,23 @@ CASES: list[Case] = [
          refusal_ok=True,
          note="sum of a BIGINT constant was constant * count(*) in 64 bits: wrapped silently "
               "(-2 for two rows); now summed as a column (128 bits, fails by name past BIGINT)"),
+    Case("F68", "SELECT date, sum(f0) AS a, avg(f0) AS b, max(f0 + f0) AS c, "
+                "min(f0 * f0 - f0) AS d, quantile_disc(l0, 0.5) AS e, "
+                "quantile_disc(l0, 0.9) AS f, median(l0) AS g "
+                "FROM t GROUP BY date",
+         [Table("t", [*T3, ("f0", "FLOAT"), ("l0", "LONG")], ("compo", 2), (),
+                [(1, D1, "A", 3.4e38, 2 ** 53 + 1), (2, D1, "B", 3.4e38, 2 ** 53 + 3),
+                 (3, D1, "A", -1 / 3, None), (4, D2, "A", 0.1, -(2 ** 63)),
+                 (5, D2, "B", -2.5, 2 ** 63 - 1), (6, D2, "A", None, 7)], [3])],
+         note="FLOAT arithmetic and sum/avg in DOUBLE (documented; f0 + f0 at 3.4e38 was inf, "
+              "avg(-1/3) -0.3333333134), quantile_disc of BIGINT exact (2^53 + 1 went "
+              "through a double)"),
+    Case("F68b", "SELECT id, i0 / ceil(CAST('-0.0' AS DOUBLE)) AS a, "
+                 "(i0 * 1.5) / CAST('-0.0' AS DOUBLE) AS b FROM t",
+         [Table("t", [*T3, ("i0", "INT")], ONE, (),
+                [(1, D1, "A", -3), (2, D1, "A", 2), (3, D1, "A", None)], [])],
+         note="a constant -0.0 divisor (made a column as 0.0 * flag + d: +0.0): -3 / -0.0 "
+              "was -inf, DuckDB inf"),
     Case("F62b", "SELECT sum(4611686018427387903) AS a, sum(-2147483648) AS b, "
                  "sum(7) FILTER (WHERE id > 1) AS c FROM t",
          [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B")], [1])],

@@ -423,4 +423,19 @@ MUTANTS: list[Mutant] = [
            "        return round_decimal(x, digits)",
            "round(DECIMAL(p, 0), 1) gets scale 1 where DuckDB keeps the DECIMAL's scale (F67)",
            (TRUST.format("round_keeps_types"),)),
+    Mutant("sqlc-float-arithmetic-in-float32", AREA, SQL + "expressions.py",
+           "        return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e",
+           "        return tuple(e if self.dtype(e) == pl.Float32 else e",
+           "FLOAT + FLOAT in 32 bits: 3.4e38 + 3.4e38 is inf where the documented DOUBLE gives "
+           "6.8e38 (F68)", (REGRESSION.format("F68"),)),
+    Mutant("sqlc-quantile-disc-via-double", AREA, SQL + "aggregates.py",
+           '        if name == "quantile_disc" and dtype.is_integer():\n',
+           '        if False:\n',
+           "quantile_disc of BIGINT through polars' double quantile: 2^53 + 1 is 2^53 (F68)",
+           (REGRESSION.format("F68"),)),
+    Mutant("sqlc-negative-zero-divisor", AREA, SQL + "expressions.py",
+           "    return left / (left.is_null().cast(pl.Float64) * -0.0 + right)",
+           "    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)",
+           "a constant divisor made a column by adding +0.0: -0.0 becomes 0.0, -3 / -0.0 is "
+           "-inf (DuckDB inf) (F68b)", (REGRESSION.format("F68b"),)),
 ]

@@ -145,10 +145,13 @@ class Agg(Plain):
             out = self.fail(narrow, narrow.is_null() & (x.count() > 0), node,
                             "integer overflow (the sum leaves BIGINT)")
             return pl.when(x.count() > 0).then(out)
+        if dtype == pl.Float32:   # FLOAT summed in DOUBLE, as DuckDB's sum
+            x = x.cast(_F64)
         return pl.when(x.count() > 0).then(x.sum())
 
     def _avg(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return x.cast(_F64).mean() if not self.dtype(x).is_float() else x.mean()
+        # (FLOAT averaged in DOUBLE, as DuckDB's avg)
+        return x.cast(_F64).mean() if self.dtype(x) != _F64 else x.mean()
 
     def _min(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.min()   # polars skips NaN unless every value is one: NaN is the largest
@@ -178,6 +181,11 @@ class Agg(Plain):
         dtype = self.dtype(x)
         if isinstance(dtype, pl.Decimal):
             x, dtype = x.cast(_F64), pl.Float64()
+        if name == "quantile_disc" and dtype.is_integer():
+            # picked exactly (polars' quantile goes through doubles: 2^53 + 1 lost its 1)
+            v = x.drop_nulls().sort(descending=order is not None)
+            at = ((v.len().cast(_F64) * q).ceil().cast(pl.Int64) - 1).clip(lower_bound=0)
+            return v.get(at, null_on_oob=True)
         if name == "quantile_disc":   # the value at ceil(q * n) - 1 in that order (SQL's)
             if order is not None:   # descending: the same from the top
                 if not dtype.is_integer():

@@ -166,6 +166,13 @@ class Plain:
         left, right = self.expr(node.this), self.expr(node.expression)
         return self.coerce(left, right, node)
 
+    def _arithmetic(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr]:
+        """The operands of ``+ - * %``: FLOAT (32-bit) ones computed in DOUBLE (docs/sql.md:
+        no float32 overflow, ``f + f`` at 3.4e38 is 6.8e38, not inf)."""
+        left, right = self._binary(node)
+        return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e   # type: ignore
+                     for e in (left, right))
+
     def coerce(self, left: pl.Expr, right: pl.Expr, node: Any,
                other: exp.Expression | None = None) -> tuple[pl.Expr, pl.Expr]:
         """Both sides in one type family: a string literal compared with a date/time becomes
@@ -250,7 +257,7 @@ class Plain:
         days = self._days(node, 1)
         if days is not None:
             return days
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         clock = self._clock(left, right, 1)
         if clock is not None:
             return clock
@@ -265,7 +272,7 @@ class Plain:
         days = self._days(node, -1)
         if days is not None:
             return days
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         clock = self._clock(left, right, -1)
         if clock is not None:
             return clock
@@ -276,7 +283,7 @@ class Plain:
         return out
 
     def _Mul(self, node: exp.Mul) -> pl.Expr:
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         lt, rt = self.dtype(left), self.dtype(right)
         if isinstance(lt, pl.Decimal) or isinstance(rt, pl.Decimal):
             # DECIMAL products exact at the sum of the scales, as DuckDB's (polars keeps
@@ -314,7 +321,7 @@ class Plain:
         """The remainder with the dividend's sign, as DuckDB's ``%`` (polars' has the
         divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles (NULL %
         0 is NULL)."""
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         zero = left.is_not_null() & (right == 0)
         floats = self.dtype(left).is_float() or self.dtype(right).is_float()
         by = right if floats else pl.when(right != 0).then(right)   # (no polars error)
@@ -472,10 +479,10 @@ _I64_MIN = -(2**63)
 def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
     """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
     reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
-    is made a column of itself."""
+    is made a column of itself (-0.0 + right: right itself, a -0.0 divisor included)."""
     if right.meta.root_names() or not left.meta.root_names():
         return left / right
-    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)
+    return left / (left.is_null().cast(pl.Float64) * -0.0 + right)
 
 
 def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:
