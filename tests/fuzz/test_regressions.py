@@ -303,12 +303,28 @@ CASES: list[Case] = [
          note="FLOAT arithmetic and sum/avg in DOUBLE (documented; f0 + f0 at 3.4e38 was inf, "
               "avg(-1/3) -0.3333333134), quantile_disc of BIGINT exact (2^53 + 1 went "
               "through a double)"),
+    Case("F68c", "SELECT id, f0 + f0 AS a, (f0 + f0) - f0 AS b, f0 * f0 AS c FROM t",
+         [Table("t", [*T3, ("f0", "FLOAT")], ONE, (),
+                [(1, D1, "A", 3.4e38), (2, D1, "A", -1 / 3), (3, D1, "A", None)], [])],
+         note="FLOAT + FLOAT in DOUBLE (documented): 3.4e38 + 3.4e38 was inf"),
     Case("F68b", "SELECT id, i0 / ceil(CAST('-0.0' AS DOUBLE)) AS a, "
                  "(i0 * 1.5) / CAST('-0.0' AS DOUBLE) AS b FROM t",
          [Table("t", [*T3, ("i0", "INT")], ONE, (),
                 [(1, D1, "A", -3), (2, D1, "A", 2), (3, D1, "A", None)], [])],
          note="a constant -0.0 divisor (made a column as 0.0 * flag + d: +0.0): -3 / -0.0 "
               "was -inf, DuckDB inf"),
+    Case("F69", "SELECT id, sum(d0) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
+                "AS a, avg(d0) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS b "
+                "FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ONE, (),
+                [(1, D1, "A", 1e300), (2, D1, "A", 1.0), (3, D1, "A", -1e300), (4, D1, "A", 2.0),
+                 (5, D1, "A", 3.0), (6, D1, "A", INF), (7, D1, "A", 1.0), (8, D1, "A", 5.0),
+                 (9, D1, "A", None), (10, D1, "A", None), (11, D1, "A", 0.5),
+                 (12, D1, "A", 1e300), (13, D1, "A", -1e300), (14, D1, "A", 0.5),
+                 (15, D1, "A", None), (16, D1, "A", -0.0), (17, D1, "A", None)], [])],
+         note="sliding ROWS frames of doubles: a rolling sum adds the incoming row and "
+              "subtracts the leaving one, so 1e300 + 1 - 1e300 left 0 and inf - inf NaN; "
+              "short frames are summed afresh"),
     Case("F62b", "SELECT sum(4611686018427387903) AS a, sum(-2147483648) AS b, "
                  "sum(7) FILTER (WHERE id > 1) AS c FROM t",
          [Table("t", T3, ("compo", 2), (), [(1, D1, "A"), (2, D2, "B")], [1])],

@@ -427,15 +427,20 @@ MUTANTS: list[Mutant] = [
            "        return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e",
            "        return tuple(e if self.dtype(e) == pl.Float32 else e",
            "FLOAT + FLOAT in 32 bits: 3.4e38 + 3.4e38 is inf where the documented DOUBLE gives "
-           "6.8e38 (F68)", (REGRESSION.format("F68"),)),
+           "6.8e38 (F68)", (REGRESSION.format("F68c"),)),
     Mutant("sqlc-quantile-disc-via-double", AREA, SQL + "aggregates.py",
            '        if name == "quantile_disc" and dtype.is_integer():\n',
            '        if False:\n',
            "quantile_disc of BIGINT through polars' double quantile: 2^53 + 1 is 2^53 (F68)",
            (REGRESSION.format("F68"),)),
     Mutant("sqlc-negative-zero-divisor", AREA, SQL + "expressions.py",
-           "    return left / (left.is_null().cast(pl.Float64) * -0.0 + right)",
+           "    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))",
            "    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)",
            "a constant divisor made a column by adding +0.0: -0.0 becomes 0.0, -3 / -0.0 is "
            "-inf (DuckDB inf) (F68b)", (REGRESSION.format("F68b"),)),
+    Mutant("sqlc-sliding-sum-subtracts", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype.is_float() and before + after < _SHORT_FRAME:',
+           '    if False:',
+           "sliding ROWS sums of doubles by polars' rolling sum (add in, subtract out): "
+           "1e300 + 1 - 1e300 is 0, inf - inf NaN (F69)", (REGRESSION.format("F69"),)),
 ]

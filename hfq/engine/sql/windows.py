@@ -467,12 +467,28 @@ def _frame(e: pl.Expr, how: str, before: int, after: int) -> pl.Expr:
     return (pl.max_horizontal if how == "max" else pl.min_horizontal)(head, tail)
 
 
+#: ROWS frames of fewer rows than this sum their doubles row by row (exact per frame)
+_SHORT_FRAME = 32
+
+
 def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: int
              ) -> pl.Expr:
     """The aggregate over the rows from ``before`` rows back to ``after`` ahead."""
     if kind == "count":   # (value: whether the row counts)
         return _frame(value.cast(pl.Int64), "sum", before, after).fill_null(0)
     count = _frame(value.is_not_null().cast(pl.Int64), "sum", before, after).fill_null(0)
+    if kind in ("sum", "mean") and dtype.is_float() and before + after < _SHORT_FRAME:
+        # each frame's doubles added afresh, oldest first: a rolling sum adds the row coming
+        # in and subtracts the one leaving, so 1e300 + 1 - 1e300 left 0, inf - inf NaN
+        total = value.shift(before)
+        for k in range(before - 1, -after - 1, -1):   # left to right (sum_horizontal pairs)
+            part = value.shift(k)
+            total = pl.when(total.is_null()).then(part).when(part.is_null()).then(total) \
+                .otherwise(total + part)
+        # DuckDB's sum starts at +0.0: a frame of -0.0 sums to 0.0 (polars drops a + 0.0)
+        total = pl.when(total == 0).then(0.0).otherwise(total)
+        total = total if kind == "sum" else total / count
+        return pl.when(count > 0).then(total)
     if kind in ("sum", "mean"):
         total = _frame(value if kind == "sum" else _exact(value, dtype), "sum", before, after)
         total = total if kind == "sum" else total.cast(pl.Float64) / count
