@@ -234,7 +234,7 @@ MUTANTS: list[Mutant] = [
            "floor/ceil of a DECIMAL keep its scale (DuckDB's answer has scale 0: an integer)",
            ("tests/fuzz/test_regressions.py::test_finding[F30b]",)),
     Mutant("sqlc-lag-default-uncast", AREA, SQL + "windows.py",
-           "        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, "
+           "        fill = c.expr(exp.cast(default, exp.DataType.build(target, "
            "dialect=\"duckdb\")))",
            "        fill = c.expr(args[2])",
            "lag's default not cast to the value's type (DuckDB rounds 2.5 to 3 for a BIGINT)",
@@ -443,4 +443,9 @@ MUTANTS: list[Mutant] = [
            '    if False:',
            "sliding ROWS sums of doubles by polars' rolling sum (add in, subtract out): "
            "1e300 + 1 - 1e300 is 0, inf - inf NaN (F69)", (REGRESSION.format("F69"),)),
+    Mutant("sqlc-avg-integers-in-doubles", AREA, SQL + "aggregates.py",
+           "        if self.dtype(x).is_integer():   # summed exactly in 128 bits",
+           "        if False:",
+           "avg of BIGINT as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0, DuckDB's "
+           "HUGEINT sum gives -1 (F70)", (TRUST.format("avg_bigint_exact"),)),
 ]

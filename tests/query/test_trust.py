@@ -267,6 +267,9 @@ SAME = [
     ("round_keeps_types", "SELECT round(round(2.5), 1) AS a, round(floor(-2.5), 1) AS b, "
                           "round(2.567, 5) AS c, round(-15, -1) AS d, "
                           "sum(round(bidsiz, -1)) AS e FROM {t}", False),
+    # F70: avg of integers summed exactly (a mean in doubles lost 2^63's cancellation)
+    ("avg_bigint_exact", "SELECT avg(big) AS a, avg(bidsiz) AS b, avg(small) AS c FROM {t}",
+     False),
     # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
     ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
                             "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "

@@ -150,6 +150,9 @@ class Agg(Plain):
         return pl.when(x.count() > 0).then(x.sum())
 
     def _avg(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
+        if self.dtype(x).is_integer():   # summed exactly in 128 bits (DuckDB's HUGEINT),
+            n = x.count()                 # then divided: a mean in doubles loses 2^63's
+            return pl.when(n > 0).then(x.cast(pl.Decimal(38, 0)).sum().cast(_F64) / n)
         # (FLOAT averaged in DOUBLE, as DuckDB's avg)
         return x.cast(_F64).mean() if self.dtype(x) != _F64 else x.mean()
 
