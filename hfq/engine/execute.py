@@ -34,7 +34,6 @@ from hfq.engine.exprs import (
     from_tree,
     local_over,
     node_kind,
-    raised,
     signature,
     to_tree,
 )
@@ -58,7 +57,7 @@ from hfq.engine.rowid import ROWID, partition_offsets, read_with_rowid
 from hfq.engine.rows import read_rows, self_reading
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Filters, Plan
-from hfq.query.read import INLINE_ROWS, ReadSpec
+from hfq.query.read import INLINE_ROWS, ReadSpec, polars_message
 from hfq.runtime.task import NodeContext
 from hfq.storage.cache import PartitionCache, process_cache
 
@@ -196,7 +195,7 @@ class NodeStage:
                               _groups(self.ops) else "in-memory")
         except pl.exceptions.PolarsError as exc:
             raise QueryError(f"query on table {self.table!r}, partition {unit.partition}: "
-                             f"{_first_line(exc)}") from exc
+                             f"{polars_message(exc)}") from exc
 
 
 def _groups(ops: Sequence[Op]) -> bool:
@@ -223,14 +222,6 @@ def _keeps(op: Op, name: str) -> bool:
     if isinstance(op, Rename):
         return all(name not in pair for pair in op.mapping)
     return isinstance(op, (Filter, Select, WithColumns)) and op.keeps(name)
-
-
-def _first_line(exc: BaseException) -> str:
-    message = raised(exc)   # an error the data raised (overflow, division by zero)
-    if message is not None:
-        return message
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 @dataclass
@@ -602,7 +593,7 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
         out = lf.collect()
     except pl.exceptions.PolarsError as exc:
         raise QueryError(f"query on table {src.name!r} (driver stage): "
-                         f"{_first_line(exc)}") from exc
+                         f"{polars_message(exc)}") from exc
     stats.seconds = time.perf_counter() - started
     return out, stats
 
@@ -615,7 +606,7 @@ def run_rows(frame: pl.DataFrame, ops: Sequence[Op]) -> pl.DataFrame:
             lf = resolve_right(op, _in_order).apply(lf)
         return lf.collect()
     except pl.exceptions.PolarsError as exc:
-        raise QueryError(f"query without a table: {_first_line(exc)}") from exc
+        raise QueryError(f"query without a table: {polars_message(exc)}") from exc
 
 
 def batched(staged: Staged) -> list[Any]:
@@ -695,9 +686,13 @@ def _run_inline(staged: Staged, task: NodeStage, units: list[Any]
 
 def _empty_result(staged: Staged) -> pl.DataFrame:
     lf = empty_frame(staged.read_schema()).lazy()
-    for op in staged.node_ops:
-        lf = op.apply(lf)
-    return lf.collect()
+    try:   # constants are evaluated over no rows too: their errors (1 + 2^63 overflows)
+        for op in staged.node_ops:
+            lf = op.apply(lf)
+        return lf.collect()
+    except pl.exceptions.PolarsError as exc:
+        raise QueryError(f"query on table {staged.source.name!r}: "
+                         f"{polars_message(exc)}") from exc
 
 
 def explain(staged: Staged) -> str:

@@ -22,8 +22,9 @@ import polars as pl
 from hfq.errors import QueryError
 from hfq.query.read import raised  # noqa: F401 - read back what fail_where plants
 
-__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "fail_where", "from_tree",
-           "is_rowwise", "local_over", "minute_of_day", "parse_every", "raised", "to_tree"]
+__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "every_row", "fail_where",
+           "from_tree", "is_rowwise", "local_over", "may_raise", "minute_of_day", "parse_every",
+           "raised", "to_tree"]
 
 Tree = Any
 """An expression's JSON tree: nested dicts, lists and strings."""
@@ -252,6 +253,35 @@ def fail_where(value: pl.Expr, bad: pl.Expr, message: str) -> pl.Expr:
     """
     flag = pl.when(bad).then(pl.lit(_RAISE + message)).cast(pl.Int8)
     return pl.when(flag.is_null()).then(value)
+
+
+def may_raise(expr: pl.Expr) -> bool:
+    """Does ``expr`` hold a :func:`fail_where` check (an error the data can raise)?"""
+    return _RAISE in expr.meta.serialize(format="json")
+
+
+def every_row(value: pl.Expr, pick: pl.Expr) -> pl.Expr:
+    """``pick`` (one value of ``value``: its first, its last), with the errors of ``value``
+    raised for every row, as SQL evaluates the argument of ``first``/``last_value`` on
+    every row -- polars evaluates a row-wise expression only at the row ``.first()`` or
+    ``.last()`` takes.  ``pick`` itself when ``value`` cannot raise.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> x = pl.col("x")
+    >>> v = fail_where(x, x == 0, "zero")
+    >>> pl.LazyFrame({"x": [0, 2]}).select(v.last()).collect().item()   # polars skips row 0
+    2
+    >>> try:
+    ...     pl.LazyFrame({"x": [0, 2]}).select(every_row(v, v.last())).collect()
+    ... except pl.exceptions.PolarsError as exc:
+    ...     raised(exc)
+    'zero'
+    """
+    if not may_raise(value):
+        return pick
+    return pl.when(value.count() >= 0).then(pick)   # a count evaluates every row
 
 
 # -- time helpers -------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from hfq.engine.reshape import Fill, Pivot, Sample, Unpivot
 from hfq.engine.rowid import ROWID
 from hfq.errors import QueryError
 from hfq.query.plan import Filters, Plan
+from hfq.query.read import polars_message
 from hfq.session import Session, TablePolicy, check_columns, check_where, read_filters
 
 if TYPE_CHECKING:
@@ -893,16 +894,13 @@ def check_schema(op: Op, schema: pl.Schema) -> pl.Schema:
         return op.apply(empty_lazy(schema)).collect_schema()
     except pl.exceptions.ColumnNotFoundError as exc:
         m = re.search(r'unable to find column "([^"]*)"', str(exc))
-        name = repr(m.group(1)) if m else _first(exc)
+        name = repr(m.group(1)) if m else polars_message(exc)
         raise QueryError(f"{op.describe()}: unknown column {name}; columns: "
                          f"{', '.join(schema.names())}") from exc
     except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
-        raise QueryError(f"{op.describe()}: {_first(exc)}") from exc
+        raise QueryError(f"{op.describe()}: {polars_message(exc)}") from exc
 
 
-def _first(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 def _ticks(value: Any, dtype: pl.DataType) -> int:

@@ -36,8 +36,8 @@ from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
 __all__ = ["Assembler", "EncodedFiles", "MapTask", "NodeLike", "PartitionFunction", "ReadSpec",
-           "ReadTask", "decoded", "decoded_pieces", "pandas_type", "raised", "read_unit",
-           "read_unit_pieces", "ships_encoded", "where_mask"]
+           "ReadTask", "decoded", "decoded_pieces", "pandas_type", "polars_message", "raised",
+           "read_unit", "read_unit_pieces", "ships_encoded", "where_mask"]
 
 
 class NodeLike(Protocol):
@@ -154,7 +154,7 @@ def read_unit(store: Store | None, spec: ReadSpec, unit: Unit, node: str | None 
             message = raised(exc)   # an error the data raised names its expression
             raise QueryError(f"query on table {table_name!r}, partition {unit.partition}: "
                              + (message if message is not None else
-                                f"{_first_line(exc)} (in the filter {spec.where})")) from exc
+                                f"{polars_message(exc)} (in the filter {spec.where})")) from exc
         table = table.filter(mask.to_arrow()) if isinstance(mask, pl.Series) else (
             table if mask else table.slice(0, 0))
     return table.select(spec.columns) if table.column_names != spec.columns else table
@@ -189,7 +189,13 @@ def raised(exc: BaseException) -> str | None:
     return m.group(1) if m else None
 
 
-def _first_line(exc: BaseException) -> str:
+def polars_message(exc: BaseException) -> str:
+    """What to tell the user of a polars error: the message of an error the data raised
+    (:func:`raised`) when there is one -- never the planted literal's cast failure -- else
+    the error's first line (its plan dump left out)."""
+    message = raised(exc)
+    if message is not None:
+        return message
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
 

@@ -234,7 +234,7 @@ MUTANTS: list[Mutant] = [
            "floor/ceil of a DECIMAL keep its scale (DuckDB's answer has scale 0: an integer)",
            ("tests/fuzz/test_regressions.py::test_finding[F30b]",)),
     Mutant("sqlc-lag-default-uncast", AREA, SQL + "windows.py",
-           "        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, "
+           "        fill = c.expr(exp.cast(default, exp.DataType.build(target, "
            "dialect=\"duckdb\")))",
            "        fill = c.expr(args[2])",
            "lag's default not cast to the value's type (DuckDB rounds 2.5 to 3 for a BIGINT)",
@@ -356,4 +356,91 @@ MUTANTS: list[Mutant] = [
            "partition order on a cluster (test_cluster_trust w_aggregates)",
            ("tests/query/test_batches.py::"
             "test_order_picking_aggregates_batch_consecutive_partitions_only",)),
+    Mutant("sqlc-empty-stage-error-leaks", AREA, "hfq/engine/execute.py",
+           "    except pl.exceptions.PolarsError as exc:\n"
+           "        raise QueryError(f\"query on table {staged.source.name!r}: \"",
+           "    except ImportError as exc:\n"
+           "        raise QueryError(f\"query on table {staged.source.name!r}: \"",
+           "the stage over no rows (no partition read) collects without reading back the error "
+           "a constant raised: polars' 'conversion from str to i8' reaches the user (F60)",
+           (REGRESSION.format("F60"), REGRESSION.format("F60b"))),
+    Mutant("sqlc-data-error-not-read-back", AREA, "hfq/query/read.py",
+           "    message = raised(exc)\n    if message is not None:\n        return message\n",
+           "",
+           "a polars error told by its first line only: the planted data error shows as "
+           "polars' cast failure of the marker literal (F60)",
+           (REGRESSION.format("F60"),)),
+    Mutant("sqlc-coalesce-symbol-text", AREA, SQL + "functions.py",
+           "    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum))",
+           "    if False and any(isinstance(d, (pl.Categorical, pl.Enum))",
+           "COALESCE of a SYMBOL and text left to polars: 'expected String, got cat' or a "
+           "panic (F61)", (REGRESSION.format("F61"),)),
+    Mutant("sqlc-sum-constant-wraps", AREA, SQL + "aggregates.py",
+           '        if name == "sum" and self.dtype(value).is_integer():\n',
+           '        if False:\n',
+           "sum of an integer constant as constant * count(*) in 64 bits: wraps past BIGINT "
+           "silently (F62)", (REGRESSION.format("F62"),)),
+    Mutant("sqlc-pick-skips-row-errors", AREA, "hfq/engine/exprs.py",
+           "    if not may_raise(value):\n        return pick\n",
+           "    return pick\n",
+           "first/last/first_value/last_value evaluate their argument only at the row they "
+           "pick (polars' slice pushdown): an overflow or failed CAST elsewhere is not raised "
+           "(F63)", (RAISES.format("last_value_every_row"),
+                     RAISES.format("first_value_every_row"), RAISES.format("last_every_row"))),
+    Mutant("sqlc-decimal-cast-half-even", AREA, SQL + "casts.py",
+           '        rounded = value.round(scale, mode="half_away_from_zero") \\\n',
+           '        rounded = value.round(scale, mode="half_to_even") \\\n',
+           "DECIMAL casts round half to even (polars' own cast): CAST(1.25 AS DECIMAL(2, 1)) "
+           "is 1.2, DuckDB 1.3 (F64)", (TRUST.format("decimal_cast_rounds"),)),
+    Mutant("sqlc-lag-default-in-hfq-type", AREA, SQL + "windows.py",
+           "        if narrow is not None:        # (lag(2, 1, 2^40)",
+           "        if False:        # (lag(2, 1, 2^40)",
+           "a lag/lead default cast to hfq's 64-bit/DECIMAL(38) type of a constant value: "
+           "answers where DuckDB's INTEGER/DECIMAL(2, 1) fails (F64)",
+           (RAISES.format("lag_default_past_integer"), RAISES.format("lead_default_past_decimal"),
+            TRUST.format("decimal_cast_rounds"))),
+    Mutant("sqlc-count-constant-expression", AREA, SQL + "aggregates.py",
+           "            if inner is None or isinstance(inner, exp.Star) or isinstance(inner, "
+           "exp.Literal):\n                return n\n",
+           "            return n\n",
+           "count() of a constant expression counts every row: count(nullif(1, 1)) is the row "
+           "count (DuckDB 0) and count(CAST('x' AS INTEGER)) answers (F65)",
+           (TRUST.format("count_null_constant"), RAISES.format("count_failing_constant"))),
+    Mutant("sqlc-weighted-avg-in-doubles", AREA, SQL + "aggregates.py",
+           "        if all(self.dtype(e).is_integer() for e in values):\n",
+           "        if False:\n",
+           "weighted_avg of integers summed in doubles: 2^63 - 1 and -2^63 cancel to 0 (DuckDB "
+           "-1 exactly), and a BIGINT product overflow answers (F66)",
+           (TRUST.format("weighted_avg_integers"),
+            RAISES.format("weighted_avg_product_overflow"))),
+    Mutant("sqlc-decimal-product-scale", AREA, SQL + "expressions.py",
+           "            if None not in scales and 0 < sum(scales) <= 38:",
+           "            if False:",
+           "DECIMAL products at polars' larger scale, rounded: 0.1 * 0.5 is 0.0, DuckDB 0.05 "
+           "(F67)", (TRUST.format("decimal_products"),)),
+    Mutant("sqlc-round-decimal-rescales", AREA, SQL + "functions.py",
+           "        return x if digits >= (dtype.scale or 0) else round_decimal(x, digits)",
+           "        return round_decimal(x, digits)",
+           "round(DECIMAL(p, 0), 1) gets scale 1 where DuckDB keeps the DECIMAL's scale (F67)",
+           (TRUST.format("round_keeps_types"),)),
+    Mutant("sqlc-float-arithmetic-in-float32", AREA, SQL + "expressions.py",
+           "        return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e",
+           "        return tuple(e if self.dtype(e) == pl.Float32 else e",
+           "FLOAT + FLOAT in 32 bits: 3.4e38 + 3.4e38 is inf where the documented DOUBLE gives "
+           "6.8e38 (F68)", (REGRESSION.format("F68c"),)),
+    Mutant("sqlc-negative-zero-divisor", AREA, SQL + "expressions.py",
+           "    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))",
+           "    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)",
+           "a constant divisor made a column by adding +0.0: -0.0 becomes 0.0, -3 / -0.0 is "
+           "-inf (DuckDB inf) (F68b)", (REGRESSION.format("F68b"),)),
+    Mutant("sqlc-sliding-sum-subtracts", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype.is_float() and before + after < _SHORT_FRAME:',
+           '    if False:',
+           "sliding ROWS sums of doubles by polars' rolling sum (add in, subtract out): "
+           "1e300 + 1 - 1e300 is 0, inf - inf NaN (F69)", (REGRESSION.format("F69"),)),
+    Mutant("sqlc-avg-integers-in-doubles", AREA, SQL + "aggregates.py",
+           "        if self.dtype(x).is_integer():   # summed exactly in 128 bits",
+           "        if False:",
+           "avg of BIGINT as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0, DuckDB's "
+           "HUGEINT sum gives -1 (F70)", (TRUST.format("avg_bigint_exact"),)),
 ]

@@ -338,6 +338,30 @@ SAME = [
                                  "WITHIN GROUP (ORDER BY big * 0.5) AS b FROM {t} GROUP BY date",
      False),
     # NULL-safe comparisons, IS TRUE
+    # F65: count() of a constant expression counts the rows where it is not NULL
+    ("count_null_constant", "SELECT count(CAST(NULL AS INTEGER)) AS a, count(nullif(1, 1)) AS b, "
+                            "count(2 + 3) AS c, count(nullif(1, 1)) FILTER (WHERE bid > 0) AS d "
+                            "FROM {t}", False),
+    # F66: weighted_avg of integers: exact sums (doubles lost the small weights)
+    ("weighted_avg_integers", "SELECT weighted_avg(bidsiz, small) AS a, weighted_avg(big, 1) "
+                              "AS b, weighted_avg(small, bidsiz) AS c FROM {t} WHERE big <> 0",
+     False),
+    # F67: DECIMAL products at the sum of the scales; round() keeps integers and scales
+    ("decimal_products", "SELECT 0.1 * 0.5 AS a, (100 - 0.5) * abs(2.5) AS b, "
+                         "sum(0.5 * 1.5) AS c, -(100.25 * 2.5) AS d, 3 * 0.25 AS e, "
+                         "max(bidsiz * 0.25) AS f FROM {t}", False),
+    ("round_keeps_types", "SELECT round(round(2.5), 1) AS a, round(floor(-2.5), 1) AS b, "
+                          "round(2.567, 5) AS c, round(-15, -1) AS d, "
+                          "sum(round(bidsiz, -1)) AS e FROM {t}", False),
+    # F70: avg of integers summed exactly (a mean in doubles lost 2^63's cancellation)
+    ("avg_bigint_exact", "SELECT avg(big) AS a, avg(bidsiz) AS b, avg(small) AS c FROM {t}",
+     False),
+    # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
+    ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
+                            "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "
+                            "lag(2.5, 1, 1.25) OVER (ORDER BY ts) AS d, lag(2, 1, 2.7) OVER "
+                            "(ORDER BY ts) AS e, lead(sign(1) + 1, 1, 127) OVER (ORDER BY ts) "
+                            "AS f FROM {t} ORDER BY ts", True),
     ("distinct_from", "SELECT ts, bidsiz IS DISTINCT FROM 5 AS a, bid IS NOT DISTINCT FROM "
                       "NULL AS b, flag IS TRUE AS c, flag IS NOT FALSE AS d FROM {t} "
                       "ORDER BY ts", True),
@@ -367,6 +391,27 @@ RAISES = [
      "outside years 1678-2261"),
     ("range_start_overflow", "SELECT sum(bidsiz) OVER (ORDER BY big RANGE BETWEEN 5 PRECEDING "
                              "AND CURRENT ROW) AS x FROM {t}", "integer overflow"),
+    # F64: a lag/lead default is cast to DuckDB's type of the value (INTEGER, DECIMAL(2,1))
+    ("lag_default_past_integer", "SELECT lag(2, 1, 9223372036854775807) OVER (ORDER BY ts) "
+                                 "AS x FROM {t}", "conversion failed (CAST to INT"),
+    ("lead_default_past_decimal", "SELECT lead(-2.5, 1, 100.25) OVER (ORDER BY ts) AS x "
+                                  "FROM {t}", "conversion failed (CAST to DECIMAL(2, 1))"),
+    ("lead_default_past_tinyint", "SELECT lead(sign(1), 1, 32767) OVER (ORDER BY ts) AS x "
+                                  "FROM {t}", "conversion failed (CAST to TINYINT)"),
+    ("decimal_cast_rounds_past", "SELECT CAST(9.96 AS DECIMAL(2, 1)) AS x FROM {t}",
+     "conversion failed (CAST to DECIMAL(2, 1))"),
+    ("count_failing_constant", "SELECT count(CAST('None' AS INTEGER)) AS x FROM {t}",
+     "conversion failed"),
+    ("weighted_avg_product_overflow", "SELECT weighted_avg(big, bidsiz) AS x FROM {t}",
+     "integer overflow (value * weight leaves BIGINT)"),
+    # F63: first/last evaluate their argument on every row (polars only at the row picked)
+    ("last_value_every_row", "SELECT last_value(-big) OVER () AS x FROM m1",
+     "integer overflow in -big"),
+    ("first_value_every_row", "SELECT first_value(CAST(bid AS BIGINT)) OVER (ORDER BY ts ROWS "
+                              "BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS x "
+                              "FROM m1", "conversion failed"),
+    ("last_every_row", "SELECT last(-big) AS x, first(CAST(bid AS BIGINT)) AS y FROM m1",
+     "integer overflow in -big"),
 ]
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.syntax import args_of, name_of
@@ -98,10 +99,14 @@ class Agg(Plain):
     # -- the rules -----------------------------------------------------------------------
     def _count(self, node: exp.Count, where: pl.Expr | None) -> pl.Expr:
         inner = node.this
-        if inner is None or isinstance(inner, exp.Star):
-            if where is not None:
-                return where.cast(pl.Int64).sum()
-            return pl.len().cast(pl.Int64)
+        if inner is None or isinstance(inner, exp.Star) or \
+                (not inner.find(exp.Column) and not isinstance(inner, (exp.Null,
+                                                                       exp.Distinct))):
+            n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
+            if inner is None or isinstance(inner, exp.Star) or isinstance(inner, exp.Literal):
+                return n
+            # a constant expression: evaluated (its errors raised), counted when not NULL
+            return pl.when(self.expr(inner).is_not_null()).then(n).otherwise(0)
         if isinstance(inner, exp.Null):
             return pl.lit(0, dtype=pl.Int64)
         if isinstance(inner, exp.Distinct):
@@ -122,10 +127,11 @@ class Agg(Plain):
         """An aggregate of a constant: as if every row held it."""
         n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
         some = pl.when(n > 0)
-        if name == "sum" and self.dtype(value) == pl.Int64:   # BIGINT: exact, fails past it
-            x = pl.repeat(value, pl.len())                      # (value * n wrapped: F55)
-            x = x.filter(where) if where is not None else x
-            return self._sum(name, x, [x], [], None, node)
+        if name == "sum" and self.dtype(value).is_integer():
+            # one value per row, summed as a column is: value * n could wrap past BIGINT
+            x = pl.repeat(value.cast(pl.Int64), pl.len())
+            return self._sum(name, x.filter(where) if where is not None else x, [], [], None,
+                             node)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
         if name in ("median", "quantile_cont") and isinstance(self.dtype(value), pl.Decimal):
@@ -150,10 +156,16 @@ class Agg(Plain):
             out = self.fail(narrow, narrow.is_null() & (x.count() > 0), node,
                             "integer overflow (the sum leaves BIGINT)")
             return pl.when(x.count() > 0).then(out)
+        if dtype == pl.Float32:   # FLOAT summed in DOUBLE, as DuckDB's sum
+            x = x.cast(_F64)
         return pl.when(x.count() > 0).then(x.sum())
 
     def _avg(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return x.cast(_F64).mean() if not self.dtype(x).is_float() else x.mean()
+        if self.dtype(x).is_integer():   # summed exactly in 128 bits (DuckDB's HUGEINT),
+            n = x.count()                 # then divided: a mean in doubles loses 2^63's
+            return pl.when(n > 0).then(x.cast(pl.Decimal(38, 0)).sum().cast(_F64) / n)
+        # (FLOAT averaged in DOUBLE, as DuckDB's avg)
+        return x.cast(_F64).mean() if self.dtype(x) != _F64 else x.mean()
 
     def _min(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.min()   # polars skips NaN unless every value is one: NaN is the largest
@@ -211,10 +223,11 @@ class Agg(Plain):
             desc = [bool(o.args.get("desc")) for o in order.expressions]
             last = [not o.args.get("nulls_first") for o in order.expressions]
             x = x.sort_by(keys, descending=desc, nulls_last=last, maintain_order=True)
-        return x.last() if name == "last" else x.first()
+        # the argument's errors raised for every row, not only the one picked
+        return every_row(values[0], x.last() if name == "last" else x.first())
 
     def _any_value(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
-        return x.drop_nulls().first()
+        return every_row(x, x.drop_nulls().first())
 
     def _arg(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
@@ -238,6 +251,16 @@ class Agg(Plain):
         """DuckDB's macro: sum(v * w) / sum(CASE WHEN v IS NOT NULL THEN w ELSE 0 END)."""
         if len(values) != 2:
             raise error(node, f"{name}(value, weight) takes two arguments")
+        if all(self.dtype(e).is_integer() for e in values):
+            # integers as DuckDB: v * w a BIGINT product (overflow raises), the sums exact in
+            # 128 bits (a DECIMAL(38, 0), as the grouped sum), the quotient a DOUBLE
+            wide = [e.cast(pl.Decimal(38, 0)) for e in values]
+            prod = wide[0] * wide[1]
+            bad = (prod > 2 ** 63 - 1) | (prod < -(2 ** 63))
+            num = self.fail(prod, bad, node, "integer overflow (value * weight leaves BIGINT)")
+            den = pl.when(wide[0].is_not_null()).then(wide[1]).otherwise(0)
+            return (pl.when(num.count() > 0).then(num.sum()).cast(_F64) /
+                    pl.when(den.count() > 0).then(den.sum()).cast(_F64))
         v, w = values[0].cast(_F64), values[1].cast(_F64)
         num, den = v * w, pl.when(v.is_not_null()).then(w).otherwise(0.0)
         return pl.when(num.count() > 0).then(num.sum()) / \

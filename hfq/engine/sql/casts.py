@@ -120,6 +120,18 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
         out = c.fail(out, ~bad & (scaled.abs() >= 2.0**53), node,
                      f"{what} of a DOUBLE of more than 2^53 units is not supported")
         return checked(out, bad)
+    if isinstance(target, pl.Decimal) and (isinstance(source, pl.Decimal) or
+                                           source.is_integer()):
+        # rounded half away from zero to the target's scale, as DuckDB (polars: half to
+        # even); past the target's precision the cast fails by name
+        scale, digits = target.scale or 0, (target.precision or 38) - (target.scale or 0)
+        rounded = value.round(scale, mode="half_away_from_zero") \
+            if isinstance(source, pl.Decimal) and (source.scale or 0) > scale else value
+        if digits >= (38 if isinstance(source, pl.Decimal) else 19):
+            return rounded.cast(target)
+        limit = decimal.Decimal(10) ** digits
+        bad = (rounded >= limit) | (rounded <= -limit)
+        return checked(pl.when(bad).then(None).otherwise(rounded).cast(target), bad)
     if target.is_float() or isinstance(target, pl.Decimal):
         if source.is_numeric():
             return value.cast(target)

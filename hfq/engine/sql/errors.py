@@ -15,6 +15,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.errors import QueryError, SqlError
+from hfq.query.read import polars_message
 
 __all__ = ["at", "construct", "error", "position", "unsupported"]
 
@@ -67,9 +68,7 @@ def at(node: exp.Expression | None) -> Iterator[None]:
         cause = exc.__cause__
         if isinstance(cause, pl.exceptions.PolarsError) and node is not None:
             # the step's polars plan means nothing to the SQL user: the clause instead
-            lines = str(cause).strip().splitlines()
-            raise error(node, f"{_clause(node)}: {lines[0] if lines else type(cause).__name__}"
-                        ) from exc
+            raise error(node, f"{_clause(node)}: {polars_message(cause)}") from exc
         raise error(node, str(exc)) from exc
 
 

@@ -166,10 +166,19 @@ class Plain:
         left, right = self.expr(node.this), self.expr(node.expression)
         return self.coerce(left, right, node)
 
-    def coerce(self, left: pl.Expr, right: pl.Expr, node: Any) -> tuple[pl.Expr, pl.Expr]:
+    def _arithmetic(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr]:
+        """The operands of ``+ - * %``: FLOAT (32-bit) ones computed in DOUBLE (docs/sql.md:
+        no float32 overflow, ``f + f`` at 3.4e38 is 6.8e38, not inf)."""
+        left, right = self._binary(node)
+        return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e   # type: ignore
+                     for e in (left, right))
+
+    def coerce(self, left: pl.Expr, right: pl.Expr, node: Any,
+               other: exp.Expression | None = None) -> tuple[pl.Expr, pl.Expr]:
         """Both sides in one type family: a string literal compared with a date/time becomes
         that type, dates and timestamps of any unit or time zone meet in one type (as in
-        DuckDB); mixing others is a named error."""
+        DuckDB); mixing others is a named error.  ``other``: the right side's node when it
+        is not ``node.expression`` (an IN item, a BETWEEN bound)."""
         lt, rt = self.dtype(left), self.dtype(right)
         if isinstance(lt, pl.Null) != isinstance(rt, pl.Null):   # NULL takes the other type
             return (left.cast(rt), right) if isinstance(lt, pl.Null) else \
@@ -181,7 +190,7 @@ class Plain:
         if lt.is_temporal() and rt.is_temporal() and lt != rt:
             return same_time_type(left, lt, right, rt, node)
         if kind(lt) and kind(rt) and kind(lt) != kind(rt):
-            sides = node.this, node.expression
+            sides = node.this, other if other is not None else node.expression
             raise error(node, f"type mismatch in {node.sql('duckdb')!r}: "
                               f"{sides[0].sql('duckdb')} is {kind(lt)}, "
                               f"{sides[1].sql('duckdb')} is {kind(rt)}")
@@ -248,7 +257,7 @@ class Plain:
         days = self._days(node, 1)
         if days is not None:
             return days
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         clock = self._clock(left, right, 1)
         if clock is not None:
             return clock
@@ -263,7 +272,7 @@ class Plain:
         days = self._days(node, -1)
         if days is not None:
             return days
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         clock = self._clock(left, right, -1)
         if clock is not None:
             return clock
@@ -274,7 +283,15 @@ class Plain:
         return out
 
     def _Mul(self, node: exp.Mul) -> pl.Expr:
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
+        lt, rt = self.dtype(left), self.dtype(right)
+        if isinstance(lt, pl.Decimal) or isinstance(rt, pl.Decimal):
+            # DECIMAL products exact at the sum of the scales, as DuckDB's (polars keeps
+            # the larger scale and rounds: 0.1 * 0.5 would be 0.0)
+            scales = [(d.scale or 0) if isinstance(d, pl.Decimal) else 0 if d.is_integer()
+                      else None for d in (lt, rt)]
+            if None not in scales and 0 < sum(scales) <= 38:   # type: ignore[arg-type]
+                left = left.cast(pl.Decimal(38, sum(scales)))   # type: ignore[arg-type]
         out = left * right
         if self._integers(left, right) and not self._small(node):
             bad = (left != 0) & ((out // left != right) |
@@ -304,7 +321,7 @@ class Plain:
         """The remainder with the dividend's sign, as DuckDB's ``%`` (polars' has the
         divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles (NULL %
         0 is NULL)."""
-        left, right = self._binary(node)
+        left, right = self._arithmetic(node)
         zero = left.is_not_null() & (right == 0)
         floats = self.dtype(left).is_float() or self.dtype(right).is_float()
         by = right if floats else pl.when(right != 0).then(right)   # (no polars error)
@@ -365,8 +382,8 @@ class Plain:
 
     def _Between(self, node: exp.Between) -> pl.Expr:
         value = self.expr(node.this)
-        value, lo = self.coerce(value, self.expr(node.args["low"]), node)
-        value, hi = self.coerce(value, self.expr(node.args["high"]), node)
+        value, lo = self.coerce(value, self.expr(node.args["low"]), node, node.args["low"])
+        value, hi = self.coerce(value, self.expr(node.args["high"]), node, node.args["high"])
         return (value >= lo) & (value <= hi)
 
     def _In(self, node: exp.In) -> pl.Expr:
@@ -377,14 +394,15 @@ class Plain:
             return self.env.in_subquery(self, value, node)
         items = node.expressions
         if items and all(isinstance(e, exp.Literal) for e in items):
-            lits = [pl.select(self.coerce(value, self.expr(e), node)[1]).item() for e in items]
+            lits = [pl.select(self.coerce(value, self.expr(e), node, e)[1]).item()
+                    for e in items]
             if len({type(v) for v in lits}) == 1 and None not in lits:
                 # a set test (and pruning by symbol)
                 test, values = comparable(value, self.dtype(value), pl.Series(lits))
                 return test.is_in(values.implode())
         out = None
         for item in items:   # Kleene OR of equalities: NULL when no TRUE and some NULL
-            left, right = self.coerce(value, self.expr(item), node)
+            left, right = self.coerce(value, self.expr(item), node, item)
             out = left == right if out is None else out | (left == right)
         return out if out is not None else pl.lit(False)
 
@@ -461,10 +479,11 @@ _I64_MIN = -(2**63)
 def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
     """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
     reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
-    is made a column of itself."""
+    is made a column of itself: right times a column of ones (polars drops an added 0.0,
+    and 0.0 + -0.0 would lose a -0.0 divisor's sign)."""
     if right.meta.root_names() or not left.meta.root_names():
         return left / right
-    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)
+    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))
 
 
 def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:

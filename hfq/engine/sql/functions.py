@@ -185,6 +185,11 @@ def _coalesce(c: Compiles, node: exp.Expression) -> pl.Expr:
         e = c.under(before, arg)
         args.append(e)
         before = e.is_null() if before is None else before & e.is_null()
+    dtypes = [c.dtype(a) for a in args]
+    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum)) for d in dtypes):
+        # SYMBOL with text (or another dictionary): compared and returned as text
+        args = [a.cast(pl.String) if isinstance(d, (pl.Categorical, pl.Enum)) else a
+                for a, d in zip(args, dtypes)]
     return pl.coalesce(args)
 
 
@@ -230,10 +235,11 @@ def round_decimal(x: pl.Expr, digits: int) -> pl.Expr:
 
 def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
     dtype = c.dtype(x)
-    if dtype.is_integer() and digits >= 0:
-        return x
-    if isinstance(dtype, pl.Decimal):
-        return round_decimal(x, digits)
+    if dtype.is_integer():   # an integer stays one, as in DuckDB (round(15, -1) is 20)
+        return x if digits >= 0 else \
+            round_decimal(x.cast(pl.Decimal(38, 0)), digits).cast(pl.Int64)
+    if isinstance(dtype, pl.Decimal):   # DuckDB: a DECIMAL of scale min(scale, digits)
+        return x if digits >= (dtype.scale or 0) else round_decimal(x, digits)
     x = x.cast(pl.Float64)
     if digits == 0:
         return x.round(0, mode="half_away_from_zero")

@@ -22,6 +22,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row
 from hfq.engine.sql.casts import sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
@@ -160,11 +161,55 @@ def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.
         if target is None:
             raise unsupported(args[2], f"{name_of(fn)}() with a default, of a "
                                        f"{c.dtype(value)} value")
-        fill = c.expr(exp.cast(args[2].copy(), exp.DataType.build(target, dialect="duckdb")))
+        default = args[2].copy()
+        narrow = duck_type(args[0])   # DuckDB's type of a constant, narrower than hfq's
+        if narrow is not None:        # (lag(2, 1, 2^40): INTEGER, the default fails)
+            default = exp.cast(default, exp.DataType.build(narrow, dialect="duckdb"))
+        fill = c.expr(exp.cast(default, exp.DataType.build(target, dialect="duckdb")))
         row = pl.int_range(pl.len(), dtype=pl.Int64)
         outside = row < shift if shift >= 0 else row >= pl.len() + shift
         out = pl.when(outside).then(fill).otherwise(out)
     return w.over(out)
+
+
+_INT_WIDTH = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32}
+
+
+def duck_type(node: exp.Expression) -> str | None:
+    """DuckDB's type of a constant where it is narrower than the type hfq computes it in
+    (64-bit integers, DECIMAL(38, s)): an integer literal is an INTEGER when it fits 32 bits,
+    a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, ``+ - *`` of
+    those the wider (a bare literal takes the other side's type); None otherwise.
+
+    Examples
+    --------
+    >>> import sqlglot
+    >>> [duck_type(sqlglot.parse_one(t)) for t in ("2", "-2.5", "000.50", "sign(1) + 1",
+    ...                                             "2147483648", "x")]
+    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None]
+    """
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string:
+        text = str(node.this)
+        if text.isdigit():
+            return "INTEGER" if int(text) < 2 ** 31 else None
+        whole, dot, frac = text.partition(".")
+        if dot and (whole + frac).isdigit() and frac:
+            digits = max(len(whole) + len(frac), len(frac))
+            return f"DECIMAL({digits}, {len(frac)})" if digits <= 38 else None
+        return None
+    if isinstance(node, exp.Sign):
+        return "TINYINT"
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        left, right = duck_type(node.this), duck_type(node.expression)
+        if left not in _INT_WIDTH or right not in _INT_WIDTH:
+            return None
+        bare = [isinstance(n, exp.Literal) for n in (node.this, node.expression)]
+        if bare[0] != bare[1]:
+            return right if bare[0] else left
+        return max(left, right, key=_INT_WIDTH.__getitem__)
+    return None
 
 
 def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:
@@ -203,13 +248,13 @@ def _first_last(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression,
     kind, start, end = _bounds(spec, c)
     if not w.keys or (start is None and end is None):
         pick = value.drop_nulls() if ignore_nulls else value
-        return w.over(pick.first() if isinstance(fn, exp.FirstValue) else pick.last(),
-                      ordered=bool(w.keys))
+        pick = pick.first() if isinstance(fn, exp.FirstValue) else pick.last()
+        return w.over(every_row(value, pick), ordered=bool(w.keys))
     if isinstance(fn, exp.FirstValue) and start is None:
         if ignore_nulls:   # the first non-NULL value up to this row
             seen = value.is_not_null().cum_sum() > 0
-            return w.over(pl.when(seen).then(value.drop_nulls().first()))
-        return w.over(value.first())
+            return w.over(pl.when(seen).then(every_row(value, value.drop_nulls().first())))
+        return w.over(every_row(value, value.first()))
     if isinstance(fn, exp.LastValue) and end == 0 and start is None:
         running = value.fill_null(strategy="forward") if ignore_nulls else value
         return w.peers(running) if kind == "range" else w.over(running)
@@ -422,12 +467,28 @@ def _frame(e: pl.Expr, how: str, before: int, after: int) -> pl.Expr:
     return (pl.max_horizontal if how == "max" else pl.min_horizontal)(head, tail)
 
 
+#: ROWS frames of fewer rows than this sum their doubles row by row (exact per frame)
+_SHORT_FRAME = 32
+
+
 def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: int
              ) -> pl.Expr:
     """The aggregate over the rows from ``before`` rows back to ``after`` ahead."""
     if kind == "count":   # (value: whether the row counts)
         return _frame(value.cast(pl.Int64), "sum", before, after).fill_null(0)
     count = _frame(value.is_not_null().cast(pl.Int64), "sum", before, after).fill_null(0)
+    if kind in ("sum", "mean") and dtype.is_float() and before + after < _SHORT_FRAME:
+        # each frame's doubles added afresh, oldest first: a rolling sum adds the row coming
+        # in and subtracts the one leaving, so 1e300 + 1 - 1e300 left 0, inf - inf NaN
+        total = value.shift(before)
+        for k in range(before - 1, -after - 1, -1):   # left to right (sum_horizontal pairs)
+            part = value.shift(k)
+            total = pl.when(total.is_null()).then(part).when(part.is_null()).then(total) \
+                .otherwise(total + part)
+        # DuckDB's sum starts at +0.0: a frame of -0.0 sums to 0.0 (polars drops a + 0.0)
+        total = pl.when(total == 0).then(0.0).otherwise(total)
+        total = total if kind == "sum" else total / count
+        return pl.when(count > 0).then(total)
     if kind in ("sum", "mean"):
         total = _frame(value if kind == "sum" else _exact(value, dtype), "sum", before, after)
         total = total if kind == "sum" else total.cast(pl.Float64) / count
