@@ -83,7 +83,7 @@ def as_of(catalog: Catalog, name: str, value: Any) -> int:
     if isinstance(value, bool):
         raise ArgumentError(f"as_of={value!r}: a version, a time or a tag", argument="as_of")
     if isinstance(value, int):
-        if value not in catalog.versions(name):
+        if not catalog.on_record(name, value):
             raise ArgumentError(f"as_of={value}: table {name!r} has no version {value} on "
                                 f"record (versions {_span(catalog.versions(name))})",
                                 argument="as_of")
@@ -116,15 +116,58 @@ def as_of(catalog: Catalog, name: str, value: Any) -> int:
 
 def _at(catalog: Catalog, name: str, moment: dt.datetime, asked: Any) -> int:
     """The newest version committed at or before ``moment``: a binary search over the
-    numbers on record (the times grow with them)."""
+    version numbers up to the head (the times grow with them), reading about
+    log2(head) records and never listing the versions.
+
+    A number with no record (forgotten by vacuum, a withdrawn or lost commit) is stepped
+    over by probing the next few numbers; a longer run of them (what vacuum forgot) hands
+    the search to the listing of the versions on record, which is then short.
+    """
+    head = catalog.head(name)
+    if head is None:
+        catalog.snapshot(name)   # raises TableNotFoundError naming the tables
+        raise AssertionError("unreachable")
+    target = _micros(moment)
+    lo, hi, best = 0, head, None
+    while lo <= hi:   # the answer is best or a version numbered in [lo, hi]
+        mid = (lo + hi) // 2
+        probe = _present(catalog, name, mid, hi, head)
+        if probe is None:   # a long run of numbers with no record: list what is left
+            return _listed(catalog, name, moment, asked, target)
+        if probe > hi:      # none in [mid, hi]
+            hi = mid - 1
+        elif _micros(committed(catalog.committed_at(name, probe))) <= target:
+            best, lo = probe, probe + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        return _listed(catalog, name, moment, asked, target)   # (names the first version)
+    return best
+
+
+_STEP_OVER = 8
+"""How many numbers without a record the search steps over before it lists the versions."""
+
+
+def _present(catalog: Catalog, name: str, start: int, hi: int, head: int) -> int | None:
+    """The first number in ``[start, hi]`` whose record is there (``hi + 1``: none), looking
+    at most :data:`_STEP_OVER` numbers ahead (None: those are all absent and more remain)."""
+    last = min(hi, start + _STEP_OVER - 1)
+    for number in range(start, last + 1):
+        if catalog.on_record(name, number, head=head):
+            return number
+    return hi + 1 if last == hi else None
+
+
+def _listed(catalog: Catalog, name: str, moment: dt.datetime, asked: Any, target: int) -> int:
+    """:func:`_at` over the listing of the versions on record."""
     versions = catalog.versions(name)
     if not versions:
         catalog.snapshot(name)   # raises TableNotFoundError naming the tables
-    target = _micros(moment)
     lo, hi = 0, len(versions)
     while lo < hi:   # first index whose time is after the instant
         mid = (lo + hi) // 2
-        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) <= target:
+        if _micros(committed(catalog.committed_at(name, versions[mid]))) <= target:
             lo = mid + 1
         else:
             hi = mid

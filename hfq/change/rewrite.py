@@ -194,7 +194,7 @@ def commit_changed(write: Write, op: str, change: Change, select: Selector, *,
     extra: list[Fragment] = []   # files of attempts that lost to a concurrent writer
     for attempt in range(1, ATTEMPTS + 1):
         head = catalog.snapshot(name) if attempt > 1 or write.base.version != \
-            max(catalog.versions(name)) else write.base
+            catalog.head(name) else write.base
         selected = dict(select(head))
         seen = {p: _files(e) for p, e in selected.items()}
         targets = []
