@@ -101,15 +101,19 @@ def test_lookups_cost_the_same_store_calls_on_10_and_on_400_versions(tmp_path):
 def test_a_commit_killed_between_its_publish_and_its_claim_is_the_head(tmp_path):
     root = str(tmp_path / "db")
     catalog = table(root, 5)
+    txn = Transaction(catalog, catalog.snapshot("t"))
+    txn.record_load("day.csv", 3, "ab" * 32)   # the commit writes pieces: a ledger, a history
     faults.arm("catalog.commit.before_claim", "raise")
     try:
         with pytest.raises(faults.FaultInjected):
-            catalog.commit(Transaction(catalog, catalog.snapshot("t")), "append")
+            catalog.commit(txn, "load")
     finally:
         faults.disarm()
     assert sorted(os.listdir(tmp_path / "db" / "t" / CLAIMS)) == [f"{4:020d}"]   # 5: unclaimed
     fresh = Catalog(open_store(root))
     assert fresh.snapshot("t").version == 5 == fresh.head("t")
+    assert [r.path for r in fresh.loads(fresh.snapshot("t"))] == ["day.csv"]   # pieces kept
+    assert fresh.history_detail(fresh.snapshot("t")) is not None
     assert timeline.as_of(fresh, "t", dt.datetime.now(dt.timezone.utc)) == 5
     assert fresh.commit(Transaction(fresh, fresh.snapshot("t")), "append").version == 6
     assert Catalog(open_store(root)).versions("t") == list(range(7))
