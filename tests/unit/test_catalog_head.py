@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import uuid
 from collections import Counter
 from typing import Any
 
 import pytest
 
 import hfq
+from conftest import BUCKET
 from hfq import faults
 from hfq.catalog import Catalog, Transaction, timeline
 from hfq.catalog.catalog import CLAIMS, VERSIONS
@@ -52,18 +54,19 @@ class Counting:
         self.listed.clear()
 
 
-def table(root: str, versions: int) -> Catalog:
+def table(root: str, versions: int, options: dict[str, Any] | None = None) -> Catalog:
     """A table with versions 0..versions-1 (empty commits: only their number matters)."""
-    catalog = Catalog(open_store(root))
+    catalog = Catalog(open_store(root, options))
     catalog.create("t", SCHEMA, hfq.Value("d"), ("id",))
     for _ in range(versions - 1):
         catalog.commit(Transaction(catalog, catalog.snapshot("t")), "append")
     return catalog
 
 
-def costs(root: str, versions: int) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+def costs(root: str, versions: int, options: dict[str, Any] | None = None
+          ) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     """The store calls (and entries listed) of each lookup, on a fresh catalog each time."""
-    middle = timeline.committed(Catalog(open_store(root)).version("t", versions // 2)
+    middle = timeline.committed(Catalog(open_store(root, options)).version("t", versions // 2)
                                 .committed_at)
     lookups = {
         "head": lambda c: c.snapshot("t").version == versions - 1,
@@ -75,7 +78,7 @@ def costs(root: str, versions: int) -> dict[str, tuple[dict[str, int], dict[str,
     }
     out = {}
     for what, lookup in lookups.items():
-        store = Counting(open_store(root))
+        store = Counting(open_store(root, options))
         assert lookup(Catalog(store)), what   # type: ignore[arg-type]
         out[what] = (dict(store.calls), dict(store.listed))
     return out
@@ -84,14 +87,45 @@ def costs(root: str, versions: int) -> dict[str, tuple[dict[str, int], dict[str,
 def test_lookups_cost_the_same_store_calls_on_10_and_on_400_versions(tmp_path):
     table(str(tmp_path / "few"), 10)
     table(str(tmp_path / "many"), 400)
-    few, many = costs(str(tmp_path / "few"), 10), costs(str(tmp_path / "many"), 400)
+    flat(costs(str(tmp_path / "few"), 10), costs(str(tmp_path / "many"), 400), 10, 400)
+
+
+@pytest.fixture(params=["memory", "s3"])
+def remote(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any] | None]:
+    """A fresh root on an object store (fsspec ``memory://``, moto's S3): url, options."""
+    prefix = f"hfqhead-{uuid.uuid4().hex[:12]}"
+    if request.param == "memory":
+        return f"memory://{prefix}", None
+    return f"s3://{BUCKET}/{prefix}", request.getfixturevalue("s3_server")
+
+
+def test_on_an_object_store_lookups_are_flat_and_an_unclaimed_commit_is_the_head(remote):
+    url, options = remote
+    table(f"{url}/few", 4, options)
+    table(f"{url}/many", 40, options)
+    flat(costs(f"{url}/few", 4, options), costs(f"{url}/many", 40, options), 4, 40)
+    catalog = Catalog(open_store(f"{url}/few", options))
+    faults.arm("catalog.commit.before_claim", "raise")
+    try:
+        with pytest.raises(faults.FaultInjected):
+            catalog.commit(Transaction(catalog, catalog.snapshot("t")), "append")
+    finally:
+        faults.disarm()
+    fresh = Catalog(open_store(f"{url}/few", options))
+    assert fresh.snapshot("t").version == 5   # (costs committed version 4)
+    assert fresh.commit(Transaction(fresh, fresh.snapshot("t")), "append").version == 6
+
+
+def flat(few: dict[str, Any], many: dict[str, Any], n_few: int, n_many: int) -> None:
+    """The lookups on ``n_many`` versions cost what they cost on ``n_few`` (as_of by time:
+    a few more records read, as log2)."""
     for what in few:
         (calls_few, listed_few), (calls_many, listed_many) = few[what], many[what]
         assert VERSIONS not in listed_many, f"{what} listed the versions"
         assert listed_many == listed_few, what            # the same listings, as long
         assert calls_many["listdir"] == calls_few["listdir"], what
         if what == "as_of time":   # a binary search: the records read grow as log2
-            extra = math.ceil(math.log2(400)) - math.floor(math.log2(10))
+            extra = math.ceil(math.log2(n_many)) - math.floor(math.log2(n_few))
             assert calls_many["read_bytes"] <= calls_few["read_bytes"] + extra
             assert calls_many["exists"] <= calls_few["exists"] + 2 * extra
         else:
