@@ -386,11 +386,15 @@ class Catalog:
             return {}, removed
         return {rel: b""}, removed
 
-    def _publish(self, manifest: Manifest, *, sync: bool = False) -> bool:
+    def _publish(self, manifest: Manifest, *, sync: bool = False,
+                 data: bytes | None = None) -> bool:
+        """Create ``manifest``'s record (``data``: its bytes, when made already) if its
+        number is free; whether it was."""
         final = self._record_path(manifest.table, manifest.version)
         tmp = temp_name(final)
         try:
-            self.store.write_bytes(tmp, manifest_to_bytes(manifest), sync=sync)
+            self.store.write_bytes(tmp, manifest_to_bytes(manifest) if data is None else data,
+                                   sync=sync)
         except BaseException:   # e.g. a full disk: no temporary left behind
             self.store.remove(tmp)
             raise
@@ -449,8 +453,9 @@ class Catalog:
                 number = max(head.version, -1 if claimed is None else claimed) + 1
                 manifest = txn.apply(head, op, version=number)
                 written += self._store_pieces(manifest, sync)
+                record = manifest_to_bytes(manifest)
                 faults.point("catalog.commit.before_publish")
-                if not self._publish(manifest, sync=sync):
+                if not self._publish(manifest, sync=sync, data=record):
                     if attempt and attempt % 100 == 0:
                         log.info("table %s: commit of %s lost %d races, retrying", name, op,
                                  attempt)
@@ -465,7 +470,7 @@ class Catalog:
                     self.store.remove(self._record_path(name, manifest.version))
                     published = False
                     continue
-                return self._committed(manifest, claim)
+                return self._committed(manifest, claim, record)
         except BaseException:
             if not published:   # (a failure after the publish, e.g. reading the head back,
                 for rel in written:   # leaves a committed version: its pieces stay)
@@ -487,11 +492,15 @@ class Catalog:
             top = parent
         return top == version
 
-    def _committed(self, manifest: Manifest, claim: tuple[dict[str, bytes], list[str]]
-                   ) -> Manifest:
+    def _committed(self, manifest: Manifest, claim: tuple[dict[str, bytes], list[str]],
+                   record: bytes) -> Manifest:
+        """Tell the listeners of a commit that won (``record``: its record's bytes); the
+        version is kept in the cache of parsed records, so the next snapshot does not read
+        back and parse what this process just wrote."""
         name = manifest.table
+        path = self._record_path(name, manifest.version)
         files = {f"{name}/{PIECES}/{n}": data for n, data in manifest.pending.items()}
-        files[self._record_path(name, manifest.version)] = manifest_to_bytes(manifest)
+        files[path] = record
         files.update(claim[0])
         parts = manifest.partitions
         if isinstance(parts, Partitions):
@@ -499,6 +508,15 @@ class Catalog:
                 if ref.name in manifest.pending:
                     self._keep_piece(f"{name}/{PIECES}/{ref.name}", parts.group(ref.group))
         manifest = replace(manifest, pending={})
+        try:
+            stamp = self.store.stamp(path)
+        except OSError:
+            stamp = None
+        if stamp is not None:
+            with self._lock:
+                self._records[path] = (stamp, manifest)
+                if len(self._records) > _CACHED_RECORDS:
+                    self._records.popitem(last=False)
         self._tell(files, claim[1])
         for listener in self._listeners:
             listener(manifest)
