@@ -139,4 +139,10 @@ MUTANTS: list[Mutant] = [
            "a commit failing after its publish (before its claim, reading the head back) "
            "removes the pieces of the version it published",
            (f"{HEAD}::test_a_commit_killed_between_its_publish_and_its_claim_is_the_head",)),
+    Mutant("change-superseded-against-the-table", "change", "hfq/change/rewrite.py",
+           "        kept = {f.file for p in staged for f in _entry_fragments(committed, p)}",
+           "        kept = committed.files()",
+           "a change looks its staged files up among every file of the table: it reads every "
+           "day's manifest piece, its cost grows with the table",
+           (f"{MUT}::test_a_change_reads_the_catalog_pieces_of_the_day_it_touches_only",)),
 ]
