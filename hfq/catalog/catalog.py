@@ -465,8 +465,9 @@ class Catalog:
                 claim = self._claim(name, number)
                 faults.point("catalog.commit.after_publish")
                 top = self.head(name)
-                if top != manifest.version and (top is None or
-                                                not self._descends(name, top, manifest.version)):
+                if top is None:
+                    raise TableNotFoundError(f"table {name!r} was dropped during this {op}")
+                if top != manifest.version and not self._descends(name, top, manifest.version):
                     self.store.remove(self._record_path(name, manifest.version))
                     published = False
                     continue

@@ -185,9 +185,11 @@ def test_no_claims_at_all_falls_back_to_the_listing(tmp_path):
     claims = tmp_path / "db" / "t" / CLAIMS
     for name in os.listdir(claims):
         os.remove(claims / name)
+    for v in (1, 2, 3):   # forgotten by a vacuum: the head is not the count
+        os.remove(tmp_path / "db" / "t" / VERSIONS / f"{v:020d}.json")
     store = Counting(open_store(root))
     assert Catalog(store).snapshot("t").version == 5   # type: ignore[arg-type]
-    assert store.listed[VERSIONS] == 6
+    assert store.listed[VERSIONS] == 3
 
 
 def test_versions_by_number_and_time_with_gaps_from_vacuum_and_lost_numbers(tmp_path):
