@@ -22,8 +22,11 @@ Version numbers are never reused: after its publish a commit leaves a claim mark
 (``_claims/<n>``, the highest kept), and the next number is above both the newest record and
 the highest claim -- so deleting the head's record neither rolls the table back silently (a
 claim above the newest record is a :class:`~hfq.errors.ManifestError`, "version n is
-missing") nor lets its number be taken again.  :meth:`Catalog.check` reads every file back and
-reports damage; with ``repair`` it restores damaged or missing files from copies (the nodes'
+missing") nor lets its number be taken again.  The highest claim is also where a reader
+starts looking for the head: it probes the records above it until a number is absent, so no
+read or commit lists ``_versions/`` (:meth:`Catalog._newest`).  :meth:`Catalog.check` reads
+every file back and reports damage; with ``repair`` it restores damaged or missing files from
+copies (the nodes'
 replicas, :mod:`hfq.catalog.replica`), moves what cannot be restored to ``_damaged/`` and
 marks the lost numbers (``_claims/<n>.lost``), so the table opens at its newest intact version.
 Every file a commit writes is also handed to the ``on_files`` listeners (the database

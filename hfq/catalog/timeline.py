@@ -13,8 +13,10 @@ Semantics of ``as_of`` (every read that takes it: ``scan``, ``query``, ``to_*``,
 * other text is a tag of the table (:func:`tag`), else the name of a database snapshot
   (:func:`snapshot`) holding the table.
 
-Finding the version of an instant is a binary search over the version numbers on record,
-reading about log2(versions) records -- not a walk of the chain (ArcticDB#649).
+Finding the version of an instant is a binary search over the version numbers up to the
+head, reading the commit time of about log2(versions) records -- not a walk of the chain
+(ArcticDB#649), nor a listing of the versions (:meth:`Catalog.head` finds the head from the
+highest claim).
 
 Tags live in ``<table>/_tags/<name>.json``, snapshots in ``.snapshots/<name>.json`` under the
 root; each is created once (create-if-absent) and names exact versions (and the table's id,
