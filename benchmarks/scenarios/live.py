@@ -7,6 +7,9 @@ subscribers, write-down -- hfq against its peers, all in the same run.
   batch, on a database file) and ArcticDB (``append`` per batch, LMDB).  Target >= 1 M rows/s.
 * **ack latency**: 100-row batches one after another, the time of each call: p50 / p99
   (targets <= 1 ms / <= 5 ms), for the same four.
+* **group commit**: 4 publishers (threads) at once, for a group-commit window of 0 (the
+  default: batches arriving during an fsync share the next) and 1 ms: rows/s together and
+  the log's fsyncs per batch.
 * **visibility**: after each 100-row batch is acknowledged, ``db.sql("SELECT count(*) ...")``
   until it counts the batch -- the time from the acknowledgement (target p99 <= 10 ms); DuckDB:
   a second connection polling ``count(*)`` after the commit.
@@ -54,9 +57,9 @@ def batches_of(table, size: int) -> list:
     return [table.slice(i, size) for i in range(0, table.num_rows, size)]
 
 
-def new_table(root: str, name: str = "live"):
+def new_table(root: str, name: str = "live", **settings: Any):
     shutil.rmtree(root, ignore_errors=True)
-    db = hfq.connect(root)
+    db = hfq.connect(root, **settings)
     return db, db.create_table(name, hfq.schemas.TAQ,
                                partition_by=hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 16)),
                                sort_by=("symbol", "time"))
@@ -176,6 +179,53 @@ def publish_rates(work: str, table, batch_rows: int, repeats: int) -> dict[str, 
     return out
 
 
+def concurrent(work: str, table, batch_rows: int, publishers: int = 4,
+               windows: tuple[float, ...] = (0.0, 0.001)) -> dict[str, dict]:
+    """``publishers`` threads publishing the day's batches (dealt round-robin) into one table
+    at once, per group-commit window: rows/s together and fsyncs of the log per batch (the
+    log's fsync seam counted) -- the fsyncs batches publishing together share."""
+    batches = batches_of(table, batch_rows)
+    out: dict[str, dict] = {}
+    for window in windows:
+        took, fsyncs = _publish_together(os.path.join(work, "conc"), batches, publishers,
+                                         window, table.num_rows)
+        out[f"hfq {publishers} publishers, window {window * 1000:g} ms"] = {
+            "seconds": took, "rows_per_s": table.num_rows / took,
+            "fsyncs_per_batch": fsyncs / len(batches)}
+    return out
+
+
+def _publish_together(root: str, batches: list, publishers: int, window: float,
+                      rows: int) -> tuple[float, int]:
+    from hfq.live import log as livelog
+    db, t = new_table(root, live_group_commit_s=window)
+    pubs = [t.publisher(name=f"bench{i}") for i in range(publishers)]
+    synced = [0]
+    real = livelog._sync
+
+    def counted(fd: int) -> None:
+        real(fd)
+        synced[0] += 1
+
+    def run(i: int) -> None:
+        for b in batches[i::publishers]:
+            pubs[i].publish(b)
+
+    livelog._sync = counted
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(publishers)]
+        start = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        took = time.perf_counter() - start
+    finally:
+        livelog._sync = real
+    assert t.scan().count() == rows
+    return took, synced[0]
+
+
 def visibility(work: str, table, batch_rows: int) -> dict[str, dict]:
     """Ack to seen by a SQL count, per batch: hfq (``db.sql``) and DuckDB (a polling second
     connection)."""
@@ -277,8 +327,12 @@ def subscribers(work: str, table, batch_rows: int, readers: int = 4) -> dict[str
 
 
 def write_down_vs_load(work: str, table, batch_rows: int) -> dict[str, dict]:
-    """The published day written down vs ``load_csv`` of the same rows."""
+    """The published day written down vs ``load_csv`` of the same rows -- after one small
+    write in this process, so that neither pays the encoders' one-time start (numba loading
+    its compiled kernels: about half of a first write's time here)."""
     import pyarrow.csv as pacsv
+    _, warm = new_table(os.path.join(work, "warm"), "warm")
+    warm.append(table.slice(0, min(table.num_rows, 5000)))
     db, t = new_table(os.path.join(work, "wd"))
     pub = t.publisher(name="bench")
     for b in batches_of(table, 100_000):
@@ -306,6 +360,7 @@ def run(rows: int, work: str, *, repeats: int = 3, latency_batches: int = 2000,
     result: dict[str, Any] = {"rows": rows}
     result["publish_1000"] = publish_rates(work, day, 1000, repeats)
     result["publish_100"] = publish_rates(work, small, 100, 1)
+    result["concurrent_1000"] = concurrent(work, day, 1000)
     result["visibility"] = visibility(work, small.slice(0, visibility_batches * 100), 100)
     result["subscribers"] = subscribers(work, day, 1000)
     result["write_down"] = write_down_vs_load(work, day, 1000)
@@ -322,6 +377,10 @@ def text(r: dict[str, Any]) -> list[str]:
              "- ack latency, 100-row batches (targets p50 <= 1 ms, p99 <= 5 ms): "
              + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
                          for n, v in lat.items()),
+             "- group commit, 1,000-row batches from 4 publishers at once: "
+             + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s, "
+                         f"{v['fsyncs_per_batch']:.2f} fsyncs/batch"
+                         for n, v in r.get("concurrent_1000", {}).items()),
              "- visible to SQL after the ack (target p99 <= 10 ms): "
              + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
                          for n, v in r["visibility"].items()),

@@ -63,6 +63,8 @@ HEADER = b"HFQLOG01"
 FRAME = struct.Struct("<4sIQI")
 FRAME_MAGIC = b"HQLF"
 LOCK = "LOCK"
+_IOV_MAX = 512
+"""Buffers one ``writev`` is given (Linux takes up to 1024)."""
 
 
 class LiveLogError(HfqError, OSError):
@@ -126,15 +128,17 @@ def _slice(x: list[Any]) -> Slice:
     return Slice(p, list(k), d, int(q), int(r), tuple(n))
 
 
-def encode(entry: Entry, rows: pa.Table) -> bytes:
-    """The frame of ``entry`` whose rows (slice after slice) are ``rows``."""
+def encode(entry: Entry, rows: pa.Table) -> tuple[bytes, pa.Buffer]:
+    """The frame of ``entry`` whose rows (slice after slice) are ``rows``: its head (frame
+    header and meta) and its body, the Arrow IPC stream as Arrow wrote it (not copied: the
+    writer hands both to one ``writev``)."""
     sink = pa.BufferOutputStream()
     with ipc.new_stream(sink, rows.schema) as writer:
         writer.write_table(rows, max_chunksize=max(1, rows.num_rows))
     body = sink.getvalue()
     meta = entry.meta()
     crc = zlib.crc32(body, zlib.crc32(meta))
-    return FRAME.pack(FRAME_MAGIC, len(meta), body.size, crc) + meta + body.to_pybytes()
+    return FRAME.pack(FRAME_MAGIC, len(meta), body.size, crc) + meta, body
 
 
 def read_frames(path: str, start: int = 0) -> Iterator[tuple[Entry, pa.Table, int]]:
@@ -231,7 +235,7 @@ class StreamWriter:
         self._fd = -1
         self._size = 0
         self._cond = threading.Condition()
-        self._queue: list[bytes] = []
+        self._queue: list[tuple[bytes, pa.Buffer]] = []
         self._queued = 0        # tickets handed out
         self._durable = 0       # tickets whose frames are durable
         self._leading = False
@@ -257,7 +261,7 @@ class StreamWriter:
         _sync_dir(self.dir)
         self._size = len(HEADER)
 
-    def append(self, frames: Sequence[bytes]) -> None:
+    def append(self, frames: Sequence[tuple[bytes, pa.Buffer]]) -> None:
         """Append ``frames``; returns once they are durable (fsynced), raises if they are not."""
         with self._cond:
             if self._broken is not None:
@@ -291,15 +295,19 @@ class StreamWriter:
                 self._leading = False
                 self._cond.notify_all()
 
-    def _write(self, frames: list[bytes]) -> None:
+    def _write(self, frames: list[tuple[bytes, pa.Buffer]]) -> None:
         if self._size > self.segment_bytes:
             self._roll_locked()
-        data = b"".join(frames)
-        view = memoryview(data)
+        parts = [memoryview(p) for frame in frames for p in frame]
+        size = sum(p.nbytes for p in parts)
         try:
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            while parts:   # writev may write less than asked: go on from where it stopped
+                written = os.writev(self._fd, parts[:_IOV_MAX])
+                while parts and written >= parts[0].nbytes:
+                    written -= parts[0].nbytes
+                    parts.pop(0)
+                if written:
+                    parts[0] = parts[0][written:]
             faults.point("live.log.before_fsync")
             _sync(self._fd)
         except BaseException:
@@ -307,7 +315,7 @@ class StreamWriter:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)
             raise
-        self._size += len(data)
+        self._size += size
 
     def close(self) -> None:
         with self._cond:

@@ -43,6 +43,9 @@ __all__ = ["LiveSnapshotExpiredError", "LiveSpec", "LiveTable", "PublishConflict
 
 log = logging.getLogger(__name__)
 
+_OWN = 1 << 62
+"""The segment number of this process's own stream (it never reads it back)."""
+
 Cut = Mapping[str, Mapping[str, int]]
 """What the table's files hold of the live rows: day -> publisher -> last sequence number."""
 
@@ -134,7 +137,7 @@ class LiveTable:
         if self.writer is None:
             self.writer = StreamWriter(self.dir, segment_bytes=self.spec.segment_bytes,
                                        group_commit_s=self.spec.group_commit_s)
-            self.streams[self.writer.dir] = _Stream(segment=1 << 62)   # never tailed
+            self.streams[self.writer.dir] = _Stream(segment=_OWN)   # never tailed
         return self.writer
 
     def log(self, entry: Entry, rows: pa.Table) -> str:
@@ -212,6 +215,8 @@ class LiveTable:
                 if not os.path.isdir(path):
                     continue
                 st = self.streams.setdefault(path, _Stream(segment=0))
+                if st.segment == _OWN:
+                    continue
                 for seg_name in segments(path):
                     seg = int(seg_name[:-4])
                     if seg < st.segment:
@@ -288,7 +293,11 @@ class LiveTable:
         """The rows of ``partition`` a snapshot reads here: slices of the publishers in
         ``picks`` within their slice numbers, up to ``seqs``, not held by ``cut``."""
         with self.lock:
-            self.catch_up()
+            part = self.parts.get(partition)
+            if part is None or not all(
+                    hi < lo or (pub in part.runs and part.runs[pub].covers(lo, hi))
+                    for pub, (lo, hi) in picks.items()):
+                self.catch_up()   # (only what is held already is read: no need to look)
             self.learn(cut, version)
             part = self.parts.get(partition)
             schema = self.spec.schema

@@ -57,8 +57,8 @@ from hfq.ingest.frames import iter_arrow_batches
 from hfq.live.cut import cut_of, enable, live_spec
 from hfq.live.log import Entry, Slice
 from hfq.live.node import PublishConflictError, entry_rows, log_batch, publisher_state
+from hfq.live.route import Router
 from hfq.live.rows import same_rows
-from hfq.partition import key_path
 from hfq.query.plan import filter_columns
 from hfq.session import TableLike
 
@@ -114,6 +114,7 @@ class Publisher:
         self._recent: OrderedDict[int, pa.Table] = OrderedDict()
         self._at = 0.0
         self.date_column, _ = filter_columns(self.manifest)
+        self.router = Router(self.manifest.partition_by)
         self.seq = 0
         """The last batch acknowledged (0: none yet)."""
         self.on_new_day: Callable[[], Any] | None = None
@@ -244,33 +245,38 @@ class Publisher:
 
     def _plan(self, seq: int, digest: str, rows: pa.Table) -> _Plan:
         """Route ``rows`` to (partition, day) slices and number the slices."""
-        scheme = self.manifest.partition_by
-        codes, keys = scheme.route(rows)
+        codes, keys = self.router.route(rows)
         if self.date_column is not None:
             days = pc.cast(rows.column(self.date_column), pa.date32()).combine_chunks()
             day_num = days.view(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64)
         else:
             day_num = np.zeros(rows.num_rows, np.int64)
-        group = codes.astype(np.int64) * (1 << 32) + (day_num - day_num.min() if len(day_num)
-                                                      else day_num)
-        uniq, inverse = np.unique(group, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        counts = np.bincount(inverse, minlength=len(uniq))
+        offset = day_num - day_num.min() if len(day_num) else day_num
+        group = codes.astype(np.int64) * (1 << 32) + offset
+        order = np.argsort(group, kind="stable")   # rows slice after slice, each in order
+        ordered = group[order]
+        bounds = np.flatnonzero(np.diff(ordered)) + 1
         slices = []
-        start = 0
         pseq = dict(self._pseq)
-        for g, count in zip(uniq.tolist(), counts.tolist()):
-            idx = order[start:start + count]
-            start += count
-            key = keys[g >> 32]
-            path = key_path(scheme, key)
+        names: dict[int, str] = {}
+        for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), len(ordered)]):
+            g = int(ordered[start])
+            idx = order[start:end]
+            path, key = self._key(keys[g >> 32])
             day = None
             if self.date_column is not None:
-                day = str(np.datetime64(int(day_num[idx[0]]), "D"))
+                number = int(day_num[idx[0]])
+                day = names.get(number)
+                if day is None:
+                    day = names[number] = str(np.datetime64(number, "D"))
             pseq[path] = pseq.get(path, 0) + 1
-            slices.append((Slice(path, [_plain(k) for k in key], day, pseq[path], count, ()),
-                           idx))
+            slices.append((Slice(path, key, day, pseq[path], end - start, ()), idx))
         return _Plan(seq, digest, rows, tuple(slices), self._now())
+
+    def _key(self, key: tuple[Any, ...]) -> tuple[str, list[Any]]:
+        """A partition key's path and its JSON-safe values (the path remembered by the
+        router)."""
+        return self.router.path(key), [_plain(k) for k in key]
 
     def _now(self) -> float:
         self._at = max(self._at, time.time())

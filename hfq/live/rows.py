@@ -28,13 +28,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["PartRows", "Runs", "same_rows"]
 
 TAIL = 128
 """Slices kept apart before they are merged into the body."""
-_MERGES = 16
-"""Merges after which the body's chunks are made one again."""
 
 
 class Runs:
@@ -85,7 +84,8 @@ class PartRows:
         self.body: pa.Table | None = None
         self.meta = _Meta(*(np.empty(0, np.int64) for _ in range(4)))
         self.tail: list[tuple[int, int, int, int, pa.Table]] = []
-        self.merges = 0
+        self.runs_of_body: list[pa.Table] = []
+        """The body's pieces, each one chunk, sizes falling (see :meth:`_merge`)."""
         self.rows = 0
         self.runs: dict[str, Runs] = {}
         self.last: dict[str, tuple[int, int, int]] = {}
@@ -123,17 +123,14 @@ class PartRows:
         cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
                 for i in range(4)]
         self.tail = []
-        new = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 \
-            else tables[0]
-        new = new.unify_dictionaries().combine_chunks()
-        if self.body is None:
-            self.body = new
-        else:
-            self.body = pa.concat_tables([self.body, new], promote_options="permissive")
-            self.merges += 1
-            if self.merges >= _MERGES:
-                self.body = self.body.unify_dictionaries().combine_chunks()
-                self.merges = 0
+        runs = self.runs_of_body
+        runs.append(_compact(_concat(tables).combine_chunks()))
+        # a binary counter of runs: two neighbours of like size become one, so a row is
+        # copied O(log n) times over the day, not at every merge (a query merges the tail)
+        while len(runs) > 1 and runs[-2].num_rows <= 2 * runs[-1].num_rows:
+            last = runs.pop()
+            runs[-1] = _concat([runs[-1], last]).combine_chunks()   # compact: a union
+        self.body = runs[0] if len(runs) == 1 else _concat(runs)
         m = self.meta
         self.meta = _Meta(*(np.concatenate([old, c]) for old, c in
                             zip((m.pub, m.seq, m.pseq, m.day), cols)))
@@ -169,12 +166,14 @@ class PartRows:
         return m.seq > limit[m.day, m.pub]
 
     def live_days(self, cut: Mapping[str, Mapping[str, int]]) -> list[str]:
-        """The days of the rows held that ``cut`` does not hold."""
-        self._merge()
+        """The days of the rows held that ``cut`` does not hold (the tail is not merged for
+        this: a snapshot asks it of every partition)."""
         m = self.meta
-        if not len(m.day):
-            return []
-        codes = np.unique(m.day[self._uncut(cut)]).tolist()
+        codes = set(np.unique(m.day[self._uncut(cut)]).tolist()) if len(m.day) else set()
+        for pub, seq, _, day, _ in self.tail:
+            text = self.days[day]
+            if text is not None and seq > cut.get(str(text), {}).get(self.pubs[pub], -1):
+                codes.add(day)
         return sorted(str(self.days[c]) for c in codes if self.days[c] is not None)
 
     def take(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
@@ -223,11 +222,42 @@ class PartRows:
             return 0
         keep = ~gone
         assert self.body is not None
-        self.body = self.body.filter(pa.array(keep))
+        self.body = _compact(self.body.filter(pa.array(keep)).combine_chunks())
+        self.runs_of_body = [self.body]
         self.meta = _Meta(m.pub[keep], m.seq[keep], m.pseq[keep], m.day[keep])
         dropped = int(gone.sum())
         self.rows -= dropped
         return dropped
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` as one table: of one schema (every slice is conformed to the table's) the
+    chunks are only referenced; else the types are unified."""
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables)
+    except pa.ArrowInvalid:
+        return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """``table`` (one chunk) with each dictionary holding only the values its rows use: a
+    slice of a published batch carries the batch's whole dictionary (every symbol of the
+    batch), and a reader converting the rows (polars) pays for every entry.  Two compact
+    tables combined (``combine_chunks`` unifies the dictionaries) stay compact."""
+    columns = list(table.columns)
+    changed = False
+    for i, column in enumerate(columns):
+        if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
+            continue
+        chunk = column.chunk(0)
+        encoded = pc.dictionary_encode(chunk.dictionary_decode())
+        if not encoded.type.equals(column.type):
+            encoded = encoded.cast(column.type)
+        columns[i] = pa.chunked_array([encoded], column.type)
+        changed = True
+    return pa.Table.from_arrays(columns, schema=table.schema) if changed else table
 
 
 def same_rows(a: pa.Table, b: pa.Table) -> bool:

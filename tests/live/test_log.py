@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 import hfq
+from hfq import faults
 from hfq.live import log as livelog
 from hfq.live.log import Entry, Slice, StreamWriter, encode, read_frames
 
@@ -33,6 +34,20 @@ def entry(seq: int, rows: int) -> Entry:
 def table(n: int, start: int = 0) -> pa.Table:
     return pa.table({"x": pa.array(range(start, start + n), pa.int64()),
                      "s": pa.array([f"s{i % 3}" for i in range(n)]).dictionary_encode()})
+
+
+@pytest.fixture
+def synced(monkeypatch) -> list[int]:
+    """The file descriptors the log fsyncs, one entry per fsync (the seam watched)."""
+    fds: list[int] = []
+    real = livelog._sync
+
+    def spy(fd: int) -> None:
+        real(fd)
+        fds.append(fd)
+
+    monkeypatch.setattr(livelog, "_sync", spy)
+    return fds
 
 
 def test_frames_round_trip_with_their_rows_and_dictionaries(tmp_path):
@@ -81,15 +96,7 @@ def test_a_damaged_frame_and_what_follows_it_are_not_read(tmp_path, where):
     assert [e.seq for e, _, _ in read_frames(path)] == [1]
 
 
-def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, monkeypatch):
-    synced: list[int] = []
-    real = livelog._sync
-
-    def spy(fd: int) -> None:
-        real(fd)
-        synced.append(fd)
-
-    monkeypatch.setattr(livelog, "_sync", spy)
+def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, synced):
     w = StreamWriter(str(tmp_path), segment_bytes=1 << 30, group_commit_s=0.02)
     before = len(synced)
     threads = [threading.Thread(target=w.append, args=([encode(entry(i, 1), table(1))],))
@@ -100,6 +107,39 @@ def test_group_commit_makes_every_append_durable_in_fewer_fsyncs(tmp_path, monke
         t.join()
     assert sorted(e.seq for e, _, _ in read_frames(w.path(w.segment))) == list(range(1, 41))
     assert 1 <= len(synced) - before < 40
+    w.close()
+
+
+@pytest.mark.parametrize("window", [0.0, 0.001])
+def test_appends_made_while_an_fsync_runs_share_the_next_one(tmp_path, synced, window):
+    """Group commit without timing: the first append is held at its fsync (a fault point);
+    eight more queue meanwhile; released, the first is durable by its own fsync and the eight
+    by one more -- whatever the window, 0 (the default) included."""
+    w = StreamWriter(str(tmp_path / "w"), segment_bytes=1 << 30, group_commit_s=window)
+    before = len(synced)
+    gate = tmp_path / "gate"
+    faults.arm("live.log.before_fsync", f"pause:{gate}")
+    first = threading.Thread(target=w.append, args=([encode(entry(1, 1), table(1))],))
+    more = [threading.Thread(target=w.append, args=([encode(entry(i, 2), table(2))],))
+            for i in range(2, 10)]
+    try:
+        first.start()
+        while not pathlib.Path(f"{gate}.reached").exists() and first.is_alive():
+            first.join(0.005)
+        for t in more:
+            t.start()
+        while w._queued < 9 and all(t.is_alive() for t in more):   # queued behind the leader
+            more[0].join(0.005)
+        assert len(synced) == before   # nothing durable yet: no append has returned
+        assert all(t.is_alive() for t in [first, *more])
+    finally:   # whatever failed, nothing stays held
+        gate.touch()
+        for t in [first, *more]:
+            if t.ident is not None:   # started
+                t.join()
+        faults.disarm("live.log.before_fsync")
+    assert len(synced) - before == 2
+    assert sorted(e.seq for e, _, _ in read_frames(w.path(w.segment))) == list(range(1, 10))
     w.close()
 
 

@@ -10,6 +10,7 @@ LOG = "tests/live/test_log.py"
 WRITEDOWN = "tests/live/test_writedown.py"
 SUBSCRIBE = "tests/live/test_subscribe.py"
 ENGINES = "tests/live/test_engines.py"
+ROUTE = "tests/live/test_route.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("live-ack-before-fsync", "live", "hfq/live/log.py",
@@ -47,4 +48,35 @@ MUTANTS: list[Mutant] = [
            "a bar's window closed a second before the clock reaches its end: a row of its last "
            "second that comes after another of that second is late and dropped",
            (f"{ENGINES}::test_a_window_closes_when_the_clock_reaches_its_end_not_before",)),
+    Mutant("live-route-stale-position", "live", "hfq/live/route.py",
+           "            self.codes = np.concatenate([self.codes, codes])\n"
+           "            pos = pc.index_in(dictionary, value_set=self.values)\n",
+           "            self.codes = np.concatenate([self.codes, codes])\n"
+           "            pos = pc.fill_null(pos, 0)\n",
+           "the routing cache learns a new symbol's bucket but routes this batch's rows of it "
+           "by a stale lookup: a symbol first seen mid-day lands in another symbol's "
+           "partition, where a pruned scan never looks",
+           (f"{ROUTE}::test_a_symbol_first_seen_mid_day_gets_its_own_bucket_not_a_neighbours",
+            f"{ROUTE}::test_every_batch_routes_as_the_scheme_does")),
+    Mutant("live-route-forget-half", "live", "hfq/live/route.py",
+           "            self.values = pa.array([], dictionary.type)\n"
+           "            self.codes = np.zeros(0, np.int64)\n",
+           "            self.values = pa.array([], dictionary.type)\n",
+           "the bounded cache forgets its values but keeps their buckets: every value after "
+           "the reset takes the bucket of the value that was at its position before",
+           (f"{ROUTE}::test_the_memory_is_bounded",)),
+    Mutant("live-group-commit-two-leaders", "live", "hfq/live/log.py",
+           "                if self._leading:\n",
+           "                if False:\n",
+           "an append that does not wait for the fsync under way but writes and syncs the "
+           "queue itself: no batching of fsyncs across publishers (and frames of one "
+           "leader's batch acknowledged by another's fsync)",
+           (f"{LOG}::test_appends_made_while_an_fsync_runs_share_the_next_one",)),
+    Mutant("live-rows-dictionary-unused", "live", "hfq/live/rows.py",
+           "        encoded = pc.dictionary_encode(chunk.dictionary_decode())\n",
+           "        encoded = pa.DictionaryArray.from_arrays(chunk.indices, pc.unique(\n"
+           "            chunk.dictionary_decode()), safe=False)\n",
+           "compacting a dictionary to the values used without remapping the indices: live "
+           "rows read back with other rows' symbols",
+           ("tests/live/test_publish.py",)),
 ]
