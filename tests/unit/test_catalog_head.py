@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 import hfq
-from conftest import BUCKET
 from hfq import faults
 from hfq.catalog import Catalog, Transaction, timeline
 from hfq.catalog.catalog import CLAIMS, VERSIONS
@@ -25,6 +24,7 @@ from hfq.schema import DATE, LONG, SYMBOL, Schema
 from hfq.storage.store import open_store
 
 SCHEMA = Schema({"sym": SYMBOL, "d": DATE, "id": LONG})
+BUCKET = "hfq-test"   # the bucket tests/conftest.py's s3_server makes
 COUNTED = ("listdir", "exists", "read_bytes", "stamp", "walk_files")
 
 
