@@ -440,8 +440,8 @@ class Database:
                                  "its zone)")
             version = timeline.as_of(self.session.catalog, name, as_of)
         if version is not None and version != m.version:
-            versions = self.session.catalog.versions(name)
-            if version not in versions:
+            if not self.session.catalog.on_record(name, version):
+                versions = self.session.catalog.versions(name)
                 raise QueryError(f"table {name!r} has no version {version}; versions on "
                                  f"record: {', '.join(map(str, versions))}")
             m = self.session.snapshot(name, version)

@@ -34,6 +34,8 @@ POINTS: dict[str, str] = {
     "catalog.commit.between_claims_and_head": "a commit has read the version claims, not "
                                               "yet the head",
     "catalog.commit.before_publish": "a commit has read the head and written nothing yet",
+    "catalog.commit.before_claim": "the next version is published, its number not yet "
+                                   "claimed (_claims/<n>)",
     "catalog.commit.after_publish": "the next version is published, listeners not yet told",
     "write.fragment.after_put": "a fragment file is on its nodes, not yet staged",
     "write.before_commit": "every fragment of a write is staged, the commit not yet started",

@@ -222,17 +222,22 @@ def _as_of(bench: Bench, base: str) -> None:
               for n, t in tables.items()}
 
     def read(n: int):
-        def run():
-            fresh = hfq.connect(tables[n].db.session.store.root)["q"]   # no cached records
-            count = fresh.scan(as_of=middle[n]).count()
-            return 1, count
+        def run():   # READS reads a run: one read is about a millisecond, below the noise
+            counts = set()
+            for _ in range(READS):
+                fresh = hfq.connect(tables[n].db.session.store.root)["q"]   # nothing cached
+                counts.add(fresh.scan(as_of=middle[n]).count())
+            return 1, counts.pop() if len(counts) == 1 else counts
         return run
 
-    small, large = measure(bench, "lifecycle as_of by time", {
+    small, large = measure(bench, f"lifecycle as_of by time ({READS} reads a run)", {
         "hfq as_of, 10 versions": read(10),
         f"hfq as_of, {many:,} versions": read(many)})
     ratio = large.median / small.median
     bench.summary.setdefault(bench.name("lifecycle"), []).append(
-        f"- as_of by time (a fresh handle, then a count): {small.median * 1e3:.2f} ms on 10 "
-        f"versions, {large.median * 1e3:.2f} ms on {many:,}: **{ratio:.2f}x** (target <= 2x: "
-        f"{'met' if ratio <= 2 else 'not met'}).")
+        f"- as_of by time (a fresh handle, then a count): {small.median / READS * 1e3:.2f} ms "
+        f"on 10 versions, {large.median / READS * 1e3:.2f} ms on {many:,}: **{ratio:.2f}x** "
+        f"(target <= 2x: {'met' if ratio <= 2 else 'not met'}).")
+
+
+READS = 20

@@ -22,8 +22,11 @@ Version numbers are never reused: after its publish a commit leaves a claim mark
 (``_claims/<n>``, the highest kept), and the next number is above both the newest record and
 the highest claim -- so deleting the head's record neither rolls the table back silently (a
 claim above the newest record is a :class:`~hfq.errors.ManifestError`, "version n is
-missing") nor lets its number be taken again.  :meth:`Catalog.check` reads every file back and
-reports damage; with ``repair`` it restores damaged or missing files from copies (the nodes'
+missing") nor lets its number be taken again.  The highest claim is also where a reader
+starts looking for the head: it probes the records above it until a number is absent, so no
+read or commit lists ``_versions/`` (:meth:`Catalog._newest`).  :meth:`Catalog.check` reads
+every file back and reports damage; with ``repair`` it restores damaged or missing files from
+copies (the nodes'
 replicas, :mod:`hfq.catalog.replica`), moves what cannot be restored to ``_damaged/`` and
 marks the lost numbers (``_claims/<n>.lost``), so the table opens at its newest intact version.
 Every file a commit writes is also handed to the ``on_files`` listeners (the database
@@ -62,6 +65,7 @@ from hfq.catalog.records import (
     new_manifest,
     partition_entry,
     piece_from_bytes,
+    record_time,
 )
 from hfq.errors import (
     CommitConflictError,
@@ -133,9 +137,14 @@ class Catalog:
 
     # -- tables -------------------------------------------------------------------------------
     def tables(self) -> list[str]:
-        return sorted(name for name in self.store.listdir("")
-                      if not name.startswith(".") and
-                      (self._head(name) is not None or self._claimed(name)[0] is not None))
+        out = []
+        for name in self.store.listdir(""):
+            if name.startswith("."):
+                continue
+            claimed = self._claimed(name)[0]
+            if claimed is not None or self._newest(name, claimed) is not None:
+                out.append(name)
+        return sorted(out)
 
     def create(self, name: str, schema: Schema, partition_by: Scheme | Compo,
                sort_by: Iterable[str], options: Mapping[str, Any] | None = None, *,
@@ -160,7 +169,8 @@ class Catalog:
     def drop(self, name: str) -> None:
         """Remove the table's directory under the catalog root (its versions and any files)."""
         check_name(name, "table")
-        if self._head(name) is None and self._claimed(name)[0] is None:
+        claimed = self._claimed(name)[0]
+        if claimed is None and self._newest(name, claimed) is None:
             self.snapshot(name)   # raises TableNotFoundError
         remove_table_files(self.store, name)
 
@@ -173,8 +183,7 @@ class Catalog:
         """
         check_name(name, "table")
         claimed, lost = self._claimed(name)   # claims first: a claim follows its record
-        versions = self.versions(name)
-        head = self._head(name, versions)
+        head = self._newest(name, claimed)
         if head is None and claimed is None:
             known = ", ".join(self.tables()) or "none"
             raise TableNotFoundError(f"no table {name!r} in {self.store.url} (tables: {known})")
@@ -190,9 +199,9 @@ class Catalog:
                                 path=self.store.path(f"{name}/{VERSIONS}"), table=name)
         if version is None:
             version = head
-        elif version not in versions:
+        elif not self.on_record(name, version, head=head):
             raise TableNotFoundError(f"table {name!r} has no version {version} on record "
-                                     f"(versions {_ranges(versions)})")
+                                     f"(versions {_ranges(self.versions(name))})")
         return self._read(name, version)
 
     def _read(self, name: str, version: int, *, fresh: bool = False) -> Manifest:
@@ -223,6 +232,22 @@ class Catalog:
                 if len(self._records) > _CACHED_RECORDS:
                     self._records.popitem(last=False)
         return manifest
+
+    def committed_at(self, name: str, version: int) -> float:
+        """When ``version`` was committed (its record's ``committed_at``), read without
+        building the whole manifest when it is not cached: what a search by time looks at.
+        Raises :class:`~hfq.errors.TableNotFoundError` when it is not on record."""
+        path = self._record_path(name, version)
+        try:
+            stamp = self.store.stamp(path)
+            cached = self._records.get(path)
+            if stamp is not None and cached is not None and cached[0] == stamp:
+                return cached[1].committed_at
+            data = self.store.read_bytes(path)
+        except FileNotFoundError:
+            raise TableNotFoundError(f"table {name!r}: version {version} is not on record any "
+                                     "more (forgotten by vacuum meanwhile)") from None
+        return record_time(data, self.store.path(path), table=name, version=version)
 
     def piece(self, name: str, ref: PieceRef, *, fresh: bool = False
               ) -> Mapping[str, PartitionEntry]:
@@ -283,10 +308,51 @@ class Catalog:
                                   manifest.table_id)
 
     def versions(self, name: str) -> list[int]:
+        """Every version number on record, oldest first: a listing of ``_versions`` (costs
+        the number of versions; :meth:`head` and :meth:`on_record` do not)."""
         return sorted(int(n[:-5]) for n in self.store.listdir(f"{name}/{VERSIONS}")
                       if n.endswith(".json") and n[:-5].isdigit())
 
+    def head(self, name: str) -> int | None:
+        """The newest version number on record (None: no table), without listing the
+        versions (see :meth:`_newest`)."""
+        check_name(name, "table")
+        return self._newest(name, self._claimed(name)[0])
+
+    def on_record(self, name: str, version: int, *, head: int | None = None) -> bool:
+        """Whether ``version``'s record is there (one existence check, no listing);
+        ``head``: the newest number, when the caller knows it."""
+        if head is None:
+            head = self.head(name)
+        return head is not None and 0 <= version <= head and \
+            (version == head or self.store.exists(self._record_path(name, version)))
+
+    def _newest(self, name: str, claimed: int | None) -> int | None:
+        """The newest record's number, found from the highest claim (:meth:`_claimed`, read
+        first) by probing forward -- no listing of the versions.
+
+        A claim is written just after its record is published and the claims below it are
+        removed then, so the highest claim is a hint of the head that costs one small
+        listing: the truth stays the records.  Numbers are handed out one above the newest
+        record or claim, so the records above the highest claim (commits that died or are
+        running between their publish and their claim) follow it without a gap: probing
+        ``claimed + 1, claimed + 2, ...`` until one is absent finds the newest.  When the
+        claimed number's own record is absent (withdrawn by its commit, lost, deleted) and
+        the next one too, or there is no claim (a table written before claims), the
+        ``_versions`` listing decides, as it always did.
+        """
+        if claimed is None:
+            return self._head(name)
+        if not self.store.exists(self._record_path(name, claimed)):
+            if not self.store.exists(self._record_path(name, claimed + 1)):
+                return self._head(name)
+            claimed += 1
+        while self.store.exists(self._record_path(name, claimed + 1)):
+            claimed += 1
+        return claimed
+
     def _head(self, name: str, versions: list[int] | None = None) -> int | None:
+        """The newest version number by listing them all."""
         versions = self.versions(name) if versions is None else versions
         return versions[-1] if versions else None
 
@@ -323,11 +389,15 @@ class Catalog:
             return {}, removed
         return {rel: b""}, removed
 
-    def _publish(self, manifest: Manifest, *, sync: bool = False) -> bool:
+    def _publish(self, manifest: Manifest, *, sync: bool = False,
+                 data: bytes | None = None) -> bool:
+        """Create ``manifest``'s record (``data``: its bytes, when made already) if its
+        number is free; whether it was."""
         final = self._record_path(manifest.table, manifest.version)
         tmp = temp_name(final)
         try:
-            self.store.write_bytes(tmp, manifest_to_bytes(manifest), sync=sync)
+            self.store.write_bytes(tmp, manifest_to_bytes(manifest) if data is None else data,
+                                   sync=sync)
         except BaseException:   # e.g. a full disk: no temporary left behind
             self.store.remove(tmp)
             raise
@@ -373,6 +443,7 @@ class Catalog:
         """
         name = txn.base.table
         written: list[str] = []
+        published = False   # from then on the pieces are the published version's
         try:
             for attempt in range(_MAX_ATTEMPTS):
                 # the claims before the head: a claim follows its record, so a commit made
@@ -385,22 +456,29 @@ class Catalog:
                 number = max(head.version, -1 if claimed is None else claimed) + 1
                 manifest = txn.apply(head, op, version=number)
                 written += self._store_pieces(manifest, sync)
+                record = manifest_to_bytes(manifest)
                 faults.point("catalog.commit.before_publish")
-                if not self._publish(manifest, sync=sync):
+                if not self._publish(manifest, sync=sync, data=record):
                     if attempt and attempt % 100 == 0:
                         log.info("table %s: commit of %s lost %d races, retrying", name, op,
                                  attempt)
                     continue
+                published = True
+                faults.point("catalog.commit.before_claim")
                 claim = self._claim(name, number)
                 faults.point("catalog.commit.after_publish")
-                top = self.versions(name)[-1]
+                top = self.head(name)
+                if top is None:
+                    raise TableNotFoundError(f"table {name!r} was dropped during this {op}")
                 if top != manifest.version and not self._descends(name, top, manifest.version):
                     self.store.remove(self._record_path(name, manifest.version))
+                    published = False
                     continue
-                return self._committed(manifest, claim)
+                return self._committed(manifest, claim, record)
         except BaseException:
-            for rel in written:
-                self.store.remove(rel)
+            if not published:   # (a failure after the publish, e.g. reading the head back,
+                for rel in written:   # leaves a committed version: its pieces stay)
+                    self.store.remove(rel)
             raise
         raise CommitConflictError(f"table {name!r}: gave up after {_MAX_ATTEMPTS} "
                                   "attempts to commit against concurrent writers")
@@ -418,11 +496,15 @@ class Catalog:
             top = parent
         return top == version
 
-    def _committed(self, manifest: Manifest, claim: tuple[dict[str, bytes], list[str]]
-                   ) -> Manifest:
+    def _committed(self, manifest: Manifest, claim: tuple[dict[str, bytes], list[str]],
+                   record: bytes) -> Manifest:
+        """Tell the listeners of a commit that won (``record``: its record's bytes); the
+        version is kept in the cache of parsed records, so the next snapshot does not read
+        back and parse what this process just wrote."""
         name = manifest.table
+        path = self._record_path(name, manifest.version)
         files = {f"{name}/{PIECES}/{n}": data for n, data in manifest.pending.items()}
-        files[self._record_path(name, manifest.version)] = manifest_to_bytes(manifest)
+        files[path] = record
         files.update(claim[0])
         parts = manifest.partitions
         if isinstance(parts, Partitions):
@@ -430,6 +512,15 @@ class Catalog:
                 if ref.name in manifest.pending:
                     self._keep_piece(f"{name}/{PIECES}/{ref.name}", parts.group(ref.group))
         manifest = replace(manifest, pending={})
+        try:
+            stamp = self.store.stamp(path)
+        except OSError:
+            stamp = None
+        if stamp is not None:
+            with self._lock:
+                self._records[path] = (stamp, manifest)
+                if len(self._records) > _CACHED_RECORDS:
+                    self._records.popitem(last=False)
         self._tell(files, claim[1])
         for listener in self._listeners:
             listener(manifest)

@@ -13,8 +13,10 @@ Semantics of ``as_of`` (every read that takes it: ``scan``, ``query``, ``to_*``,
 * other text is a tag of the table (:func:`tag`), else the name of a database snapshot
   (:func:`snapshot`) holding the table.
 
-Finding the version of an instant is a binary search over the version numbers on record,
-reading about log2(versions) records -- not a walk of the chain (ArcticDB#649).
+Finding the version of an instant is a binary search over the version numbers up to the
+head, reading the commit time of about log2(versions) records -- not a walk of the chain
+(ArcticDB#649), nor a listing of the versions (:meth:`Catalog.head` finds the head from the
+highest claim).
 
 Tags live in ``<table>/_tags/<name>.json``, snapshots in ``.snapshots/<name>.json`` under the
 root; each is created once (create-if-absent) and names exact versions (and the table's id,
@@ -83,7 +85,7 @@ def as_of(catalog: Catalog, name: str, value: Any) -> int:
     if isinstance(value, bool):
         raise ArgumentError(f"as_of={value!r}: a version, a time or a tag", argument="as_of")
     if isinstance(value, int):
-        if value not in catalog.versions(name):
+        if not catalog.on_record(name, value):
             raise ArgumentError(f"as_of={value}: table {name!r} has no version {value} on "
                                 f"record (versions {_span(catalog.versions(name))})",
                                 argument="as_of")
@@ -115,16 +117,77 @@ def as_of(catalog: Catalog, name: str, value: Any) -> int:
 
 
 def _at(catalog: Catalog, name: str, moment: dt.datetime, asked: Any) -> int:
-    """The newest version committed at or before ``moment``: a binary search over the
-    numbers on record (the times grow with them)."""
+    """The newest version committed at or before ``moment``: a search over the version
+    numbers up to the head (the times grow with them) that never lists the versions.
+
+    Rounds alternate bisection and interpolation by the commit times known at both ends
+    (a steady writer's times are near-linear in the numbers: the guess lands next to the
+    answer), so it reads a handful of records on a regular history and at most about
+    2 log2(head) on any.  A number with no record
+    (forgotten by vacuum, a withdrawn or lost commit) is stepped over by probing the next
+    few numbers; a longer run of them hands the search to the listing of the versions on
+    record, which is then short.
+    """
+    head = catalog.head(name)
+    if head is None:
+        catalog.snapshot(name)   # raises TableNotFoundError naming the tables
+        raise AssertionError("unreachable")
+    target = _micros(moment)
+
+    def time_of(number: int) -> int:
+        return _micros(committed(catalog.committed_at(name, number)))
+
+    high = time_of(head)
+    if high <= target:
+        return head
+    # lo: the newest number known at or before the instant (-1: none yet), low its time;
+    # the answer is lo or a number below ub; hi (time high) is after the instant
+    lo, low, hi, ub = -1, 0, head, head
+    interpolate = False
+    while ub - lo > 1:
+        if interpolate and lo >= 0:
+            guess = lo + (target - low) * (hi - lo) // max(high - low, 1)
+            mid = min(max(guess, lo + 1), ub - 1)
+        else:
+            mid = (lo + ub) // 2
+        probe = _present(catalog, name, mid, ub - 1, head)
+        if probe is None:   # a long run of numbers with no record: list what is left
+            return _listed(catalog, name, moment, asked, target)
+        if probe >= ub:     # none in [mid, ub)
+            ub = mid
+        elif (at := time_of(probe)) > target:
+            ub, hi, high = mid, probe, at
+        else:
+            lo, low = probe, at
+        interpolate = not interpolate
+    if lo < 0:
+        return _listed(catalog, name, moment, asked, target)   # (names the first version)
+    return lo
+
+
+_STEP_OVER = 8
+"""How many numbers without a record the search steps over before it lists the versions."""
+
+
+def _present(catalog: Catalog, name: str, start: int, hi: int, head: int) -> int | None:
+    """The first number in ``[start, hi]`` whose record is there (``hi + 1``: none), looking
+    at most :data:`_STEP_OVER` numbers ahead (None: those are all absent and more remain)."""
+    last = min(hi, start + _STEP_OVER - 1)
+    for number in range(start, last + 1):
+        if catalog.on_record(name, number, head=head):
+            return number
+    return hi + 1 if last == hi else None
+
+
+def _listed(catalog: Catalog, name: str, moment: dt.datetime, asked: Any, target: int) -> int:
+    """:func:`_at` over the listing of the versions on record."""
     versions = catalog.versions(name)
     if not versions:
         catalog.snapshot(name)   # raises TableNotFoundError naming the tables
-    target = _micros(moment)
     lo, hi = 0, len(versions)
     while lo < hi:   # first index whose time is after the instant
         mid = (lo + hi) // 2
-        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) <= target:
+        if _micros(committed(catalog.committed_at(name, versions[mid]))) <= target:
             lo = mid + 1
         else:
             hi = mid

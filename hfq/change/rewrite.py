@@ -194,7 +194,7 @@ def commit_changed(write: Write, op: str, change: Change, select: Selector, *,
     extra: list[Fragment] = []   # files of attempts that lost to a concurrent writer
     for attempt in range(1, ATTEMPTS + 1):
         head = catalog.snapshot(name) if attempt > 1 or write.base.version != \
-            max(catalog.versions(name)) else write.base
+            catalog.head(name) else write.base
         selected = dict(select(head))
         seen = {p: _files(e) for p, e in selected.items()}
         targets = []
@@ -241,8 +241,8 @@ def commit_changed(write: Write, op: str, change: Change, select: Selector, *,
             txn.added = {p: (k, list(fs)) for p, (k, fs) in staged.items()}
             txn.removed = {}
             continue
-        superseded = [f for _, fs in staged.values() for f in fs
-                      if f.file not in committed.files()]
+        kept = {f.file for p in staged for f in _entry_fragments(committed, p)}
+        superseded = [f for _, fs in staged.values() for f in fs if f.file not in kept]
         _remove(write, superseded + extra)
         added = sum(a for a, _ in counts.values())
         removed = sum(r for _, r in counts.values())
@@ -250,6 +250,13 @@ def commit_changed(write: Write, op: str, change: Change, select: Selector, *,
                                        len(counts), attempt)
     raise CommitConflictError(f"table {name!r}: {op} gave up after {ATTEMPTS} attempts: other "
                               "writers kept changing the partitions it reads")
+
+
+def _entry_fragments(manifest: Manifest, path: str) -> tuple[Fragment, ...]:
+    """The fragments of partition ``path`` in ``manifest`` (none when it has no such
+    partition): one day's piece read, not the table's."""
+    entry = manifest.partitions.get(path)
+    return () if entry is None else tuple(entry.fragments)
 
 
 def _files(entry: Any) -> tuple[str, ...]:

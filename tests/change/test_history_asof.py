@@ -19,6 +19,7 @@ import pytest
 from changekit import DAYS, make, rows, same
 
 import hfq
+from hfq.catalog import timeline
 from hfq.catalog.history import annotate
 from hfq.errors import ArgumentError
 
@@ -112,13 +113,16 @@ def test_as_of_reads_log_versions_records_not_the_chain(db, monkeypatch):
     t = make(db)
     for i in range(64):
         t.append(rows(2, i))
-    catalog = db.session.catalog
-    reads: list[int] = []
-    version = catalog.version
-    monkeypatch.setattr(catalog, "version", lambda n, v: (reads.append(v), version(n, v))[1])
+    catalog = hfq.connect(db.session.store.root).session.catalog   # nothing cached
+    reads: list[str] = []
+    read, listdir = catalog.store.read_bytes, catalog.store.listdir
+    monkeypatch.setattr(catalog.store, "read_bytes", lambda rel: (reads.append(rel), read(rel))[1])
+    monkeypatch.setattr(catalog.store, "listdir", lambda rel: (reads.append(rel), listdir(rel))[1])
     target = t.snapshot(40)
-    assert t.query(as_of=at(target)).source.manifest.version == 40
-    assert len(reads) <= math.ceil(math.log2(65)) + 1
+    assert timeline.as_of(catalog, "t", at(target)) == 40
+    assert not [r for r in reads if r.endswith("_versions")]   # never listed
+    # bisection and interpolation alternate: at most 2 log2 records on any history
+    assert len([r for r in reads if "/_versions/" in r]) <= 2 * math.ceil(math.log2(65))
 
 
 def test_the_versions_times_never_go_back_with_the_clock(db, monkeypatch):

@@ -86,6 +86,29 @@ def test_a_delete_rewrites_only_the_partition_it_touches(db):
         sorted(changed)
 
 
+@pytest.mark.parametrize("op", ["delete", "overwrite"])
+def test_a_change_reads_the_catalog_pieces_of_the_day_it_touches_only(db, monkeypatch, op):
+    """Flat in table size: a fresh handle (nothing cached) deleting or overwriting one
+    symbol-day reads that day's manifest piece, none of the other days'."""
+    days = [DAYS[0] + dt.timedelta(days=i) for i in range(8)]
+    t = make(db)
+    t.append(rows(400, 3, days=days))
+    fresh = hfq.connect(db.session.store.root, batch_rows=16)["t"]
+    store = fresh.session.catalog.store
+    pieces: list[str] = []
+    read = store.read_bytes
+    monkeypatch.setattr(store, "read_bytes", lambda rel: (
+        pieces.append(rel) if "/_manifests/" in rel else None, read(rel))[1])
+    day = days[3]
+    if op == "delete":
+        report = fresh.delete(dates=day, symbols="BB")
+    else:
+        slice_ = rows(40, 9, days=[day], symbols=["BB"])
+        report = fresh.overwrite(slice_, dates=day, symbols="BB")
+    assert report.changed and report.partitions == 1
+    assert pieces and all(day.isoformat() in p for p in pieces), pieces
+
+
 # -- update --
 def test_update_sets_columns_of_the_matching_rows_only(db):
     t = loaded(db)

@@ -109,6 +109,7 @@ CRASHES = [
     ("append", "write.before_commit=crash", 2),
     ("append", "write.before_commit=raise,write.abort.before_remove=crash", 2),
     ("append", "catalog.commit.before_publish=crash", 2),
+    ("append", "catalog.commit.before_claim=crash", 3),   # published, its number unclaimed
     ("append", "catalog.commit.after_publish=crash", 3),
     ("load", "ingest.csv.after_block=crash@2", 2),
     ("load", "write.fragment.after_put=crash@4", 2),

@@ -80,7 +80,8 @@ MUTANTS: list[Mutant] = [
            "return len(versions) - 1 if versions else None",
            "the head taken as the number of versions: wrong once vacuum forgot versions",
            ("tests/unit/test_catalog.py::test_commit_after_vacuum_forgot_versions_is_the_new_"
-            "head",)),
+            "head", "tests/unit/test_catalog_head.py::test_no_claims_at_all_falls_back_to_the_"
+            "listing")),
     Mutant("commit-replace-without-conflict", "commit", "hfq/catalog/catalog.py",
            "if entry is None or not files <= present:",
            "if entry is None:",

@@ -10,6 +10,7 @@ MUT = "tests/change/test_mutations.py"
 HIST = "tests/change/test_history_asof.py"
 KNOW = "tests/change/test_knowledge.py"
 COLS = "tests/change/test_columns.py"
+HEAD = "tests/unit/test_catalog_head.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("change-stale-read-ignored", "change", "hfq/catalog/catalog.py",
@@ -41,12 +42,11 @@ MUTANTS: list[Mutant] = [
            "removed",
            (f"{HIST}::test_every_commit_records_who_what_when_and_why",)),
     Mutant("change-asof-strictly-before", "change", "hfq/catalog/timeline.py",
-           "        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) "
-           "<= target:",
-           "        if _micros(committed(catalog.version(name, versions[mid]).committed_at)) "
-           "< target:",
+           "        elif (at := time_of(probe)) > target:",
+           "        elif (at := time_of(probe)) >= target:",
            "as_of an instant names the version committed strictly before it, not at it",
-           (f"{HIST}::test_as_of_a_time_names_the_newest_version_at_or_before_it",)),
+           (f"{HEAD}::test_versions_by_number_and_time_with_gaps_from_vacuum_and_lost_numbers",
+            f"{HIST}::test_as_of_a_time_names_the_newest_version_at_or_before_it")),
     Mutant("change-times-follow-the-clock-back", "change", "hfq/catalog/records.py",
            "                       committed_at=max(time.time(), self.committed_at),",
            "                       committed_at=time.time(),",
@@ -102,4 +102,47 @@ MUTANTS: list[Mutant] = [
            "            if False:",
            "symbols=[] is an empty range that must be refused, not read as 'no filter'",
            (f"{MUT}::test_empty_reversed_and_missing_ranges_are_errors",)),
+    Mutant("change-head-trusts-the-claim", "change", "hfq/catalog/catalog.py",
+           "        while self.store.exists(self._record_path(name, claimed + 1)):",
+           "        while False:",
+           "the highest claim taken for the head without probing the records above it: a "
+           "commit that died between its publish and its claim is invisible, and the next "
+           "commit loses every race for its number",
+           (f"{HEAD}::test_a_commit_killed_between_its_publish_and_its_claim_is_the_head",
+            f"{HEAD}::test_a_stale_claim_is_probed_past_and_a_claim_without_its_record_is_named")),
+    Mutant("change-head-trusts-a-missing-record", "change", "hfq/catalog/catalog.py",
+           "        if not self.store.exists(self._record_path(name, claimed)):",
+           "        if False:",
+           "a claim whose record is gone (deleted head, lost number) taken for the head: the "
+           "missing record is not named, a table repaired by check does not open",
+           (f"{HEAD}::test_a_stale_claim_is_probed_past_and_a_claim_without_its_record_is_named",)),
+    Mutant("change-head-lists-the-versions", "change", "hfq/catalog/catalog.py",
+           "        if claimed is None:\n            return self._head(name)",
+           "        if True:\n            return self._head(name)",
+           "every snapshot lists _versions again: a read on a long history costs its length",
+           (f"{HEAD}::test_lookups_cost_the_same_store_calls_on_10_and_on_400_versions",)),
+    Mutant("change-asof-lists-the-versions", "change", "hfq/catalog/timeline.py",
+           "        probe = _present(catalog, name, mid, ub - 1, head)",
+           "        probe = None",
+           "as_of by time searches a listing of every version: O(versions), not O(log)",
+           (f"{HEAD}::test_lookups_cost_the_same_store_calls_on_10_and_on_400_versions",
+            f"{HIST}::test_as_of_reads_log_versions_records_not_the_chain")),
+    Mutant("change-asof-assumes-every-number", "change", "hfq/catalog/timeline.py",
+           "        if catalog.on_record(name, number, head=head):",
+           "        if True:",
+           "the search by time takes every number up to the head for a version on record: "
+           "numbers vacuum forgot or check gave up break it",
+           (f"{HEAD}::test_versions_by_number_and_time_with_gaps_from_vacuum_and_lost_numbers",)),
+    Mutant("change-pieces-removed-after-publish", "change", "hfq/catalog/catalog.py",
+           "            if not published:",
+           "            if True:",
+           "a commit failing after its publish (before its claim, reading the head back) "
+           "removes the pieces of the version it published",
+           (f"{HEAD}::test_a_commit_killed_between_its_publish_and_its_claim_is_the_head",)),
+    Mutant("change-superseded-against-the-table", "change", "hfq/change/rewrite.py",
+           "        kept = {f.file for p in staged for f in _entry_fragments(committed, p)}",
+           "        kept = committed.files()",
+           "a change looks its staged files up among every file of the table: it reads every "
+           "day's manifest piece, its cost grows with the table",
+           (f"{MUT}::test_a_change_reads_the_catalog_pieces_of_the_day_it_touches_only",)),
 ]
