@@ -623,7 +623,7 @@ def batched(staged: Staged) -> list[Any]:
     nodes = staged.source.nodes()
     alive = set(nodes.alive())
     per = max(1, staged.source.threads())
-    runs = _picks_by_order(staged.node_ops)
+    runs = _order_matters(staged.node_ops)
     groups: dict[Any, list[int]] = {}
     out: list[tuple[int, Any]] = []
     last: tuple[str, ...] | None = None
@@ -655,6 +655,18 @@ def batched(staged: Staged) -> list[Any]:
         out += [(c[0], BatchUnit(tuple(units[i] for i in c)) if len(c) > 1 else units[c[0]])
                 for c in chunks]
     return [u for _, u in sorted(out, key=lambda x: x[0])]
+
+
+def _order_matters(ops: Sequence[Op]) -> bool:
+    """Does the answer depend on the order in which the node stage's rows reach the driver:
+    rows as read (filtered, computed row by row, a top-N or DISTINCT ON keeping the first of
+    ties) that the driver aggregates, windows or limits -- e.g. an aggregate that cannot be
+    split picks the first of tied rows in partition order -- or a partial aggregate that
+    picks rows by their place.  Only groups (partial or final aggregates, plain DISTINCT)
+    make the rows' order not matter."""
+    groups = any(isinstance(op, (PartialAgg, Aggregate)) or
+                 (isinstance(op, Unique) and not op.subset) for op in ops)
+    return _picks_by_order(ops) or not groups
 
 
 def _picks_by_order(ops: Sequence[Op]) -> bool:

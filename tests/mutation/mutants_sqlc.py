@@ -356,6 +356,13 @@ MUTANTS: list[Mutant] = [
            "partition order on a cluster (test_cluster_trust w_aggregates)",
            ("tests/query/test_batches.py::"
             "test_order_picking_aggregates_batch_consecutive_partitions_only",)),
+    Mutant("sqlc-driver-rows-interleaved", AREA, "hfq/engine/execute.py",
+           "    return _picks_by_order(ops) or not groups",
+           "    return _picks_by_order(ops)",
+           "rows sent to the driver from batches of non-consecutive partitions: an aggregate "
+           "that cannot be split (arg_min beside sum(1)) picks another tied row on a cluster",
+           ("tests/query/test_batches.py::"
+            "test_rows_for_the_driver_batch_consecutive_partitions_only",)),
     Mutant("sqlc-empty-stage-error-leaks", AREA, "hfq/engine/execute.py",
            "    except pl.exceptions.PolarsError as exc:\n"
            "        raise QueryError(f\"query on table {staged.source.name!r}: \"",

@@ -13,10 +13,11 @@ import polars as pl
 from hfq.engine.aggs import decompose
 from hfq.engine.copart import BatchUnit
 from hfq.engine.execute import batched
-from hfq.engine.ops import PartialAgg
+from hfq.engine.ops import Filter, PartialAgg, Unique
 
 
-def _staged(holders: list[str], aggs: list[pl.Expr]) -> types.SimpleNamespace:
+def _staged(holders: list[str], aggs: list[pl.Expr], ops: list | None = None
+            ) -> types.SimpleNamespace:
     units = [types.SimpleNamespace(partition=f"p{i}", rows=10, key=(i,))
              for i in range(len(holders))]
     by_unit = {id(u): {h} for u, h in zip(units, holders)}
@@ -27,7 +28,8 @@ def _staged(holders: list[str], aggs: list[pl.Expr]) -> types.SimpleNamespace:
                                                     "t": pl.Int64}))
     assert plan is not None
     return types.SimpleNamespace(units=units, source=source,
-                                 node_ops=[PartialAgg((pl.col("k"),), plan)])
+                                 node_ops=[PartialAgg((pl.col("k"),), plan)] if ops is None
+                                 else ops)
 
 
 def _parts(batches: list) -> list[list[str]]:
@@ -45,3 +47,17 @@ def test_order_picking_aggregates_batch_consecutive_partitions_only():
                 pl.col("x").sort_by("t").first()):
         staged = _staged(["a", "a", "b", "a", "b", "b"], [agg])
         assert _parts(batched(staged)) == [["p0", "p1"], ["p2"], ["p3"], ["p4", "p5"]], agg
+
+
+def test_rows_for_the_driver_batch_consecutive_partitions_only():
+    """A node stage that sends rows (an aggregate that cannot be split runs on the driver
+    over them, and picks the first of tied rows in partition order): batches of partitions
+    that are not consecutive would hand the driver the rows out of partition order (the
+    3-node answer to arg_min(name, bid) beside sum(1) named another tied row)."""
+    holders = ["a", "a", "b", "a", "b", "b"]
+    consecutive = [["p0", "p1"], ["p2"], ["p3"], ["p4", "p5"]]
+    for ops in ([], [Filter(pl.col("x") > 0)], [Unique(("k",))]):
+        assert _parts(batched(_staged(holders, [pl.col("x").sum()], ops))) == consecutive, ops
+    # groups: their order does not matter
+    assert _parts(batched(_staged(holders, [pl.col("x").sum()], [Unique(None)]))) == \
+        [["p0", "p1", "p3"], ["p2", "p4", "p5"]]
