@@ -236,7 +236,8 @@ class Write:
     """One change of one table, committed as one version or not at all.
 
     Use as a context manager: leaving it with an exception removes everything the change
-    wrote (here and on every node) before the exception propagates.  Workers writing for it
+    wrote (here and on every node) before the exception propagates -- unless its commit got
+    as far as publishing its version (:meth:`abort`).  Workers writing for it
     (a :class:`PartitionWriter`'s threads, the nodes of a CSV load) are finished before:
     nothing they write lands after the removal.  Until it commits or aborts, the transaction
     is registered as running in this process (:func:`hfq.catalog.files.begin_transaction`);
@@ -335,8 +336,11 @@ class Write:
         except OSError as exc:
             if isinstance(exc, HfqError):
                 raise
-            raise WriteError(f"table {self.base.table!r}: publishing the next version of "
-                             f"this {op} failed: {exc}", errno=exc.errno) from exc
+            what = f"publishing the next version of this {op} failed" \
+                if self.txn.published is False else \
+                f"this {op} failed after (or while) publishing its version (its files are kept)"
+            raise WriteError(f"table {self.base.table!r}: {what}: {exc}",
+                             errno=exc.errno) from exc
         end_transaction(self.txn.id)
         return self.committed
 
@@ -345,7 +349,18 @@ class Write:
 
         Every file of the change is named after its transaction (:attr:`files`), so one
         sweep by name finds the staged fragments and any a worker finished after the error.
+
+        The rule: files go only while the transaction's version is known not to be on record
+        (:attr:`hfq.catalog.Transaction.published` is False, as the catalog's commit leaves
+        it).  A commit that failed after its publish (reading the head back, writing its
+        claim) or during it (the record may have landed) left a version that names these
+        files: nothing is removed (0), and ``vacuum()`` takes any of them no version names.
         """
+        if self.txn.published is not False:
+            log.warning("table %s: a write failed after (or while) publishing its version; "
+                        "its files are kept", self.base.table)
+            end_transaction(self.txn.id)
+            return 0
         self.txn.added.clear()
         try:
             faults.point("write.abort.before_remove")

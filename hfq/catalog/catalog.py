@@ -390,9 +390,11 @@ class Catalog:
         return {rel: b""}, removed
 
     def _publish(self, manifest: Manifest, *, sync: bool = False,
-                 data: bytes | None = None) -> bool:
+                 data: bytes | None = None, txn: Transaction | None = None) -> bool:
         """Create ``manifest``'s record (``data``: its bytes, when made already) if its
-        number is free; whether it was."""
+        number is free; whether it was.  ``txn``'s :attr:`~Transaction.published` follows:
+        None while the record is being made visible (a failure there leaves it unknown),
+        then whether it won."""
         final = self._record_path(manifest.table, manifest.version)
         tmp = temp_name(final)
         try:
@@ -401,7 +403,11 @@ class Catalog:
         except BaseException:   # e.g. a full disk: no temporary left behind
             self.store.remove(tmp)
             raise
+        if txn is not None:
+            txn.published = None
         won = self.store.create_exclusive(tmp, final)
+        if txn is not None:
+            txn.published = won
         if won and sync:
             self.store.fsync(f"{manifest.table}/{VERSIONS}")
         return won
@@ -432,8 +438,10 @@ class Catalog:
         lands below the head (versions forgotten meanwhile) is withdrawn and retried, so a
         commit is only reported once it is the head or an ancestor of it -- a head made on
         top of this version already holds its change, which a retry would apply twice.  The
-        pieces it wrote are removed when it fails (they are named after the transaction: no
-        other version shares them).
+        pieces it wrote are removed when it fails before its version was published (they are
+        named after the transaction: no other version shares them); once ``txn.published`` is
+        not False (:attr:`Transaction.published`) a failure leaves them, and the writer leaves
+        its data files: the version may be on record and names them.
 
         Raises
         ------
@@ -443,7 +451,6 @@ class Catalog:
         """
         name = txn.base.table
         written: list[str] = []
-        published = False   # from then on the pieces are the published version's
         try:
             for attempt in range(_MAX_ATTEMPTS):
                 # the claims before the head: a claim follows its record, so a commit made
@@ -458,12 +465,11 @@ class Catalog:
                 written += self._store_pieces(manifest, sync)
                 record = manifest_to_bytes(manifest)
                 faults.point("catalog.commit.before_publish")
-                if not self._publish(manifest, sync=sync, data=record):
+                if not self._publish(manifest, sync=sync, data=record, txn=txn):
                     if attempt and attempt % 100 == 0:
                         log.info("table %s: commit of %s lost %d races, retrying", name, op,
                                  attempt)
                     continue
-                published = True
                 faults.point("catalog.commit.before_claim")
                 claim = self._claim(name, number)
                 faults.point("catalog.commit.after_publish")
@@ -472,13 +478,13 @@ class Catalog:
                     raise TableNotFoundError(f"table {name!r} was dropped during this {op}")
                 if top != manifest.version and not self._descends(name, top, manifest.version):
                     self.store.remove(self._record_path(name, manifest.version))
-                    published = False
+                    txn.published = False
                     continue
                 return self._committed(manifest, claim, record)
         except BaseException:
-            if not published:   # (a failure after the publish, e.g. reading the head back,
-                for rel in written:   # leaves a committed version: its pieces stay)
-                    self.store.remove(rel)
+            if txn.published is False:   # (a failure after the publish, e.g. reading the
+                for rel in written:         # head back, leaves a committed version: its
+                    self.store.remove(rel)  # pieces stay)
             raise
         raise CommitConflictError(f"table {name!r}: gave up after {_MAX_ATTEMPTS} "
                                   "attempts to commit against concurrent writers")
@@ -874,6 +880,12 @@ class Transaction:
         self.reshape: Callable[[Manifest], tuple[Schema, Mapping[str, Any], Sequence[str]]] \
             | None = None
         """For a schema change: the head's new schema, options and sort columns."""
+        self.published: bool | None = False
+        """Whether this change's version is on record, as :meth:`Catalog.commit` knows it,
+        also when the commit raised: False -- it is not (not published yet, its publish lost
+        the race or was withdrawn), its files may go; True -- published: its files stay,
+        whatever failed after; None -- the publish itself failed half-way (the record may be
+        there): its files stay too (``vacuum()`` removes them if no version names them)."""
 
     def add(self, partition: str, key: Sequence[Any], fragment: Fragment) -> None:
         self.added.setdefault(partition, (tuple(key), []))[1].append(fragment)

@@ -11,6 +11,7 @@ HIST = "tests/change/test_history_asof.py"
 KNOW = "tests/change/test_knowledge.py"
 COLS = "tests/change/test_columns.py"
 HEAD = "tests/unit/test_catalog_head.py"
+PUB = "tests/faults/test_write_published.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("change-stale-read-ignored", "change", "hfq/catalog/catalog.py",
@@ -134,11 +135,31 @@ MUTANTS: list[Mutant] = [
            "numbers vacuum forgot or check gave up break it",
            (f"{HEAD}::test_versions_by_number_and_time_with_gaps_from_vacuum_and_lost_numbers",)),
     Mutant("change-pieces-removed-after-publish", "change", "hfq/catalog/catalog.py",
-           "            if not published:",
-           "            if True:",
+           "            if txn.published is False:   # (a failure after the publish",
+           "            if True:   # (a failure after the publish",
            "a commit failing after its publish (before its claim, reading the head back) "
            "removes the pieces of the version it published",
            (f"{HEAD}::test_a_commit_killed_between_its_publish_and_its_claim_is_the_head",)),
+    Mutant("change-write-abort-removes-published", "change", "hfq/write.py",
+           "        if self.txn.published is not False:",
+           "        if False:",
+           "a write whose commit raised after publishing its version (writing the claim, "
+           "reading the head back) removes its data files: the committed version names "
+           "files that are gone (the old unconditional removal)",
+           (f"{PUB}::test_a_write_failing_after_its_publish_keeps_the_files_the_version_names",
+            f"{PUB}::test_an_io_error_after_the_publish_is_a_write_error_and_the_files_stay")),
+    Mutant("change-publish-outcome-unknown-trusted", "change", "hfq/catalog/catalog.py",
+           "            txn.published = None\n",
+           "            pass\n",
+           "a publish that fails once its record may be visible counts as not published: the "
+           "writer removes the files of a version that is on record",
+           (f"{PUB}::test_a_publish_failing_half_way_keeps_the_files",)),
+    Mutant("change-lost-publish-kept-unknown", "change", "hfq/catalog/catalog.py",
+           "            txn.published = won\n",
+           "            pass\n",
+           "a publish that lost the race for its number stays 'maybe published': a write "
+           "failing on its next attempt leaves every file it wrote behind",
+           (f"{PUB}::test_a_write_failing_before_its_publish_removes_its_files",)),
     Mutant("change-superseded-against-the-table", "change", "hfq/change/rewrite.py",
            "        kept = {f.file for p in staged for f in _entry_fragments(committed, p)}",
            "        kept = committed.files()",
