@@ -286,11 +286,16 @@ class Agg(Plain):
             return vx * n
         if name == "regr_syy":
             return vy * n
-        if name in ("covar_pop", "covar_samp"):
-            return _covariance(y, xx, _SAMPLE_COVAR[name])
+        if name in ("covar_pop", "covar_samp", "regr_sxy"):
+            # DuckDB's co-moment meets an infinite x as +-inf or NaN by where in the row order
+            # it comes (F58): refused by name, not answered NaN
+            cov = _covariance(y, xx, _SAMPLE_COVAR.get(name, 0))
+            out = cov * n if name == "regr_sxy" else cov
+            bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y)
+            return self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
+                                             "or +-inf, depends on the row order) is not "
+                                             "supported")
         cxy = _covariance(y, xx, 0)
-        if name == "regr_sxy":
-            return cxy * n
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
             r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)
