@@ -288,10 +288,11 @@ class Agg(Plain):
             return vy * n
         if name in ("covar_pop", "covar_samp", "regr_sxy"):
             # DuckDB's co-moment meets an infinite x as +-inf or NaN by where in the row order
-            # it comes (F58): refused by name, not answered NaN
+            # it comes (NaN when it is the first pair's: inf * 0): refused by name (F58)
             cov = _covariance(y, xx, _SAMPLE_COVAR.get(name, 0))
             out = cov * n if name == "regr_sxy" else cov
-            bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y)
+            bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y) \
+                & xx.first().is_finite()
             return self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
                                              "or +-inf, depends on the row order) is not "
                                              "supported")
