@@ -290,6 +290,26 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("d0", "DOUBLE")], ("compo", 2), (),
                 [(1, D1, "A", -INF), (2, D2, "B", 1.0), (3, D2, "C", 2.0)], [])],
          note="-inf beside a number interpolates to -inf (polars' interpolation: NaN)"),
+    Case("F57", "SELECT b0, median(f0) AS a, quantile_cont(f0, 0.25) AS b, percentile_cont(0.5)"
+                " WITHIN GROUP (ORDER BY f0 DESC) AS c FROM t GROUP BY b0",
+         [Table("t", [*T3, ("b0", "BOOL"), ("f0", "FLOAT")], ("compo", 2), (),
+                [(1, D1, "A", False, -INF), (2, D2, "B", False, -INF), (3, D1, "A", True, -INF),
+                 (4, D2, "B", True, 1.5), (5, D1, "C", None, INF), (6, D2, "A", None, INF),
+                 (7, D2, "C", None, 0.1)], [])],
+         note="FLOAT quantiles interpolate in DOUBLE, as hfq's FLOAT arithmetic (DuckDB's FLOAT "
+              "rule lo + d * (hi - lo) made the median of two -inf NaN)"),
+    Case("F58", "SELECT date, covar_samp(i0, id / i0) AS a FROM t GROUP BY date",
+         [Table("t", [*T3, ("i0", "INT")], ONE, (),
+                [(-7, D1, "A", -2), (51, D1, "A", -1), (12, D1, "A", 0), (3, D2, "A", 1)], [])],
+         refusal_ok=True,
+         note="covar_samp with an infinite x: DuckDB's co-moment gives +-inf or NaN by the row "
+              "order (here inf), hfq said NaN; now refused by name"),
+    Case("F58b", "SELECT covar_samp(id / i0, i0) AS a, covar_pop(d0, i0) AS b, "
+                 "regr_sxy(i0, d0) AS c, covar_pop(i0, d0) AS d FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
+                [(-7, D1, "A", -2, 1.0), (51, D1, "A", -1, NAN), (12, D1, "A", 0, INF),
+                 (3, D1, "A", 1, -INF)], [])],
+         note="an infinite y, a NaN anywhere: NaN whatever the order (answered, not refused)"),
     Case("F53", "SELECT quantile_disc(l0, 0.5) AS a FROM t",
          [Table("t", [*T3, ("l0", "LONG")], ONE, (),
                 [(1, D1, "A", 2 ** 53 + 1), (2, D1, "A", 2 ** 63 - 1), (3, D1, "A", 5)], [])],

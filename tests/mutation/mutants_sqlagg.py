@@ -40,11 +40,20 @@ MUTANTS: list[Mutant] = [
            "input kept no row: its NULL keys sort last and its NULL wins",
            (TRUST.format("first_last_filtered"),)),
     Mutant("sqlagg-quantile-polars-interpolation", AREA, AGG,
-           "between = lo + d * (hi - lo) if dtype == pl.Float32 else lo * (1 - d) + hi * d",
+           "between = lo * (1 - d) + hi * d",
            "between = lo + d * (hi - lo)",
            "F51: a continuous quantile of DOUBLE between -inf and a number is NaN (polars' "
            "interpolation) where DuckDB says -inf",
            (TRUST.format("quantile_infinite"),)),
+    Mutant("sqlagg-quantile-float-rule", AREA, AGG,
+           "        return _interpolated(x, 0.5)\n",
+           "        if dtype == pl.Float32:\n"
+           "            lo, hi = x.quantile(0.5, 'lower'), x.quantile(0.5, 'higher')\n"
+           "            return pl.when(x.count() % 2 == 1).then(lo).otherwise(lo + (hi - lo) / 2)\n"
+           "        return _interpolated(x, 0.5)\n",
+           "F57: FLOAT quantiles by DuckDB's FLOAT rule lo + d * (hi - lo): the median of two "
+           "-inf is NaN where hfq's FLOAT-in-DOUBLE says -inf",
+           ("tests/fuzz/test_regressions.py::test_finding[F57]",)),
     Mutant("sqlagg-count-constant-counts-rows", AREA, AGG,
            "            if inner is None or isinstance(inner, exp.Star) or "
            "isinstance(inner, exp.Literal):\n",
@@ -68,4 +77,10 @@ MUTANTS: list[Mutant] = [
            "        if False:\n            return _decimal_interpolated(",
            "F56: median of a DECIMAL is a DOUBLE (DuckDB: the DECIMAL, truncated toward zero)",
            (TRUST.format("quantile_decimal"),)),
+    Mutant("sqlagg-covariance-infinite-x-answered", AREA, AGG,
+           "            bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y) \\\n",
+           "            bad = pl.lit(False) & _finite(y) \\\n",
+           "F58: covar_samp with an infinite x answered NaN where DuckDB's row-order-dependent "
+           "co-moment says inf",
+           ("tests/fuzz/test_regressions.py::test_finding[F58]",)),
 ]

@@ -183,7 +183,7 @@ class Agg(Plain):
         dtype = self.dtype(x)
         if isinstance(dtype, pl.Decimal):
             return _decimal_interpolated(x, 0.5, dtype)
-        return _interpolated(x, 0.5, dtype)
+        return _interpolated(x, 0.5)
 
     def _quantile(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
@@ -212,8 +212,8 @@ class Agg(Plain):
                 out = x.quantile(q, "equiprobable")
             return out.cast(dtype) if dtype.is_numeric() else out
         if order is not None:   # descending: interpolated from the top
-            return _interpolated(x, q, dtype, descending=True)
-        return _interpolated(x, q, dtype)
+            return _interpolated(x, q, descending=True)
+        return _interpolated(x, q)
 
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
                     args: list[exp.Expression], order: exp.Order | None,
@@ -286,11 +286,17 @@ class Agg(Plain):
             return vx * n
         if name == "regr_syy":
             return vy * n
-        if name in ("covar_pop", "covar_samp"):
-            return _covariance(y, xx, _SAMPLE_COVAR[name])
+        if name in ("covar_pop", "covar_samp", "regr_sxy"):
+            # DuckDB's co-moment meets an infinite x as +-inf or NaN by where in the row order
+            # it comes (NaN when it is the first pair's: inf * 0): refused by name (F58)
+            cov = _covariance(y, xx, _SAMPLE_COVAR.get(name, 0))
+            out = cov * n if name == "regr_sxy" else cov
+            bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y) \
+                & xx.first().is_finite()
+            return self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
+                                             "or +-inf, depends on the row order) is not "
+                                             "supported")
         cxy = _covariance(y, xx, 0)
-        if name == "regr_sxy":
-            return cxy * n
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
             r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)
@@ -352,13 +358,14 @@ def _reads_no_column(e: pl.Expr) -> bool:
     return not e.meta.root_names()
 
 
-def _interpolated(x: pl.Expr, q: float, dtype: pl.DataType, *,
+def _interpolated(x: pl.Expr, q: float, *,
                   descending: bool = False) -> pl.Expr:
-    """DuckDB's continuous quantile: at rank ``r = (n - 1) * q`` of the sorted values (NaN the
-    largest), the value there, or between the two around it (``d = r - floor(r)``)
-    ``lo * (1 - d) + hi * d`` -- ``lo + d * (hi - lo)`` over FLOAT -- in the order given: so
-    -inf beside a number is -inf over DOUBLE, NaN over FLOAT (polars' interpolation gave NaN
-    for both; F51)."""
+    """DuckDB's continuous quantile of DOUBLE: at rank ``r = (n - 1) * q`` of the sorted values
+    (NaN the largest), the value there, or between the two around it (``d = r - floor(r)``)
+    ``lo * (1 - d) + hi * d`` in the order given: so -inf beside a number is -inf (polars'
+    interpolation gave NaN; F51).  FLOAT is interpolated in DOUBLE too, as hfq's other FLOAT
+    arithmetic (``docs/sql.md``; DuckDB's FLOAT rule ``lo + d * (hi - lo)`` made two -inf NaN:
+    F57)."""
     x = x.cast(_F64)
     rank = (x.count() - 1).cast(_F64) * q
     d = rank - rank.floor()
@@ -366,7 +373,7 @@ def _interpolated(x: pl.Expr, q: float, dtype: pl.DataType, *,
         lo, hi = _from_top(x, q)
     else:
         lo, hi = x.quantile(q, "lower"), x.quantile(q, "higher")
-    between = lo + d * (hi - lo) if dtype == pl.Float32 else lo * (1 - d) + hi * d
+    between = lo * (1 - d) + hi * d
     return pl.when(d == 0).then(lo).otherwise(between)
 
 
