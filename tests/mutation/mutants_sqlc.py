@@ -450,4 +450,11 @@ MUTANTS: list[Mutant] = [
            "        if False:",
            "avg of BIGINT as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0, DuckDB's "
            "HUGEINT sum gives -1 (F70)", (TRUST.format("avg_bigint_exact"),)),
+    Mutant("sqlc-constant-left-of-comparison", AREA, SQL + "literals.py",
+           "    if not left.meta.root_names() and right.meta.root_names():",
+           "    if False:",
+           "a constant compared with a CASE/NULLIF left on the left: polars gives one row, a "
+           "WHERE crashes in pyarrow's filter (F72)",
+           (REGRESSION.format("F72"), REGRESSION.format("F72b"),
+            REGRESSION.format("F72c"))),
 ]

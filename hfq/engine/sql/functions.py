@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
 from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import count_of, interval_ns, kind, months_of
+from hfq.engine.sql.literals import compare, count_of, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
@@ -377,5 +377,5 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
         return x.is_infinite() if name in ("isinf", "is_inf") else x.is_finite()
     if name == "nullif" and len(args) == 2:
         a, b = c.coerce(c.expr(args[0]), c.expr(args[1]), node)
-        return pl.when(a == b).then(None).otherwise(a)
+        return pl.when(compare(a, b, "==")).then(None).otherwise(a)
     raise unsupported(node)
