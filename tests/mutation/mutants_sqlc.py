@@ -457,4 +457,9 @@ MUTANTS: list[Mutant] = [
            "WHERE crashes in pyarrow's filter (F72)",
            (REGRESSION.format("F72"), REGRESSION.format("F72b"),
             REGRESSION.format("F72c"))),
+    Mutant("sqlc-window-avg-integers-in-doubles", AREA, SQL + "windows.py",
+           '    if kind == "mean" and dtype.is_integer():',
+           '    if False:',
+           "avg(BIGINT) OVER () as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0 (F73)",
+           (TRUST.format("avg_bigint_exact_window"),)),
 ]

@@ -412,6 +412,9 @@ def _whole(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
         return value.cast(pl.Int64).sum()
     if kind == "sum":
         return pl.when(value.count() > 0).then(value.sum())
+    if kind == "mean" and dtype.is_integer():   # as the grouped avg (F70): summed in 128
+        n = value.count()                         # bits, then divided
+        return pl.when(n > 0).then(_exact(value, dtype).sum().cast(pl.Float64) / n)
     if kind == "mean":
         return value.mean()
     if kind == "max":
