@@ -462,4 +462,11 @@ MUTANTS: list[Mutant] = [
            '    if False:',
            "avg(BIGINT) OVER () as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0 (F73)",
            (TRUST.format("avg_bigint_exact_window"),)),
+    Mutant("sqlc-running-range-doubles-rolled", AREA, SQL + "windows.py",
+           '            w.nulls_last[0] and not (kind in ("sum", "mean") and dtype.is_float()) '
+           'else None',
+           '            w.nulls_last[0] else None',
+           "a running RANGE sum of doubles with NULL keys: the NULL keys' total is polars' "
+           "sum of the partition, not DuckDB's row-after-row sum (F74)",
+           (REGRESSION.format("F74"),)),
 ]
