@@ -469,4 +469,9 @@ MUTANTS: list[Mutant] = [
            "a running RANGE sum of doubles with NULL keys: the NULL keys' total is polars' "
            "sum of the partition, not DuckDB's row-after-row sum (F74)",
            (REGRESSION.format("F74"),)),
+    Mutant("sqlc-round-null-double", AREA, SQL + "functions.py",
+           "    if isinstance(dtype, pl.Null):   # DuckDB binds round(NULL) to its BIGINT overload",
+           "    if False:",
+           "round(NULL) a DOUBLE NULL: lag(round(NULL, 1), 1, 2.5) gave 2.5, DuckDB 3 (F75)",
+           (TRUST.format("round_null_bigint"),)),
 ]

@@ -235,6 +235,8 @@ def round_decimal(x: pl.Expr, digits: int) -> pl.Expr:
 
 def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
     dtype = c.dtype(x)
+    if isinstance(dtype, pl.Null):   # DuckDB binds round(NULL) to its BIGINT overload
+        return x.cast(pl.Int64)
     if dtype.is_integer():   # an integer stays one, as in DuckDB (round(15, -1) is 20)
         return x if digits >= 0 else \
             round_decimal(x.cast(pl.Decimal(38, 0)), digits).cast(pl.Int64)
