@@ -450,4 +450,28 @@ MUTANTS: list[Mutant] = [
            "        if False:",
            "avg of BIGINT as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0, DuckDB's "
            "HUGEINT sum gives -1 (F70)", (TRUST.format("avg_bigint_exact"),)),
+    Mutant("sqlc-constant-left-of-comparison", AREA, SQL + "literals.py",
+           "    if not left.meta.root_names() and right.meta.root_names():",
+           "    if False:",
+           "a constant compared with a CASE/NULLIF left on the left: polars gives one row, a "
+           "WHERE crashes in pyarrow's filter (F72)",
+           (REGRESSION.format("F72"), REGRESSION.format("F72b"),
+            REGRESSION.format("F72c"))),
+    Mutant("sqlc-window-avg-integers-in-doubles", AREA, SQL + "windows.py",
+           '    if kind == "mean" and dtype.is_integer():',
+           '    if False:',
+           "avg(BIGINT) OVER () as a mean of doubles: 2^63 - 1 and -2^63 cancel to 0 (F73)",
+           (TRUST.format("avg_bigint_exact_window"),)),
+    Mutant("sqlc-running-range-doubles-rolled", AREA, SQL + "windows.py",
+           '            w.nulls_last[0] and not (kind in ("sum", "mean") and dtype.is_float()) '
+           'else None',
+           '            w.nulls_last[0] else None',
+           "a running RANGE sum of doubles with NULL keys: the NULL keys' total is polars' "
+           "sum of the partition, not DuckDB's row-after-row sum (F74)",
+           (REGRESSION.format("F74"),)),
+    Mutant("sqlc-round-null-double", AREA, SQL + "functions.py",
+           "    if isinstance(dtype, pl.Null):   # DuckDB binds round(NULL) to its BIGINT overload",
+           "    if False:",
+           "round(NULL) a DOUBLE NULL: lag(round(NULL, 1), 1, 2.5) gave 2.5, DuckDB 3 (F75)",
+           (TRUST.format("round_null_bigint"),)),
 ]

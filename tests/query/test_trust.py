@@ -358,6 +358,14 @@ SAME = [
     # F70: avg of integers summed exactly (a mean in doubles lost 2^63's cancellation)
     ("avg_bigint_exact", "SELECT avg(big) AS a, avg(bidsiz) AS b, avg(small) AS c FROM {t}",
      False),
+    # F75: round(NULL) is a BIGINT NULL (DuckDB binds its BIGINT overload)
+    ("round_null_bigint", "SELECT ts, round(NULL, 1) AS a, least(bidsiz, round(NULL)) AS b, "
+                          "lag(round(NULL, 1), 1, 2.5) OVER (ORDER BY ts) AS c FROM {t} "
+                          "ORDER BY ts", True),
+    # F73: the same over a whole-partition window frame
+    ("avg_bigint_exact_window", "SELECT ts, avg(big) OVER () AS a, avg(small) OVER "
+                                "(PARTITION BY date) AS b, avg(bidsiz) OVER () AS c FROM {t} "
+                                "ORDER BY ts", True),
     # F64: DECIMAL casts round half away from zero; lag/lead defaults in DuckDB's types
     ("decimal_cast_rounds", "SELECT ts, CAST(1.25 AS DECIMAL(2, 1)) AS a, CAST(-0.05 AS "
                             "DECIMAL(3, 1)) AS b, CAST(bidsiz AS DECIMAL(4, 1)) AS c, "

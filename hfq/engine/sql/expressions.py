@@ -19,7 +19,14 @@ from sqlglot import exp
 from hfq.engine.exprs import empty_lazy, fail_where
 from hfq.engine.sql import casts, functions, windows
 from hfq.engine.sql.errors import error, position, unsupported
-from hfq.engine.sql.literals import comparable, interval_ns, kind, parse_temporal, same_time_type
+from hfq.engine.sql.literals import (
+    comparable,
+    compare,
+    interval_ns,
+    kind,
+    parse_temporal,
+    same_time_type,
+)
 from hfq.engine.sql.scope import Env, Scope
 from hfq.engine.sql.syntax import is_agg
 
@@ -336,36 +343,28 @@ class Plain:
         return pl.concat_str([left.cast(pl.String), right.cast(pl.String)])
 
     def _EQ(self, node: exp.EQ) -> pl.Expr:
-        left, right = self._binary(node)
-        return left == right
+        return compare(*self._binary(node), "==")
 
     def _NEQ(self, node: exp.NEQ) -> pl.Expr:
-        left, right = self._binary(node)
-        return left != right
+        return compare(*self._binary(node), "!=")
 
     def _GT(self, node: exp.GT) -> pl.Expr:
-        left, right = self._binary(node)
-        return left > right
+        return compare(*self._binary(node), ">")
 
     def _GTE(self, node: exp.GTE) -> pl.Expr:
-        left, right = self._binary(node)
-        return left >= right
+        return compare(*self._binary(node), ">=")
 
     def _LT(self, node: exp.LT) -> pl.Expr:
-        left, right = self._binary(node)
-        return left < right
+        return compare(*self._binary(node), "<")
 
     def _LTE(self, node: exp.LTE) -> pl.Expr:
-        left, right = self._binary(node)
-        return left <= right
+        return compare(*self._binary(node), "<=")
 
     def _NullSafeEQ(self, node: exp.NullSafeEQ) -> pl.Expr:
-        left, right = self._binary(node)
-        return left.eq_missing(right)
+        return compare(*self._binary(node), "eq_missing")
 
     def _NullSafeNEQ(self, node: exp.NullSafeNEQ) -> pl.Expr:
-        left, right = self._binary(node)
-        return left.ne_missing(right)
+        return compare(*self._binary(node), "ne_missing")
 
     def _And(self, node: exp.And) -> pl.Expr:
         return self.expr(node.this) & self.expr(node.expression)
@@ -440,7 +439,7 @@ class Plain:
             else:
                 cond = self.expr(branch.this)
                 left, right = self.coerce(subject, cond, branch)
-                cond = left == right
+                cond = compare(left, right, "==")
             self.guards.append(before & cond.fill_null(False))
             try:
                 value = self.expr(branch.args["true"])

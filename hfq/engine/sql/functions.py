@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
 from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import count_of, interval_ns, kind, months_of
+from hfq.engine.sql.literals import compare, count_of, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
@@ -235,6 +235,8 @@ def round_decimal(x: pl.Expr, digits: int) -> pl.Expr:
 
 def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
     dtype = c.dtype(x)
+    if isinstance(dtype, pl.Null):   # DuckDB binds round(NULL) to its BIGINT overload
+        return x.cast(pl.Int64)
     if dtype.is_integer():   # an integer stays one, as in DuckDB (round(15, -1) is 20)
         return x if digits >= 0 else \
             round_decimal(x.cast(pl.Decimal(38, 0)), digits).cast(pl.Int64)
@@ -377,5 +379,5 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
         return x.is_infinite() if name in ("isinf", "is_inf") else x.is_finite()
     if name == "nullif" and len(args) == 2:
         a, b = c.coerce(c.expr(args[0]), c.expr(args[1]), node)
-        return pl.when(a == b).then(None).otherwise(a)
+        return pl.when(compare(a, b, "==")).then(None).otherwise(a)
     raise unsupported(node)

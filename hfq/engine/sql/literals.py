@@ -15,8 +15,8 @@ from sqlglot import exp
 from hfq.engine.sql.errors import error
 from hfq.errors import SqlError
 
-__all__ = ["bind", "comparable", "count_of", "interval_ns", "kind", "months_of", "parse_literal",
-           "parse_temporal", "same_time_type"]
+__all__ = ["bind", "comparable", "compare", "count_of", "interval_ns", "kind", "months_of",
+           "parse_literal", "parse_temporal", "same_time_type"]
 
 _UNITS_NS = {"nanosecond": 1, "ns": 1, "microsecond": 10**3, "us": 10**3,
              "millisecond": 10**6, "ms": 10**6, "second": 10**9, "s": 10**9, "sec": 10**9,
@@ -303,3 +303,28 @@ def bind(tree: exp.Expression, params: Sequence[Any] | None) -> exp.Expression:
         value = given[int(h.this) - 1 if numbered else i]
         h.replace(_typed(value, h))
     return tree
+
+
+_FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<=",
+            "eq_missing": "eq_missing", "ne_missing": "ne_missing"}
+_COMPARE = {"==": pl.Expr.eq, "!=": pl.Expr.ne, "<": pl.Expr.lt, "<=": pl.Expr.le,
+            ">": pl.Expr.gt, ">=": pl.Expr.ge, "eq_missing": pl.Expr.eq_missing,
+            "ne_missing": pl.Expr.ne_missing}
+
+
+def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
+    """``left op right`` with a constant never on the left of a column expression: polars
+    (2.1) evaluates ``constant op when(...)...`` to the wrong number of rows (one, or one
+    per morsel: ``TIME '09:30' >= nullif(time, time)`` answered one row where the
+    table has seven, a WHERE crashed in pyarrow's filter), while ``expression op
+    constant`` is right -- so the comparison is flipped, which is exact.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> compare(pl.lit(1), pl.col("x"), "<")   # doctest: +ELLIPSIS
+    <Expr ['[(col("x")) > (dyn int: 1)]'] at ...>
+    """
+    if not left.meta.root_names() and right.meta.root_names():
+        return _COMPARE[_FLIPPED[op]](right, left)
+    return _COMPARE[op](left, right)

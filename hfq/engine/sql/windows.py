@@ -313,7 +313,10 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     if start is None:   # running, peers included
         key = w.keys[0] if len(w.keys) == 1 else None
         by = _rebased(c, key, node) if key is not None and not w.desc[0] and \
-            w.nulls_last[0] else None
+            w.nulls_last[0] and not (kind in ("sum", "mean") and dtype.is_float()) else None
+        # (doubles are summed in order, row after row, as DuckDB's running sum: the NULL
+        # keys' whole-partition total was polars' sum, another rounding -- 1e300 + 2 - 1e300
+        # then 102 more gave 0.0, DuckDB 102)
         if key is not None and by is not None:
             # one ascending time or narrow integer key: a rolling window over every smaller
             # key; the NULL keys come last, peers of each other: their frame is every row
@@ -412,6 +415,9 @@ def _whole(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
         return value.cast(pl.Int64).sum()
     if kind == "sum":
         return pl.when(value.count() > 0).then(value.sum())
+    if kind == "mean" and dtype.is_integer():   # as the grouped avg (F70): summed in 128
+        n = value.count()                         # bits, then divided
+        return pl.when(n > 0).then(_exact(value, dtype).sum().cast(pl.Float64) / n)
     if kind == "mean":
         return value.mean()
     if kind == "max":
