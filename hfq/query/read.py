@@ -210,6 +210,9 @@ def where_mask(frame: pl.DataFrame, where: pl.Expr, rows: int) -> pl.Series | bo
         raise SchemaMismatchError(f"where= must give booleans, it gave {mask.dtype}")
     if len(mask) == 1 and rows != 1:
         return bool(mask[0])
+    if len(mask) != rows:   # never a silent or raw misfit: polars gave a wrong shape
+        raise QueryError(f"a filter gave {len(mask)} values for {rows} rows (an internal "
+                         "error: the rows were not filtered by a guess)")
     return mask
 
 

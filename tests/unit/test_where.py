@@ -147,3 +147,16 @@ def test_identifiers_quoted_or_not() -> None:
     assert frame.filter(compile_where('"two words" = 2', frame.schema)).height == 1
     with pytest.raises(SqlError, match=r"SQL syntax error: .* \(line 1, column 9\)"):
         compile_where("two words = 2", frame.schema)
+
+
+def test_a_filter_of_the_wrong_length_is_an_error_never_a_guess():
+    """A mask of one value is a constant for every row; any other length but the frame's is
+    refused by name (polars 2.1 once gave one value per chunk for `constant OP when(...)`:
+    F72 -- a mask like that must never filter rows by position)."""
+    from hfq.errors import QueryError
+    from hfq.query.read import where_mask
+    frame = pl.DataFrame({"x": [1, -2, 3, 4, -5]})
+    assert where_mask(frame, pl.col("x") > 0, 5).to_list() == [True, False, True, True, False]
+    assert where_mask(frame, pl.lit(True), 5) is True
+    with pytest.raises(QueryError, match="gave 2 values for 5 rows"):
+        where_mask(frame, pl.col("x").head(2) > 0, 5)
