@@ -43,9 +43,10 @@ MUTANTS: list[Mutant] = [
            "ORDER BY ... DESC puts NULLs first, as Postgres does (DuckDB: last in both "
            "directions)", FUZZ),
     Mutant("fuzz-count-literal", AREA, SQL + "aggregates.py",
-           "        x = pl.repeat(x, pl.len()) if _reads_no_column(x) else x\n",
-           "",
-           "count(1) / sum(1) give the literal instead of counting rows (issue 24 item 1)",
+           "            n = where.cast(pl.Int64).sum() if where is not None else "
+           "pl.len().cast(pl.Int64)\n            if inner is None",
+           "            n = pl.lit(1, dtype=pl.Int64)\n            if inner is None",
+           "count(*) / count(1) give 1 instead of counting rows (issue 24 item 1)",
            FUZZ),
     Mutant("fuzz-round-half-even", AREA, SQL + "functions.py",
            '        return x.round(0, mode="half_away_from_zero")',

@@ -34,8 +34,9 @@ MUTANTS: list[Mutant] = [
                                  ALLOW.format("test_exclude_ignored_would_be_refused"))),
     # -- issue 24's items, planted back --
     Mutant("sqlc-count-literal", AREA, SQL + "aggregates.py",
-           "        x = pl.repeat(x, pl.len()) if _reads_no_column(x) else x\n",
-           "",
+           "                return n\n            # a constant expression: evaluated",
+           "                return pl.lit(1, dtype=pl.Int64)\n"
+           "            # a constant expression: evaluated",
            "count(1) counts the literal once (issue 24 item 1)",
            (TRUST.format("count_1"), TRUST.format("count_1_grouped"))),
     Mutant("sqlc-not-in-drops-nulls", AREA, SQL + "subqueries.py",
