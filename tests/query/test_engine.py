@@ -153,6 +153,20 @@ def test_first_last_without_order_are_in_table_order(db):
     assert_same(got, want, what="table order")
 
 
+def test_covariance_and_correlation_merge_exactly_across_partitions(db):
+    """polars' cov/corr through the Python API: per-partition moments merged by Chan's
+    rule (the grouping keys hold no partition column) equal polars over the whole table."""
+    q = db["quotes"].query()
+    got = q.group_by("ex").agg(c=pl.cov("bid", "ofr"), r=pl.corr("bid", "ofr"),
+                               c0=pl.cov("bid", "ofr", ddof=0), n=pl.len()).collect()
+    raw = db["quotes"].to_polars()
+    want = raw.group_by("ex").agg(c=pl.cov("bid", "ofr"), r=pl.corr("bid", "ofr"),
+                                  c0=pl.cov("bid", "ofr", ddof=0), n=pl.len())
+    assert_same(got, want, what="comoments")
+    assert got["n"].sum() == raw.height and len({p for p in db["quotes"].partitions()[
+        "partition"]}) > 1
+
+
 def test_integer_sums_never_wrap(tmp_path):
     d = hfq.connect(str(tmp_path / "wide"))
     t = d.create_table("t", hfq.schema.Schema({"k": hfq.schema.SYMBOL,
