@@ -486,11 +486,12 @@ def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: 
     if kind in ("sum", "mean") and dtype.is_float() and before + after < _SHORT_FRAME:
         # each frame's doubles added afresh, oldest first: a rolling sum adds the row coming
         # in and subtracts the one leaving, so 1e300 + 1 - 1e300 left 0, inf - inf NaN
-        total = value.shift(before)
-        for k in range(before - 1, -after - 1, -1):   # left to right (sum_horizontal pairs)
-            part = value.shift(k)
-            total = pl.when(total.is_null()).then(part).when(part.is_null()).then(total) \
-                .otherwise(total + part)
+        # (NULLs as +0.0: x + 0.0 is x but for -0.0, made 0.0 below anyway; each step names
+        # the running total once -- a CASE naming it three times grew as 3^rows and ran out
+        # of memory at 20 rows)
+        total = value.shift(before).fill_null(0.0)
+        for k in range(before - 1, -after - 1, -1):   # left to right, oldest first
+            total = total + value.shift(k).fill_null(0.0)
         # DuckDB's sum starts at +0.0: a frame of -0.0 sums to 0.0 (polars drops a + 0.0)
         total = pl.when(total == 0).then(0.0).otherwise(total)
         total = total if kind == "sum" else total / count
