@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 LOCAL = {"ingest", "read day", "read day (cold)", "fresh process", "read one symbol (warm)",
@@ -27,6 +29,7 @@ def run_quick(out, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.timeout(1200)   # every scenario, three Ray clusters: ~7 min on 2 loaded cores
 def test_benchmark_quick_run(tmp_path):
     """Every scenario on the first data shape, the local ones on the second too: the report
     (a smoke-test banner, no targets judged), the JSON with min/median/max, ratios, ties and
