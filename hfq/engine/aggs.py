@@ -16,6 +16,7 @@ Integer sums are widened to Int64 first (polars sums Int32 as Int32 and wraps).
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,9 +108,19 @@ class _Builder:
         self.schema = schema
         self.plan = AggPlan(key_names)
         self.count = itertools.count()
+        self.seen: dict[str, str] = {}     # a leaf's tree -> its final column
+        self.values: dict[str, str] = {}   # an input's tree -> its partial column of values
 
     def leaf(self, kind: str, body: Any, tree: Tree) -> Tree | None:
-        """Register one aggregate leaf; the tree that reads its final column, or None."""
+        """Register one aggregate leaf; the tree that reads its final column, or None.
+
+        The same leaf twice (the compiler writes ``count(x)`` into several formulas, a
+        continuous quantile reads the values below and above its rank) is computed once, and
+        the non-decomposable leaves over one input (medians, quantiles) share one list of its
+        values: each would otherwise send every value to the driver again."""
+        key = json.dumps(tree, sort_keys=True, default=str)
+        if key in self.seen:
+            return {"Column": self.seen[key]}
         i = next(self.count)
         name = f"__a{i}"
         p = f"__p{i}_"
@@ -120,10 +131,20 @@ class _Builder:
         self.plan.partial += partial
         self.plan.merge += merge
         self.plan.final.append(final.alias(name))
+        self.seen[key] = name
         what = node_kind(body)[0] if kind == "Agg" else \
             signature(body["function"]) if kind == "Function" else kind
         self.plan.kinds.append(what.lower())
         return {"Column": name}
+
+    def _values(self, e: pl.Expr, tree: Tree, p: str) -> tuple[list[pl.Expr], pl.Expr]:
+        """The partial state holding every value of ``e`` (one list per group), shared by
+        the leaves over the same input: (the partial to add, the column to read at merge)."""
+        key = json.dumps(tree, sort_keys=True, default=str)
+        if key in self.values:
+            return [], pl.col(self.values[key])
+        self.values[key] = p + "v"
+        return [e.implode().alias(p + "v")], pl.col(p + "v")
 
     def _input(self, tree: Tree) -> pl.Expr | None:
         cols = columns_of(tree)
@@ -194,8 +215,8 @@ class _Builder:
             e = self._input(inner)
             if e is None:
                 return None
-            return ([e.implode().alias(p + "v")], [col(p + "v").explode().median()],
-                    col(p + "v"))
+            partial, values = self._values(e, inner, p)
+            return partial, [values.explode().median().alias(p + "m")], col(p + "m")
         return None
 
     def _function(self, body: Any, p: str
@@ -209,9 +230,9 @@ class _Builder:
                 return None
             q = from_tree(args[1])
             method = body["function"]["Quantile"]["method"].lower()
-            return ([e.implode().alias(p + "v")],
-                    [col(p + "v").explode().quantile(q, method).alias(p + "v")],
-                    col(p + "v"))
+            partial, values = self._values(e, args[0], p)
+            return (partial, [values.explode().quantile(q, method).alias(p + "m")],
+                    col(p + "m"))
         if sig in ("MaxBy", "MinBy"):
             x, y = self._input(args[0]), self._input(args[1])
             if x is None or y is None:

@@ -267,6 +267,16 @@ CASES: list[Case] = [
                 [(1, D1, "A", None, -1), (2, D1, "A", dt.time(9, 30), -(2 ** 63) + 1),
                  (3, D1, "A", dt.time(9, 31), 2 ** 63 - 1)], [])],
          note="window sums that reach BIGINT's ends without leaving it: exact"),
+    Case("W1", "SELECT id, sum(i0) OVER (ORDER BY time NULLS FIRST) AS a, "
+               "sum(i0) OVER (PARTITION BY sym ORDER BY id ROWS 1 PRECEDING) AS b, "
+               "sum(i0) OVER (ORDER BY time RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND "
+               "CURRENT ROW) AS c, sum(i0) OVER (PARTITION BY sym) AS d FROM t",
+         [Table("t", [*T3, ("time", "SECOND"), ("i0", "INT")], ONE, (),
+                [(1, D1, "A", None, -(2 ** 31)), (2, D1, "A", dt.time(9, 30), -(2 ** 31)),
+                 (3, D1, "A", dt.time(9, 30), None), (4, D1, "B", dt.time(9, 31), 2 ** 31 - 1),
+                 (5, D1, "B", dt.time(0, 0), 2 ** 31 - 1), (6, D1, "B", None, None)], [2])],
+         note="window sums of INTEGER extremes, summed in BIGINT (no 128-bit sum: fewer than "
+              "2^32 such values cannot leave it): DuckDB's answers, NULL-only frames NULL"),
     # the long fuzz run (notes/sql-findings.md F48-F53)
     Case("F48", "SELECT sym, var_pop(CAST('inf' AS DOUBLE)) AS a, var_samp(d0) AS b, "
                 "covar_pop(id, d0) AS c, corr(d0, 3) AS e, stddev_pop(d0) AS g FROM t GROUP BY sym",

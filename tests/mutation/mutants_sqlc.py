@@ -352,6 +352,24 @@ MUTANTS: list[Mutant] = [
            "a window sum of BIGINT in 64 bits: past BIGINT it wraps to the other end instead "
            "of failing by name (finding F47)",
            (REGRESSION.format("F47"),)),
+    Mutant("sqlc-window-sum-narrow-any-column", AREA, SQL + "windows.py",
+           "    return len(inner) == 1 and inner[0].meta.is_column() and \\\n",
+           "    return True or len(inner) == 1 and inner[0].meta.is_column() and \\\n",
+           "every window sum taken as one of a 32-bit column, summed in 64 bits: a BIGINT sum "
+           "past its range wraps instead of failing by name",
+           (REGRESSION.format("F47"),)),
+    Mutant("sqlc-values-sent-per-quantile", AREA, "hfq/engine/aggs.py",
+           "        if key in self.values:\n",
+           "        if False:\n",
+           "each median/quantile of one input sends every value of it to the driver again "
+           "(the regression of queries/median: 5 lists of one column)",
+           ("tests/query/test_partial_states.py::test_each_input_sends_its_values_once",)),
+    Mutant("sqlc-values-shared-across-inputs", AREA, "hfq/engine/aggs.py",
+           "        key = json.dumps(tree, sort_keys=True, default=str)\n"
+           "        if key in self.values",
+           "        key = \"\"\n        if key in self.values",
+           "the medians of two different columns read one list of values",
+           ("tests/query/test_partial_states.py",)),
     Mutant("sqlc-batches-interleaved", AREA, "hfq/engine/execute.py",
            "            if runs and holders != last:\n                run = i",
            "            if False:\n                run = i",
