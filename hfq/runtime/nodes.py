@@ -376,7 +376,7 @@ class Nodes:
         if self.runtime is not None:
             job: list[Any] = []   # (key, [ObjectRef]) once the first batch goes to a server
 
-            def to_server(server: Any, batch: list[Any]) -> Any:
+            def put_task() -> None:
                 if not job:   # the task is put once; each server fetches and unpickles it once
                     import ray
                     from ray import cloudpickle
@@ -384,9 +384,19 @@ class Nodes:
                     # in a list: Ray passes the reference, not the value
                     job.extend([hashlib.blake2b(data, digest_size=16).hexdigest(),
                                 [ray.put(data)]])
+
+            def to_server(server: Any, batch: list[Any]) -> Any:
+                put_task()
                 return server.run.remote(job[0], job[1], batch)
 
             submit = to_server
+            if not here or self.local is None or \
+                    any(set(self.unit_holders(u)) - {self.local} for u in units):
+                # pickled before this process's threads start: a task holding a polars frame
+                # pickles through DataFrame.serialize, which waits on polars' thread pool with
+                # the GIL held -- a pool thread dropping Arrow memory of another thread's query
+                # needs the GIL, and both waited forever (a hang of the 2-node fuzz run)
+                put_task()
         elif not here:
             raise HfqError("map functions need the Ray runtime (Database.runtime starts it)")
         run_here = task if local_task is None else local_task

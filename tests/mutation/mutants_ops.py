@@ -12,6 +12,17 @@ NODES = "tests/faults/test_nodes.py"
 WHERE = "tests/unit/test_where.py"
 
 MUTANTS: list[Mutant] = [
+    # -- a task pickled before this process's threads run units (the cluster fuzz hang) --
+    Mutant("nodes-task-pickled-mid-query", "liveness", "hfq/runtime/nodes.py",
+           "                # needs the GIL, and both waited forever (a hang of the 2-node "
+           "fuzz run)\n                put_task()\n",
+           "                # needs the GIL, and both waited forever (a hang of the 2-node "
+           "fuzz run)\n                pass\n",
+           "the task pickled when the first batch goes to a server, after this process's threads "
+           "started on their units: DataFrame.serialize (GIL held, waiting on polars' pool) and a "
+           "pool thread that needs the GIL to free Arrow memory wait for each other forever",
+           ("tests/query/test_cluster_queries.py::test_a_task_is_pickled_before_any_unit_runs_"
+            "here",)),
     # -- liveness --
     Mutant("liveness-ping-skipped", "liveness", "hfq/runtime/nodes.py",
            "silent = self.runtime.ping(timeout, skip=[self.local] if self.local else [])",

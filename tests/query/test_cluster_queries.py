@@ -8,7 +8,10 @@ on replicas.
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
+import threading
 import time
 
 import pytest
@@ -94,3 +97,44 @@ def test_node_killed_mid_query_gives_the_same_answer(db, duck, cluster, tmp_path
     assert_same(box["value"], before, what="after the kill")
     # and the partitions are still all there for the next query
     assert_same(db.sql(sql).collect(), before, what="after")
+
+
+_LOCAL_STARTED = threading.Event()
+
+
+class _Task:
+    """A node task whose pickling notes whether this process already runs a unit itself."""
+
+    def __init__(self) -> None:
+        self.local_first: list[bool] = []
+
+    def __call__(self, node, unit):   # what the servers run (after unpickling: see below)
+        return False
+
+    def __reduce__(self):
+        # the plain code submitted the local units first: one of them starts at once. Pickled
+        # before any is submitted, none can start: waiting out the timeout is the passing case
+        self.local_first.append(_LOCAL_STARTED.wait(timeout=2.0))
+        return functools.partial, (operator.is_,)
+
+
+def test_a_task_is_pickled_before_any_unit_runs_here(db):
+    """DataFrame.serialize (a task holding a polars frame) waits on polars' thread pool with
+    the GIL held; a pool thread dropping Arrow memory of a query running in one of this
+    process's threads needs the GIL: both waited forever. So the task is pickled before this
+    process's threads start on their units."""
+    session = db.session
+    units = db["quotes"].scan().plan.units
+    head = session.runtime().head_name()
+    assert any(set(session.nodes.unit_holders(u)) - {head} for u in units)
+    task, results = _Task(), []
+
+    def here(node, unit):
+        _LOCAL_STARTED.set()
+        return False
+
+    _LOCAL_STARTED.clear()
+    session.nodes_for(start=False).run_units(task, units, lambda i, v: results.append(v),
+                                             here=True, threads=2, local_task=here)
+    assert len(results) == len(units) and not any(results)
+    assert task.local_first == [False]
