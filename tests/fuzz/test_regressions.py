@@ -277,6 +277,14 @@ CASES: list[Case] = [
                  (5, D1, "B", dt.time(0, 0), 2 ** 31 - 1), (6, D1, "B", None, None)], [2])],
          note="window sums of INTEGER extremes, summed in BIGINT (no 128-bit sum: fewer than "
               "2^32 such values cannot leave it): DuckDB's answers, NULL-only frames NULL"),
+    Case("W2", "SELECT sym, sum(i0) AS a, sum((i0)) AS b, sum(i0) FILTER (WHERE id > 2) AS c, "
+               "sum(i0 + 0) AS e FROM t GROUP BY sym",
+         [Table("t", [*T3, ("i0", "INT")], ONE, (),
+                [(1, D1, "A", -(2 ** 31)), (2, D1, "A", -(2 ** 31)), (3, D1, "A", None),
+                 (4, D1, "B", 2 ** 31 - 1), (5, D1, "B", 2 ** 31 - 1), (6, D1, "C", None)],
+                [1, 4])],
+         note="grouped sums of INTEGER extremes over several partitions, summed in BIGINT: "
+              "DuckDB's answers, a group of only NULLs NULL"),
     # the long fuzz run (notes/sql-findings.md F48-F53)
     Case("F48", "SELECT sym, var_pop(CAST('inf' AS DOUBLE)) AS a, var_samp(d0) AS b, "
                 "covar_pop(id, d0) AS c, corr(d0, 3) AS e, stddev_pop(d0) AS g FROM t GROUP BY sym",

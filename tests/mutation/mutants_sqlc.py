@@ -352,7 +352,7 @@ MUTANTS: list[Mutant] = [
            "a window sum of BIGINT in 64 bits: past BIGINT it wraps to the other end instead "
            "of failing by name (finding F47)",
            (REGRESSION.format("F47"),)),
-    Mutant("sqlc-window-sum-narrow-any-column", AREA, SQL + "windows.py",
+    Mutant("sqlc-window-sum-narrow-any-column", AREA, SQL + "casts.py",
            "    return len(inner) == 1 and inner[0].meta.is_column() and \\\n",
            "    return True or len(inner) == 1 and inner[0].meta.is_column() and \\\n",
            "every window sum taken as one of a 32-bit column, summed in 64 bits: a BIGINT sum "

@@ -19,6 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.exprs import every_row
+from hfq.engine.sql.casts import narrow_column
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.syntax import args_of, name_of
@@ -149,6 +150,11 @@ class Agg(Plain):
     def _sum(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         dtype = self.dtype(x)
+        if dtype == pl.Int64 and args and narrow_column(self, args[0], x):
+            n = x.count()   # 32-bit values: fewer than 2^32 of them stay in BIGINT
+            return self.fail(pl.when(n > 0).then(x.sum()), n >= 2**32, node,
+                             "a sum of 2^32 values or more of a 32-bit column (it could leave "
+                             "BIGINT)")
         if dtype == pl.Int64:   # exact in 128 bits, as DuckDB's HUGEINT; fails past BIGINT
             # (a DECIMAL(38, 0): 128-bit integers that Arrow carries between processes)
             total = x.cast(pl.Decimal(38, 0)).sum()

@@ -22,7 +22,7 @@ from hfq.engine.sql.errors import unsupported
 from hfq.engine.sql.literals import interval_ns, parse_literal
 from hfq.engine.sql.scope import Compiles
 
-__all__ = ["cast", "sql_type", "target_type"]
+__all__ = ["cast", "narrow_column", "sql_type", "target_type"]
 
 T = exp.DataType.Type
 _INT_RANGE = {T.TINYINT: 8, T.SMALLINT: 16, T.INT: 32, T.BIGINT: 64}
@@ -235,3 +235,16 @@ def _name(dtype: pl.DataType) -> str:
     if _text(dtype):
         return "VARCHAR"
     return str(dtype)
+
+
+def narrow_column(c: Compiles, node: exp.Expression, value: pl.Expr) -> bool:
+    """Whether ``node`` is a bare column of an integer type of 32 bits or fewer (compiled
+    as ``value``, that column widened to BIGINT): fewer than 2^32 of its values cannot sum
+    past BIGINT, so such sums need no 128-bit arithmetic."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Column):
+        return False
+    inner = value.meta.pop()
+    return len(inner) == 1 and inner[0].meta.is_column() and \
+        c.dtype(inner[0]) in (pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16)

@@ -23,7 +23,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.exprs import every_row
-from hfq.engine.sql.casts import sql_type
+from hfq.engine.sql.casts import narrow_column, sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
 from hfq.engine.sql.literals import kind as kind_name
@@ -279,7 +279,7 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         if kind == "count":
             value = value.is_not_null()
     dtype = c.dtype(value)
-    if kind == "sum" and dtype == pl.Int64 and _narrow_column(c, args[0], value):
+    if kind == "sum" and dtype == pl.Int64 and narrow_column(c, args[0], value):
         # a column of 32 bits or fewer, widened: no frame of fewer than 2^32 such values
         # leaves BIGINT, so it is summed there (the 128-bit sum below cost 1.4x)
         out = _framed(c, w, node, kind, value, dtype, spec)
@@ -293,18 +293,6 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         return c.fail(narrow, narrow.is_null() & total.is_not_null(), node,
                       "integer overflow (the sum leaves BIGINT)")
     return _framed(c, w, node, kind, value, dtype, spec)
-
-
-def _narrow_column(c: Compiles, node: exp.Expression, value: pl.Expr) -> bool:
-    """Whether ``node`` is a bare column of an integer type of 32 bits or fewer (compiled
-    as ``value``, that column widened to BIGINT)."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if not isinstance(node, exp.Column):
-        return False
-    inner = value.meta.pop()
-    return len(inner) == 1 and inner[0].meta.is_column() and \
-        c.dtype(inner[0]) in (pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16)
 
 
 def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr,
