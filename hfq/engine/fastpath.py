@@ -53,15 +53,19 @@ from hfq.engine.ops import (
 )
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Unit
-from hfq.query.read import INLINE_ROWS, ReadSpec, polars_message
+from hfq.query.read import ReadSpec, polars_message
 from hfq.storage.cache import PartitionCache, process_cache
 from hfq.storage.fragment import read_fragment
 
 if TYPE_CHECKING:
     from hfq.engine.execute import Staged
 
-__all__ = ["CachedBatch", "Selection", "cached_batch", "conjuncts", "literal", "run_one",
-           "selection", "sliced"]
+__all__ = ["FAST_ROWS", "CachedBatch", "Selection", "cached_batch", "conjuncts", "literal",
+           "run_one", "selection", "sliced"]
+
+FAST_ROWS = 1 << 20
+"""At most this many rows in the record batches a fast query reads (decoded once, then
+served from the process cache; the cache refuses what it cannot hold)."""
 
 _PLAIN = (Filter, WithColumns, Select, Aggregate, Rename, Sort, Slice, TopN, Unique)
 """Operations that read nothing but their input rows (no join, no per-partition step)."""
@@ -309,7 +313,7 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     unit = staged.units[0]
     symbol = src.symbol_column
     if not isinstance(unit, Unit) or len(unit.fragments) != 1 or not symbol or \
-            unit.rows > INLINE_ROWS or not spec.sort_by or spec.sort_by[0] != symbol or \
+            unit.rows > FAST_ROWS or not spec.sort_by or spec.sort_by[0] != symbol or \
             symbol not in spec.columns:
         return None
     record = unit.fragments[0]
