@@ -1,21 +1,22 @@
-"""The symbol-selective fast path: a query over one partition whose leading filters pick a
-few symbols (and perhaps a time range) runs as one polars plan over a zero-copy slice of the
-partition's cached decoded batch.
+"""The symbol-selective fast path: a query whose leading filters pick a few symbols (and
+perhaps a time range) runs as one polars plan over zero-copy slices of the partitions' cached
+decoded batches.
 
 A table sorted by (symbol, time) holds each symbol's rows of a record batch as one run, and
 each run in time order.  This process keeps each decoded batch as a polars frame next to the
 runs of its symbols (:class:`CachedBatch`, in the process cache of decoded batches), so a
 symbol's rows are found without looking at the batch and without converting Arrow to polars
 per query; a time range is narrowed by binary search within the run.  The query's operations
-then run unsplit -- filters, aggregates and all -- in one ``collect``: over one partition's
-rows that is the answer the node and driver stages give (the filters are kept, so the slice
-only has to hold every row they keep).
+then run unsplit -- filters, aggregates and all -- in one ``collect`` over the slices of the
+partitions kept, in partition order: the answer the node and driver stages give over the
+same rows (the split and merge of an aggregate equal one pass; the filters are kept, so the
+slices only have to hold every row they keep).
 
 :func:`run_one` is tried first by :func:`hfq.engine.execute.run`; it returns None -- and the
-general engine runs the query -- for anything else: several partitions or files, live rows,
-rowids, a row policy, a partition this process's node does not hold, a damaged copy, a first
-operation that is not a filter on the symbol, an operation that is not row-wise, aggregate,
-sort or limit.
+general engine runs the query -- for anything else: a partition of several files, live rows,
+rowids, a row policy, a partition this process's node does not hold, more than
+:data:`FAST_ROWS` rows to read, a damaged copy, a first operation that is not a filter on
+the symbol, an operation that is not row-wise, aggregate, sort or limit.
 """
 
 from __future__ import annotations
@@ -306,19 +307,20 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     ops = staged.whole
     src = staged.source
     spec = staged.spec
-    if len(staged.units) != 1 or staged.offsets is not None or not ops or \
-            not all(type(op) in _PLAIN for op in ops) or spec.where is not None or \
-            getattr(src, "live", None) is not None:
-        return None
-    unit = staged.units[0]
+    units = staged.units
     symbol = src.symbol_column
-    if not isinstance(unit, Unit) or len(unit.fragments) != 1 or not symbol or \
-            unit.rows > FAST_ROWS or not spec.sort_by or spec.sort_by[0] != symbol or \
-            symbol not in spec.columns:
+    if not units or staged.offsets is not None or not ops or not symbol or \
+            not all(type(op) in _PLAIN for op in ops) or spec.where is not None or \
+            getattr(src, "live", None) is not None or not spec.sort_by or \
+            spec.sort_by[0] != symbol or symbol not in spec.columns or \
+            sum(getattr(u, "rows", FAST_ROWS) for u in units) > FAST_ROWS:
         return None
-    record = unit.fragments[0]
-    if not record.batches or spec.old_layout(record) or hasattr(record, "read_rows"):
-        return None
+    for unit in units:
+        if not isinstance(unit, Unit) or len(unit.fragments) != 1:
+            return None
+        record = unit.fragments[0]
+        if not record.batches or spec.old_layout(record) or hasattr(record, "read_rows"):
+            return None
     time = spec.sort_by[1] if len(spec.sort_by) > 1 else None
     plan = _recognised(ops, symbol, time, src.schema)
     if plan is None:
@@ -326,22 +328,27 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     chosen, steps = plan
     nodes = src.nodes()
     if nodes.local is None or nodes.store is None or \
-            nodes.local not in nodes.unit_holders(unit):
+            any(nodes.local not in nodes.unit_holders(u) for u in units):
         return None
     cache = process_cache(nodes.store, int(src.session.settings.cache_bytes))
     if cache is None:
         return None
-    frame = _rows(cache, nodes, spec, record, unit, symbol, chosen, time)
-    if frame is None:
-        return None
+    parts = []
+    for unit in units:   # in partition order, as the general engine concatenates them
+        part = _rows(cache, nodes, spec, unit.fragments[0], unit, symbol, chosen, time)
+        if part is None:
+            return None
+        parts.append(part)
+    frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
     lf = frame.lazy()
     try:
         for step in steps:
             lf = step(lf)
         return lf.collect()
     except pl.exceptions.PolarsError as exc:
-        raise QueryError(f"query on table {src.name!r}, partition {unit.partition}: "
-                         f"{polars_message(exc)}") from exc
+        where = ", ".join(u.partition for u in units[:3]) + (" ..." if len(units) > 3 else "")
+        raise QueryError(f"query on table {src.name!r}, partition{'s' if len(units) > 1 else ''}"
+                         f" {where}: {polars_message(exc)}") from exc
 
 
 def _rows(cache: PartitionCache, nodes: Any, spec: ReadSpec, record: Any, unit: Any,
