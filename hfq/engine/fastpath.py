@@ -311,6 +311,7 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     symbol = src.symbol_column
     if not units or staged.offsets is not None or not ops or not symbol or \
             not all(type(op) in _PLAIN for op in ops) or spec.where is not None or \
+            src.policy.rows is not None or \
             getattr(src, "live", None) is not None or not spec.sort_by or \
             spec.sort_by[0] != symbol or symbol not in spec.columns or \
             sum(getattr(u, "rows", FAST_ROWS) for u in units) > FAST_ROWS:
