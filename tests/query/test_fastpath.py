@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import hfq
 import hfq.engine.execute as execute
 from hfq.engine import fastpath
-from hfq.errors import QueryError
+from hfq.errors import CorruptPartitionError, QueryError
 from hfq.schema import DOUBLE, INT, LONG, SYMBOL, TIME_NS, Schema
 from tests.query.oracle import assert_same
 
@@ -270,3 +270,22 @@ def test_slices_keep_every_row_a_bound_keeps() -> None:
             assert got is not None
             kept = np.flatnonzero(fn(times, v))
             assert got["time"].to_list() == times[kept].tolist(), (op, v)
+
+
+def test_a_damaged_batch_is_a_named_error_not_an_answer(tmp_path, taken) -> None:
+    """A flipped bit in the batch a fast query reads: the fast path leaves it to the general
+    engine, which reads no other copy here and names the file (never a wrong count)."""
+    d = hfq.connect(str(tmp_path), batch_rows=16)
+    d.create_table("q", SCHEMA, partition_by=hfq.Hash("symbol", 1),
+                   sort_by=("symbol", "time")).append(_table(_rows()))
+    fragment = d.session.plan_read(d["q"].snapshot(), columns=["symbol"]).plan \
+        .units[0].fragments[0]
+    path = f"{d.session.store.root}/{fragment.file}"
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[fragment.batches[1].span[0] + 40] ^= 8     # C's rows start in batch 1
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(CorruptPartitionError, match="CRC-32"):
+        d.sql("SELECT count(*) AS n FROM q WHERE symbol = 'C'").collect()
+    assert taken == [False]
