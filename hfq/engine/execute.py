@@ -29,14 +29,13 @@ from hfq.engine.aggs import decompose
 from hfq.engine.copart import BatchUnit, co_partitioned, paired_units
 from hfq.engine.exprs import (
     Tree,
-    columns_of,
     empty_lazy,
-    from_tree,
     local_over,
     node_kind,
     signature,
     to_tree,
 )
+from hfq.engine.fastpath import conjuncts, literal, run_one
 from hfq.engine.joins import resolve_right
 from hfq.engine.ops import (
     Aggregate,
@@ -237,6 +236,9 @@ class Staged:
     notes: list[str] = field(default_factory=list)
     offsets: dict[str, int] | None = None
     """With ``rowid``: the first rowid of each partition read."""
+    whole: tuple[Op, ...] = ()
+    """The query's operations before the split (what :func:`~hfq.engine.fastpath.run_one`
+    runs in one plan over one partition's rows)."""
 
     def read_schema(self) -> pa.Schema:
         """The columns the node stage reads (with the rowid when asked for)."""
@@ -358,6 +360,7 @@ def stage(query: Query, *, co_partition: bool = True,
     if not keep_order:
         node_ops, driver_ops = _any_order(node_ops, driver_ops)
     staged = _planned(src, node_ops, driver_ops, notes)
+    staged.whole = tuple(query.ops)
     if pairs:
         staged.units = paired_units(staged.units, pairs)
         if any(not src.nodes().unit_holders(u) for u in staged.units):
@@ -452,22 +455,6 @@ def _planned(src: TableSource, node_ops: list[Op], driver_ops: list[Op],
 
 
 # -- pruning hints from filters ---------------------------------------------------------------
-def _conjuncts(tree: Tree) -> list[Tree]:
-    kind, body = node_kind(tree)
-    if kind == "BinaryExpr" and body["op"] in ("And", "LogicalAnd"):
-        return _conjuncts(body["left"]) + _conjuncts(body["right"])
-    return [tree]
-
-
-def _literal(tree: Tree) -> list[Any] | None:
-    if columns_of(tree) != set() or node_kind(tree)[0] not in ("Literal", "Cast", "Function"):
-        return None
-    try:
-        return pl.select(from_tree(tree).alias("v")).to_series().to_list()
-    except pl.exceptions.PolarsError:
-        return None
-
-
 def _day(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
         return value.date().isoformat() if value.tzinfo is None else \
@@ -493,7 +480,7 @@ def hints(node_ops: Sequence[Op], src: TableSource
     date_col, sym_col = src.date_column, src.symbol_column
     for op in node_ops:
         if isinstance(op, Filter):
-            for c in _conjuncts(to_tree(op.predicate)):
+            for c in conjuncts(to_tree(op.predicate)):
                 for what, value in _hint(c, date_col, sym_col):
                     if what == "lo" and (lo is None or value > lo):
                         lo = value
@@ -515,7 +502,7 @@ def _hint(tree: Tree, date_col: str | None, sym_col: str | None) -> list[tuple[s
         if node_kind(right)[0] == "Column":
             left, right, op = right, left, _FLIP[op]
         name = node_kind(left)[1] if node_kind(left)[0] == "Column" else None
-        values = _literal(right) if name else None
+        values = literal(right) if name else None
         if not values or len(values) != 1 or values[0] is None:
             return []
         if name == sym_col and op == "Eq" and isinstance(values[0], str):
@@ -530,13 +517,13 @@ def _hint(tree: Tree, date_col: str | None, sym_col: str | None) -> list[tuple[s
         args = body["input"]
         name = node_kind(args[0])[1] if node_kind(args[0])[0] == "Column" else None
         if sig == "Boolean/IsIn" and name is not None and name == sym_col:
-            values = _literal(args[1])
+            values = literal(args[1])
             if values and len(values) == 1 and isinstance(values[0], list):
                 values = values[0]
             if values and all(isinstance(v, str) for v in values):
                 return [("symbols", tuple(values))]
         if sig == "Boolean/IsBetween" and name is not None and name == date_col:
-            a, b = _literal(args[1]), _literal(args[2])
+            a, b = literal(args[1]), literal(args[2])
             x = _day(a[0]) if a and len(a) == 1 else None
             y = _day(b[0]) if b and len(b) == 1 else None
             return [h for h in (("lo", x), ("hi", y)) if h[1] is not None]
@@ -560,6 +547,11 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
     started = time.perf_counter()
     src = staged.source
     stats = RunStats(partitions=len(staged.units))
+    fast = run_one(staged)
+    if fast is not None:   # one partition, a few symbols: one plan over a cached slice
+        stats.rows_to_driver, stats.bytes_to_driver = fast.height, int(fast.estimated_size())
+        stats.seconds = time.perf_counter() - started
+        return fast, stats
     task = NodeStage(staged.spec, tuple(staged.node_ops), src.name,
                      int(src.session.settings.cache_bytes), offsets=staged.offsets)
     units = batched(staged)

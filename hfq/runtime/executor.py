@@ -14,7 +14,9 @@ threads, reading the memory-mapped files directly.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
@@ -59,8 +61,10 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
         import ray
     bar = _bar(progress, len(units), label)
     state = _State(nodes, units, small_results)
-    pool = (ThreadPoolExecutor(max_workers=threads)
-            if local is not None or finish is not None else None)
+    shared = _shared_pool(threads) if local is not None or finish is not None else None
+    pool = shared if shared is not None else (
+        ThreadPoolExecutor(max_workers=threads) if local is not None or finish is not None
+        else None)
     futures: dict[Future, tuple[int, str | None]] = {}   # -> (unit, node whose copy it read)
     refs: dict[Any, tuple[list[int], str]] = {}
 
@@ -139,10 +143,40 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
         if refs:   # a job that failed: calls already running finish first, so that whoever
             # cleans up after it (a write's abort) finds every file they wrote
             ray.wait(list(refs), num_returns=len(refs), timeout=_DRAIN_S)
-        if pool is not None:
+        if pool is not None and pool is not shared:
             pool.shutdown(wait=True, cancel_futures=True)
+        elif futures:   # the shared pool runs on: this job's queued calls are cancelled and
+            for f in futures:   # its running ones finished, as shutdown would
+                f.cancel()
+            wait_futures(list(futures))
         if bar is not None:
             bar.close()
+
+
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}   # (process id, threads) ->
+_POOLS_LOCK = threading.Lock()
+_IN_POOL = threading.local()
+
+
+def _mark_pool_thread() -> None:
+    _IN_POOL.inside = True
+
+
+def _shared_pool(threads: int) -> ThreadPoolExecutor | None:
+    """This process's long-lived pool of ``threads`` threads for the units run here (a
+    query's per-partition work), so that a job does not start threads of its own; None in a
+    thread of such a pool (a unit that runs a job of its own, e.g. a join's right side,
+    gets a private pool: a shared one could be full of the very calls waiting for it)."""
+    if getattr(_IN_POOL, "inside", False):
+        return None
+    with _POOLS_LOCK:
+        key = (os.getpid(), threads)   # a forked child starts pools of its own
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = _POOLS[key] = ThreadPoolExecutor(
+                max_workers=threads, thread_name_prefix="hfq-units",
+                initializer=_mark_pool_thread)
+        return pool
 
 
 class _State:

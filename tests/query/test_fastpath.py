@@ -1,0 +1,291 @@
+"""The symbol-selective fast path (:mod:`hfq.engine.fastpath`) gives the general engine's
+answer, and DuckDB's, on nasty rows: NULL, NaN, +-inf, -0.0, int extremes and an integer sum
+that overflows, duplicate timestamps at the bounds of a time range, a one-row run, a symbol
+absent from its partition, a symbol whose run spans two record batches, a symbol in two
+partitions (two days) and a partition of two files (two appends) -- the last two run by the
+general engine, which the tests check too."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hfq
+import hfq.engine.execute as execute
+from hfq.engine import fastpath
+from hfq.errors import CorruptPartitionError, QueryError
+from hfq.schema import DOUBLE, INT, LONG, SYMBOL, TIME_NS, Schema
+from tests.query.oracle import assert_same
+
+SCHEMA = Schema([("symbol", SYMBOL), ("time", TIME_NS), ("px", DOUBLE), ("sz", INT),
+                 ("big", LONG)])
+I64, I32 = 2**63, 2**31
+NAN, INF = float("nan"), float("inf")
+NS = 10**9
+
+
+def ns(h: int, m: int = 0, s: int = 0) -> int:
+    return (h * 3600 + m * 60 + s) * NS
+
+
+def _rows() -> dict[str, list]:
+    """Symbol A: the nasty values, duplicate times at 10:00 and 10:05; B: one row; C: 40
+    rows (two record batches of 16 rows hold it), each time twice; N: prices all NULL;
+    O: an int64 sum that overflows; Q: an ordinary symbol after the others."""
+    rows: dict[str, list] = {"symbol": [], "time": [], "px": [], "sz": [], "big": []}
+
+    def add(sym: str, time: int, px: float | None, sz: int | None, big: int | None) -> None:
+        for k, v in zip(rows, (sym, time, px, sz, big)):
+            rows[k].append(v)
+
+    a = [(ns(10), 1.0, 5, 1), (ns(10), None, None, None), (ns(10), NAN, 7, -1),
+         (ns(10, 5), INF, I32 - 1, I64 - 1), (ns(10, 5), -INF, -I32, -I64),
+         (ns(12), -0.0, 0, 0), (ns(12), 0.0, 1, 2), (ns(15, 59, 59) + NS - 1, 2.5, 3, 3)]
+    for t, px, sz, big in a:
+        add("A", t, px, sz, big)
+    add("B", ns(11), 4.0, 9, 9)
+    for i in range(40):
+        add("C", ns(9, 30) + (i // 2) * 60 * NS, 10.0 + i / 8, 100 + i, i)
+    for i in range(3):
+        add("N", ns(10, i), None, i, None)
+    add("O", ns(10), 1.0, 1, I64 - 1)
+    add("O", ns(10, 1), 1.0, 1, 1)
+    for i in range(5):
+        add("Q", ns(13, i), 50.0 - i, 10 * i, -i)
+    return rows
+
+
+def _table(rows: dict[str, list]) -> pa.Table:
+    return SCHEMA.conform(pa.table({**rows, "time": pa.array(rows["time"], pa.int64())
+                                    .cast(pa.time64("ns"))}))
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> hfq.Database:
+    d = hfq.connect(str(tmp_path_factory.mktemp("fastdb")), batch_rows=16)
+    one = _table(_rows())
+    d.create_table("q", SCHEMA, partition_by=hfq.Hash("symbol", 2),
+                   sort_by=("symbol", "time")).append(one)
+    # the same rows in two appends: partitions of two files (the general engine's)
+    two = d.create_table("q2", SCHEMA, partition_by=hfq.Hash("symbol", 2),
+                         sort_by=("symbol", "time"))
+    two.append(one.slice(0, 30))
+    two.append(one.slice(30))
+    return d
+
+
+@pytest.fixture(scope="module")
+def duck(db: hfq.Database) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET threads = 1")
+    for name in ("q", "q2"):
+        t = db[name].to_arrow()
+        i = t.schema.get_field_index("time")
+        con.register(name, t.set_column(i, "time", t.column("time").cast(pa.int64())))
+    return con
+
+
+def _sql(text: str, engine: str) -> str:
+    """``{t:H:M:S}`` as a TIME literal (hfq) or the nanoseconds of the day (DuckDB)."""
+    out, rest = [], text
+    while "{t:" in rest:
+        head, _, tail = rest.partition("{t:")
+        spec, _, rest = tail.partition("}")
+        h, m, s = (int(x) for x in spec.split(":"))
+        out += [head, f"TIME '{h:02}:{m:02}:{s:02}'" if engine == "hfq" else str(ns(h, m, s))]
+    return "".join(out) + rest
+
+
+@pytest.fixture()
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each run went through the fast path."""
+    seen: list[bool] = []
+    real = fastpath.run_one
+
+    def spy(staged):   # noqa: ANN001, ANN202
+        try:
+            got = real(staged)
+        except QueryError:   # the fast path's answer was an error
+            seen.append(True)
+            raise
+        seen.append(got is not None)
+        return got
+    monkeypatch.setattr(execute, "run_one", spy)
+    return seen
+
+
+def _general(db: hfq.Database, text: str, monkeypatch: pytest.MonkeyPatch) -> pl.DataFrame:
+    with monkeypatch.context() as m:
+        m.setattr(execute, "run_one", lambda staged: None)
+        return db.sql(text).collect()
+
+
+AGGS = ("count(*) AS n, count(px) AS c, sum(px) AS s, min(px) AS lo, max(px) AS hi, "
+        "avg(px) AS a, sum(sz) AS v, min(sz) AS zlo, max(sz) AS zhi, avg(sz) AS za, "
+        "sum(px * sz) / sum(sz) AS vwap")
+WHERES = [
+    "symbol = '{s}'",
+    "symbol = '{s}' AND time >= {t:10:0:0}",
+    "symbol = '{s}' AND time > {t:10:0:0}",
+    "symbol = '{s}' AND time < {t:10:5:0}",
+    "symbol = '{s}' AND time <= {t:10:5:0}",
+    "symbol = '{s}' AND time >= {t:10:0:0} AND time < {t:12:0:0}",
+    "symbol = '{s}' AND time > {t:9:35:0} AND time <= {t:9:40:0}",
+    "symbol = '{s}' AND time = {t:10:5:0}",
+    "{t:10:0:0} <= time AND symbol = '{s}'",
+    "symbol = '{s}' AND time BETWEEN {t:9:31:0} AND {t:9:33:0}",
+    "symbol IN ('{s}', 'B') AND time >= {t:9:0:0}",
+    "symbol = '{s}' AND time >= {t:16:0:0}",
+]
+
+
+@pytest.mark.parametrize("sym", ["A", "B", "C", "N", "Q", "Z"])
+@pytest.mark.parametrize("where", WHERES)
+def test_one_symbol_aggregates_are_duckdbs_and_the_general_engines(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, taken: list[bool],
+        monkeypatch: pytest.MonkeyPatch, sym: str, where: str) -> None:
+    text = f"SELECT {AGGS} FROM q WHERE {where.replace('{s}', sym)}"
+    got = db.sql(_sql(text, "hfq")).collect()
+    # Z is in no batch: nothing to read, the plan is empty (the general engine's)
+    assert taken == [sym != "Z" or " IN " in where], "the fast path did not answer"
+    want = duck.sql(_sql(text, "duck")).pl()
+    assert_same(got, want, what=text)
+    assert_same(got, _general(db, _sql(text, "hfq"), monkeypatch), what=text)
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT time, px, sz FROM q WHERE symbol = 'C' AND time >= {t:9:31:0} ORDER BY time, sz",
+    "SELECT symbol, count(*) AS n, max(px) AS hi FROM q WHERE symbol IN ('A', 'C', 'Q') "
+    "GROUP BY symbol ORDER BY symbol",
+    "SELECT px FROM q WHERE symbol = 'A' ORDER BY px DESC NULLS LAST, sz LIMIT 3",
+    "SELECT sum(px) OVER (ORDER BY time, sz ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS m "
+    "FROM q WHERE symbol = 'C' AND time < {t:9:40:0} ORDER BY time, sz",
+    "SELECT count(*) AS n FROM q WHERE symbol = 'C' AND px > 12 AND time >= {t:9:35:0}",
+])
+def test_other_shapes_on_the_fast_path_are_duckdbs(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, taken: list[bool],
+        text: str) -> None:
+    got = db.sql(_sql(text, "hfq")).collect().with_columns(pl.col(pl.Time).to_physical())
+    want = duck.sql(_sql(text, "duck")).pl()
+    assert taken == [True]
+    assert_same(got, want, ordered="ORDER BY" in text, what=text)
+
+
+def test_an_overflowing_sum_is_refused_on_the_fast_path_too(
+        db: hfq.Database, taken: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "SELECT sum(big) AS s FROM q WHERE symbol = 'O'"
+    with pytest.raises(QueryError, match="overflow"):
+        db.sql(text).collect()
+    assert taken == [True]
+    with pytest.raises(QueryError, match="overflow"):
+        _general(db, text, monkeypatch)
+    # A's: I64 - 1 - I64 + 5, no overflow in the end
+    assert db.sql("SELECT sum(big) AS s FROM q WHERE symbol = 'A'").collect()["s"][0] == 4
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT count(*) AS n, sum(px) AS s FROM q2 WHERE symbol = 'C'",   # two files
+    "SELECT count(*) AS n, max(px) AS s FROM q WHERE px > 0",          # no symbol
+    "SELECT count(*) AS n FROM q WHERE symbol = 'A' OR symbol = 'C'",  # not a conjunct
+])
+def test_what_the_fast_path_does_not_take_runs_as_before(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, taken: list[bool],
+        text: str) -> None:
+    got = db.sql(text).collect()
+    assert taken == [False]
+    assert_same(got, duck.sql(text).pl(), what=text)
+
+
+def test_a_symbol_in_two_partitions_is_read_from_both(tmp_path, taken,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = Schema([("symbol", SYMBOL), ("date", hfq.schema.DATE), ("time", TIME_NS),
+                     ("px", DOUBLE)])
+    d = hfq.connect(str(tmp_path))
+    t = d.create_table("t", schema, partition_by=hfq.Compo(hfq.Value("date"),
+                                                           hfq.Hash("symbol", 2)),
+                       sort_by=("symbol", "time"))
+    days = [dt.date(2026, 4, 1), dt.date(2026, 4, 2)]
+    t.append(schema.conform(pa.table({
+        "symbol": ["X", "X", "Y", "X"], "date": [days[0], days[0], days[0], days[1]],
+        "time": pa.array([ns(10), ns(11), ns(10), ns(9)], pa.int64()).cast(pa.time64("ns")),
+        "px": [1.0, NAN, 3.0, 4.0]})))
+    text = "SELECT count(*) AS n, max(px) AS hi, sum(px) AS s FROM t WHERE symbol = 'X'"
+    got = d.sql(text).collect()
+    assert taken == [True]
+    n, hi, total = got.row(0)
+    assert n == 3 and np.isnan(hi) and np.isnan(total)   # DuckDB: NaN is the largest
+    assert_same(got, _general(d, text, monkeypatch))
+    text = "SELECT px FROM t WHERE symbol = 'X' LIMIT 2"   # rows in partition order
+    assert d.sql(text).collect()["px"].to_list()[1] != d.sql(text).collect()["px"].to_list()[0]
+    assert_same(d.sql(text).collect(), _general(d, text, monkeypatch), ordered=True)
+    one = d.sql("SELECT count(*) AS n, max(px) AS hi FROM t WHERE symbol = 'X' "
+                "AND date = DATE '2026-04-02'").collect()
+    assert one.rows() == [(1, 4.0)]
+
+
+# -- the fast path against the general engine, on random rows and bounds -------------------
+TIMES = sorted({t for t in _rows()["time"]})
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(syms=st.lists(st.sampled_from(["A", "B", "C", "N", "Q", "Z"]), min_size=1, max_size=3,
+                    unique=True),
+       bounds=st.lists(st.tuples(st.sampled_from([">", ">=", "<", "<=", "="]),
+                                 st.one_of(st.sampled_from(TIMES),
+                                           st.integers(ns(9), ns(16)))), max_size=2),
+       agg=st.sampled_from(["count(*)", "sum(px)", "max(px)", "min(px)", "avg(px)",
+                            "sum(sz)", "max(sz)", "sum(px * sz) / sum(sz)", "min(big)"]))
+def test_the_fast_path_is_the_general_engine(db: hfq.Database, monkeypatch: pytest.MonkeyPatch,
+                                             syms: list[str], bounds: list, agg: str) -> None:
+    def lit(v: int) -> str:
+        t = dt.time(v // (3600 * NS), v // (60 * NS) % 60, v // NS % 60, v % NS // 1000)
+        return f"TIME '{t}'"
+    named = f"symbol = '{syms[0]}'" if len(syms) == 1 else \
+        f"symbol IN ({', '.join(repr(s) for s in syms)})"
+    where = " AND ".join([named] + [f"time {op} {lit(v)}" for op, v in bounds])
+    text = f"SELECT {agg} AS x, count(*) AS n FROM q WHERE {where}"
+    assert_same(db.sql(text).collect(), _general(db, text, monkeypatch), what=text)
+
+
+def test_slices_keep_every_row_a_bound_keeps() -> None:
+    """The binary search against a plain scan, on sorted times with runs of duplicates."""
+    rng = np.random.default_rng(5)
+    times = np.sort(rng.integers(0, 20, 200))
+    frame = pl.DataFrame({"symbol": pl.Series(["S"] * 200, dtype=pl.Categorical),
+                          "time": times})
+    batch = fastpath.CachedBatch(frame, {"S": (0, 200)})
+    ops = {"Gt": np.greater, "GtEq": np.greater_equal, "Lt": np.less, "LtEq": np.less_equal,
+           "Eq": np.equal}
+    for op, fn in ops.items():
+        for v in range(-1, 22):
+            got = fastpath.sliced(batch, fastpath.Selection(("S",), ((op, v),)), "time")
+            assert got is not None
+            kept = np.flatnonzero(fn(times, v))
+            assert got["time"].to_list() == times[kept].tolist(), (op, v)
+
+
+def test_a_damaged_batch_is_a_named_error_not_an_answer(tmp_path, taken) -> None:
+    """A flipped bit in the batch a fast query reads: the fast path leaves it to the general
+    engine, which reads no other copy here and names the file (never a wrong count)."""
+    d = hfq.connect(str(tmp_path), batch_rows=16)
+    d.create_table("q", SCHEMA, partition_by=hfq.Hash("symbol", 1),
+                   sort_by=("symbol", "time")).append(_table(_rows()))
+    fragment = d.session.plan_read(d["q"].snapshot(), columns=["symbol"]).plan \
+        .units[0].fragments[0]
+    path = f"{d.session.store.root}/{fragment.file}"
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[fragment.batches[1].span[0] + 40] ^= 8     # C's rows start in batch 1
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(CorruptPartitionError, match="CRC-32"):
+        d.sql("SELECT count(*) AS n FROM q WHERE symbol = 'C'").collect()
+    assert taken == [False]
