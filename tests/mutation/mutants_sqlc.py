@@ -477,4 +477,10 @@ MUTANTS: list[Mutant] = [
            "    if False:",
            "round(NULL) a DOUBLE NULL: lag(round(NULL, 1), 1, 2.5) gave 2.5, DuckDB 3 (F75)",
            (TRUST.format("round_null_bigint"),)),
+    Mutant("sqlc-window-float-sum-in-float", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype == pl.Float32:',
+           '    if False:',
+           "window sum/avg of FLOAT added in single precision: a running average of two "
+           "FLOAT maxima was inf, DuckDB's 3.4e38 (F76)",
+           (CORPUS.format("windows.test:361"), CORPUS.format("windows.test:372"))),
 ]

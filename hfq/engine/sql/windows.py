@@ -279,6 +279,8 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         if kind == "count":
             value = value.is_not_null()
     dtype = c.dtype(value)
+    if kind in ("sum", "mean") and dtype == pl.Float32:   # FLOAT summed in DOUBLE, as
+        value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64:
         # exact in 128 bits, as DuckDB's HUGEINT sum; past BIGINT it fails by name, as the
         # grouped sum does (F47: a running sum of -1 and -2^63 wrapped to 2^63 - 1)
