@@ -482,5 +482,11 @@ MUTANTS: list[Mutant] = [
            '    if False:',
            "window sum/avg of FLOAT added in single precision: a running average of two "
            "FLOAT maxima was inf, DuckDB's 3.4e38 (F76)",
-           (CORPUS.format("windows.test:361"), CORPUS.format("windows.test:372"))),
+           (CORPUS.format("windows.test:362"), CORPUS.format("windows.test:373"))),
+    Mutant("sqlc-window-double-sum-blocks", AREA, SQL + "windows.py",
+           "            _in_order(value) if dtype.is_float() else value.sum())",
+           "            value.sum())",
+           "sum(DOUBLE) OVER () by polars' sum, chunk by chunk: 1e300 | -1e300 + 8 over two "
+           "appends summed to 0, DuckDB's row-after-row 8 (F77)",
+           (CORPUS.format("windows.test:386"),)),
 ]

@@ -297,8 +297,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     frame, start, end = _bounds(spec, c)
     if not w.keys and spec is None:
         start, end = None, None
-    if start is None and end is None:   # the whole partition
-        return w.over(_whole(kind, value, dtype), ordered=False)
+    if start is None and end is None:   # the whole partition (doubles: in window order)
+        in_order = kind in ("sum", "mean") and dtype.is_float()
+        return w.over(_whole(kind, value, dtype), ordered=in_order)
     if frame == "rows":
         if start is None and end == 0:
             return w.over(_running(kind, value, dtype))
@@ -416,15 +417,25 @@ def _whole(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if kind == "count":
         return value.cast(pl.Int64).sum()
     if kind == "sum":
-        return pl.when(value.count() > 0).then(value.sum())
+        return pl.when(value.count() > 0).then(
+            _in_order(value) if dtype.is_float() else value.sum())
     if kind == "mean" and dtype.is_integer():   # as the grouped avg (F70): summed in 128
         n = value.count()                         # bits, then divided
         return pl.when(n > 0).then(_exact(value, dtype).sum().cast(pl.Float64) / n)
-    if kind == "mean":
-        return value.mean()
+    if kind == "mean":   # (sum only comes here for doubles)
+        total = _in_order(value)
+        return pl.when(value.count() > 0).then(total / value.count())
     if kind == "max":
         return value.nan_max() if dtype.is_float() else value.max()
     return value.min()
+
+
+def _in_order(value: pl.Expr) -> pl.Expr:
+    """The sum of doubles added row after row in the window's order, as DuckDB's window
+    sum (polars' sum adds in blocks: 2, -1e300, ..., 1e300, 101 summed to -1, DuckDB's 101;
+    F77); NULLs as +0.0, and a total of -0.0 is 0.0 as DuckDB's sum starts at +0.0."""
+    total = value.fill_null(0.0).cum_sum().last()
+    return pl.when(total == 0).then(0.0).otherwise(total)
 
 
 def _running(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
