@@ -489,4 +489,10 @@ MUTANTS: list[Mutant] = [
            "sum(DOUBLE) OVER () by polars' sum, chunk by chunk: 1e300 | -1e300 + 8 over two "
            "appends summed to 0, DuckDB's row-after-row 8 (F77)",
            (CORPUS.format("windows.test:386"),)),
+    Mutant("sqlc-epoch-divides-by-reciprocal", AREA, SQL + "functions.py",
+           '        return divide(value.dt.epoch("us").cast(pl.Float64), pl.lit(1e6))',
+           '        return value.dt.epoch("us").cast(pl.Float64) / 1e6',
+           "epoch() by polars' x / 1e6 (a product with 1e-6 on chunks of two rows or more, "
+           "a true division on one): one timestamp made two GROUP BY keys (F78)",
+           ("tests/sql/test_findings.py::test_finding[F78]",)),
 ]

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
 from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import compare, count_of, interval_ns, kind, months_of
+from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
@@ -47,9 +47,11 @@ def part(c: Compiles, name: str, value: pl.Expr, node: exp.Expression) -> pl.Exp
                                                "weekday", "ordinal_day"):
         raise error(node, f"EXTRACT({name} ...) of a TIME")
     if key == "epoch":
+        # (divided as IEEE division: polars' x / 1e6 multiplies by 1e-6, an ulp off on some
+        # rows and not on others, so equal timestamps made two GROUP BY keys -- F78)
         if isinstance(dtype, pl.Time):
-            return value.to_physical().cast(pl.Float64) / 1e9
-        return value.dt.epoch("us").cast(pl.Float64) / 1e6
+            return divide(value.to_physical().cast(pl.Float64), pl.lit(1e9))
+        return divide(value.dt.epoch("us").cast(pl.Float64), pl.lit(1e6))
     if key == "millisecond":
         return value.dt.second().cast(pl.Int64) * 1000 + value.dt.millisecond().cast(pl.Int64)
     if key == "microsecond":

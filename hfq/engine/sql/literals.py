@@ -15,8 +15,8 @@ from sqlglot import exp
 from hfq.engine.sql.errors import error
 from hfq.errors import SqlError
 
-__all__ = ["bind", "comparable", "compare", "count_of", "interval_ns", "kind", "months_of",
-           "parse_literal", "parse_temporal", "same_time_type"]
+__all__ = ["bind", "comparable", "compare", "count_of", "divide", "interval_ns", "kind",
+           "months_of", "parse_literal", "parse_temporal", "same_time_type"]
 
 _UNITS_NS = {"nanosecond": 1, "ns": 1, "microsecond": 10**3, "us": 10**3,
              "millisecond": 10**6, "ms": 10**6, "second": 10**9, "s": 10**9, "sec": 10**9,
@@ -328,3 +328,12 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
     if not left.meta.root_names() and right.meta.root_names():
         return _COMPARE[_FLIPPED[op]](right, left)
     return _COMPARE[op](left, right)
+
+def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
+    """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
+    reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
+    is made a column of itself: right times a column of ones (polars drops an added 0.0,
+    and 0.0 + -0.0 would lose a -0.0 divisor's sign)."""
+    if right.meta.root_names() or not left.meta.root_names():
+        return left / right
+    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))
