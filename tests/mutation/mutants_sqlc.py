@@ -502,4 +502,10 @@ MUTANTS: list[Mutant] = [
            "coming in, subtracts the one leaving): after 1e300 left, a frame of 1.0 summed "
            "to 0 (F79)",
            (CORPUS.format("windows.test:399"),)),
+    Mutant("sqlc-corr-overflow-scaled", AREA, SQL + "aggregates.py",
+           "            r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)",
+           "            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)",
+           "corr past DOUBLE's range as the correlation of scaled values (0.0) where DuckDB's "
+           "cov / (std_x * std_y) is inf / inf = NaN: a HAVING corr(...) > -0.0 lost a group "
+           "(F80)", ("tests/sql/test_findings.py::test_finding[F80]",)),
 ]

@@ -45,6 +45,14 @@ CASES: list[Case] = [
          note="epoch(): polars divides a column of two rows by 1e6 as a product with 1e-6 "
               "(1704499199.9999988) and a one-row chunk truly (1704499199.999999): one "
               "timestamp made two GROUP BY keys"),
+    Case("F80", "SELECT corr(d0, d0) AS c, corr(d0, d0) > CAST('-0.0' AS DOUBLE) AS h, "
+                "corr(d1, d0) AS c1, corr(d1, d1) AS c2 FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 100.25, 1e160), (2, D1, "A", 1e300, -1e160),
+                     (3, D1, "A", -3.75, 3e160)])],
+         note="corr past DOUBLE's range: DuckDB's cov / (std_x * std_y) is inf / inf = NaN "
+              "(NaN > -0.0 holds: the HAVING kept the group); hfq's correlation of the "
+              "values scaled by 2^-600 gave 0.0"),
 ]
 
 

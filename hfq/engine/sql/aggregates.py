@@ -299,7 +299,10 @@ class Agg(Plain):
         cxy = _covariance(y, xx, 0)
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
-            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)
+            # (polars' NaN from products past DOUBLE's range: DuckDB's formula, the
+            # covariance over the product of the deviations, each +inf past the range -- so
+            # inf / inf is NaN where the deviations' squares overflow, F80)
+            r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)
             return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
                                        .then(r).otherwise(_NAN))
         slope = cxy / vx
