@@ -508,4 +508,9 @@ MUTANTS: list[Mutant] = [
            "corr past DOUBLE's range as the correlation of scaled values (0.0) where DuckDB's "
            "cov / (std_x * std_y) is inf / inf = NaN: a HAVING corr(...) > -0.0 lost a group "
            "(F80)", ("tests/sql/test_findings.py::test_finding[F80]",)),
+    Mutant("sqlc-log10-by-ln", AREA, SQL + "functions.py",
+           "    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)",
+           "    return r",
+           "log10 as polars' ln(x) / ln(10): log10(1000) = 2.9999999999999996, floor 2, "
+           "DuckDB 3 (F81)", ("tests/sql/test_findings.py::test_finding[F81]",)),
 ]

@@ -53,6 +53,12 @@ CASES: list[Case] = [
          note="corr past DOUBLE's range: DuckDB's cov / (std_x * std_y) is inf / inf = NaN "
               "(NaN > -0.0 holds: the HAVING kept the group); hfq's correlation of the "
               "values scaled by 2^-600 gave 0.0"),
+    Case("F81", "SELECT id, floor(log(d0)) AS a, floor(log10(d0)) AS b, ceil(log(d0)) AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1000.0), (2, D1, "A", 1e300), (3, D1, "A", 0.001),
+                     (4, D2, "B", 1e-300), (5, D2, "B", 100.0), (6, D2, "B", None)])],
+         note="polars' log10 is ln(x) / ln(10): log10(1000) = 2.9999999999999996, its "
+              "floor 2 (DuckDB 3)"),
 ]
 
 

@@ -21,7 +21,7 @@ from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
-__all__ = ["BY_CLASS", "call", "part", "time_bucket", "trunc"]
+__all__ = ["BY_CLASS", "call", "log10", "part", "time_bucket", "trunc"]
 
 _PARTS = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
           "second": "second", "millisecond": "millisecond", "microsecond": "microsecond",
@@ -168,12 +168,31 @@ def _date_bin(c: Compiles, node: exp.Expression) -> pl.Expr:
     return time_bucket(c, node.this, node.expression, third, node)
 
 
+def log10(value: pl.Expr) -> pl.Expr:
+    """DuckDB's ``log10``: polars' is ``ln(x) / ln(10)``, an ulp under the integer at exact
+    powers of ten (log10(1000) = 2.9999999999999996, so floor(log(1e300)) was 299, F81); a
+    value whose rounded logarithm n gives back ``10^n`` exactly is n.
+
+    Examples
+    --------
+    >>> pl.select(log10(pl.lit(pl.Series([1000.0, 1e300, 1e-300, 0.001, 0.0, None])))
+    ...           ).to_series().to_list()
+    [3.0, 300.0, -300.0, -3.0, -inf, None]
+    """
+    x = value.cast(pl.Float64)
+    r = x.log10()
+    n = r.round()
+    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)
+
+
 def _log(c: Compiles, node: exp.Expression) -> pl.Expr:
     if node.expression is None:   # DuckDB's log(x) is base 10
-        return c.expr(node.this).cast(pl.Float64).log10()
+        return log10(c.expr(node.this))
     base = node.this
     if not (isinstance(base, exp.Literal) and not base.is_string):
         raise error(base, "log(base, x) takes a numeric literal base")
+    if float(base.this) == 10:   # (sqlglot parses log10(x) as log(10, x))
+        return log10(c.expr(node.expression))
     return c.expr(node.expression).cast(pl.Float64).log(float(base.this))
 
 
@@ -219,7 +238,7 @@ BY_CLASS: dict[type[exp.Expression], Callable[[Compiles, Any], pl.Expr]] = {
 _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
     # DOUBLE results, FLOAT arguments included (as DuckDB's)
     "sqrt": lambda e: e.cast(pl.Float64).sqrt(), "exp": lambda e: e.cast(pl.Float64).exp(),
-    "ln": lambda e: e.cast(pl.Float64).log(), "log10": lambda e: e.cast(pl.Float64).log10(),
+    "ln": lambda e: e.cast(pl.Float64).log(), "log10": log10,
     "lower": lambda e: e.cast(pl.String).str.to_lowercase(),
     "upper": lambda e: e.cast(pl.String).str.to_uppercase(),
     "length": lambda e: e.cast(pl.String).str.len_chars().cast(pl.Int64),
