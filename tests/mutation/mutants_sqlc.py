@@ -513,4 +513,10 @@ MUTANTS: list[Mutant] = [
            "    return r",
            "log10 as polars' ln(x) / ln(10): log10(1000) = 2.9999999999999996, floor 2, "
            "DuckDB 3 (F81)", ("tests/sql/test_findings.py::test_finding[F81]",)),
+    Mutant("sqlc-corr-infinite-variance", AREA, SQL + "aggregates.py",
+           "            r = pl.when(vx.is_infinite() | vy.is_infinite()).then(",
+           "            r = pl.when(pl.lit(False)).then(",
+           "corr where a variance leaves DOUBLE's range by polars' corr (0.0): DuckDB's "
+           "co-moment leaves it too, NaN (F82)",
+           ("tests/sql/test_findings.py::test_finding[F82]",)),
 ]

@@ -59,6 +59,20 @@ CASES: list[Case] = [
                      (4, D2, "B", 1e-300), (5, D2, "B", 100.0), (6, D2, "B", None)])],
          note="polars' log10 is ln(x) / ln(10): log10(1000) = 2.9999999999999996, its "
               "floor 2 (DuckDB 3)"),
+    Case("F82", "SELECT sym, corr(l0, d0) AS c, corr(d0, l0) AS r FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("l0", "LONG")], ("date",), (),
+                    [(k, D1 if k % 2 else D2, "A" if k < 9 else "B", x, y)
+                     for k, (y, x) in enumerate(
+                         [(y, x) for y in (-1, 2**63 - 1, 2) for x in (-1e300, -2.5, -0.5)]
+                         + [(1, 1e300), (2, -1e300), (4, 0.5)])])],
+         note="corr where a variance leaves DOUBLE's range: DuckDB's co-moment leaves it too "
+              "when a product of deviations does (+-inf / inf = NaN, group A), else cov / inf "
+              "= -0.0 (group B); polars' corr said 0.0"),
+    Case("F82b", "SELECT corr(d1, d0) AS c, corr(d0, d1) AS r, corr(d0, d0) AS s FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e300, 1.0), (2, D1, "A", 0.5, 4.0),
+                     (3, D2, "B", -1e300, 2.0), (4, D2, "B", 0.25, -1.0)], [2])],
+         note="F82 merged across partitions: the deviations' bound from min, max and mean"),
 ]
 
 
