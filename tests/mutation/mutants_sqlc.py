@@ -519,4 +519,10 @@ MUTANTS: list[Mutant] = [
            "corr where a variance leaves DOUBLE's range by polars' corr (0.0): DuckDB's "
            "co-moment leaves it too, NaN (F82)",
            ("tests/sql/test_findings.py::test_finding[F82]",)),
+    Mutant("sqlc-extract-null-bigint", AREA, SQL + "functions.py",
+           "    return pl.lit(None, dtype=pl.Float64) if null else out",
+           "    return out",
+           "EXTRACT of a constant NULL typed BIGINT: DuckDB binds it DOUBLE, so "
+           "coalesce(length(s), EXTRACT(hour FROM CAST(NULL AS TIME))) is a DOUBLE there (F83)",
+           ("tests/sql/test_findings.py::test_finding[F83]",)),
 ]

@@ -73,6 +73,13 @@ CASES: list[Case] = [
                     [(1, D1, "A", 1e300, 1.0), (2, D1, "A", 0.5, 4.0),
                      (3, D2, "B", -1e300, 2.0), (4, D2, "B", 0.25, -1.0)], [2])],
          note="F82 merged across partitions: the deviations' bound from min, max and mean"),
+    Case("F83", "SELECT id, coalesce(length(sym), EXTRACT(hour FROM CAST(NULL AS TIME))) AS c, "
+                "lag(EXTRACT(day FROM CAST(NULL AS DATE)), 1, 7) OVER (ORDER BY id) AS l, "
+                "date_part('dow', CAST(NULL AS TIMESTAMP)) AS d, day(CAST(NULL AS DATE)) AS e, "
+                "EXTRACT(day FROM date) AS f FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "IBM")])],
+         note="DuckDB types EXTRACT/date_part of a constant NULL as DOUBLE (day() of one "
+              "stays BIGINT): coalesce(length(sym), EXTRACT(...)) is a DOUBLE"),
 ]
 
 

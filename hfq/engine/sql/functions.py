@@ -145,7 +145,21 @@ def _epoch_us(value: dt.datetime) -> int:
 
 
 def _extract(c: Compiles, node: exp.Extract) -> pl.Expr:
-    return part(c, node.this.name, c.expr(node.expression), node)
+    return _null_part(node.expression, c.expr(node.expression),
+                      part(c, node.this.name, c.expr(node.expression), node))
+
+
+def _null_part(arg: exp.Expression, value: pl.Expr, out: pl.Expr) -> pl.Expr:
+    """``EXTRACT``/``date_part`` of a constant NULL is a DOUBLE NULL, as DuckDB binds it (its
+    constant folding leaves a NULL literal, whose overload is DOUBLE; ``day(NULL::DATE)``
+    stays BIGINT): ``lag(EXTRACT(day FROM CAST(NULL AS DATE)), 1, 7)`` is 7.0 there (F83)."""
+    if arg.find(exp.Column, exp.Subquery, exp.Select) is not None:
+        return out
+    try:
+        null = pl.select(value).to_series().is_null().all()
+    except Exception:   # noqa: BLE001 -- a constant that fails stays as it is (raised later)
+        return out
+    return pl.lit(None, dtype=pl.Float64) if null else out
 
 
 def _part_of(name: str) -> Callable[[Compiles, exp.Expression], pl.Expr]:
@@ -379,7 +393,8 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
     if name in ("date_part", "datepart") and len(args) == 2:
         if not (isinstance(args[0], exp.Literal) and args[0].is_string):
             raise error(args[0], "date_part takes a string literal part")
-        return part(c, args[0].this, c.expr(args[1]), node)
+        return _null_part(args[1], c.expr(args[1]), part(c, args[0].this, c.expr(args[1]),
+                                                          node))
     if name == "date_trunc" and len(args) == 2:
         return trunc(c, args[0].name, c.expr(args[1]), node)
     if name == "time_bucket" and len(args) in (2, 3):
