@@ -80,6 +80,12 @@ CASES: list[Case] = [
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "IBM")])],
          note="DuckDB types EXTRACT/date_part of a constant NULL as DOUBLE (day() of one "
               "stays BIGINT): coalesce(length(sym), EXTRACT(...)) is a DOUBLE"),
+    Case("F84", "SELECT count(*) AS n FROM t WHERE (1 + 9223372036854775807) <= "
+                "(SELECT sum(2) FROM u WHERE id > 5)",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")]),
+          TableSpec("u", T3, ("date",), (), [(3, D1, "A")])],
+         note="polars simplifies x <= NULL (the subquery's sum over no rows) to NULL without "
+              "evaluating x: the overflow DuckDB raises was never checked, hfq answered 0"),
 ]
 
 

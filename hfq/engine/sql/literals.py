@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row, may_raise
 from hfq.engine.sql.errors import error
 from hfq.errors import SqlError
 
@@ -326,8 +327,26 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
     <Expr ['[(col("x")) > (dyn int: 1)]'] at ...>
     """
     if not left.meta.root_names() and right.meta.root_names():
-        return _COMPARE[_FLIPPED[op]](right, left)
-    return _COMPARE[op](left, right)
+        out = _COMPARE[_FLIPPED[op]](right, left)
+    else:
+        out = _COMPARE[op](left, right)
+    # polars simplifies ``x op NULL`` to NULL without evaluating x: an x that fails (an
+    # overflow) is evaluated on every row all the same, as DuckDB does (F84)
+    for side, other in ((left, right), (right, left)):
+        if _is_null(other) and may_raise(side):
+            out = every_row(side, out)
+    return out
+
+
+def _is_null(e: pl.Expr) -> bool:
+    """Whether ``e`` is a NULL literal."""
+    if not e.meta.is_literal(allow_aliasing=True):
+        return False
+    try:
+        return bool(pl.select(e).to_series().is_null().all())
+    except pl.exceptions.PolarsError:
+        return False
+
 
 def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
     """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
