@@ -438,7 +438,7 @@ MUTANTS: list[Mutant] = [
            "        return tuple(e if self.dtype(e) == pl.Float32 else e",
            "FLOAT + FLOAT in 32 bits: 3.4e38 + 3.4e38 is inf where the documented DOUBLE gives "
            "6.8e38 (F68)", (REGRESSION.format("F68c"),)),
-    Mutant("sqlc-negative-zero-divisor", AREA, SQL + "expressions.py",
+    Mutant("sqlc-negative-zero-divisor", AREA, SQL + "literals.py",
            "    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))",
            "    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)",
            "a constant divisor made a column by adding +0.0: -0.0 becomes 0.0, -3 / -0.0 is "
