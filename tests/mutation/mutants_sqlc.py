@@ -456,7 +456,7 @@ MUTANTS: list[Mutant] = [
            "        return tuple(e if self.dtype(e) == pl.Float32 else e",
            "FLOAT + FLOAT in 32 bits: 3.4e38 + 3.4e38 is inf where the documented DOUBLE gives "
            "6.8e38 (F68)", (REGRESSION.format("F68c"),)),
-    Mutant("sqlc-negative-zero-divisor", AREA, SQL + "expressions.py",
+    Mutant("sqlc-negative-zero-divisor", AREA, SQL + "literals.py",
            "    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))",
            "    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)",
            "a constant divisor made a column by adding +0.0: -0.0 becomes 0.0, -3 / -0.0 is "
@@ -495,4 +495,58 @@ MUTANTS: list[Mutant] = [
            "    if False:",
            "round(NULL) a DOUBLE NULL: lag(round(NULL, 1), 1, 2.5) gave 2.5, DuckDB 3 (F75)",
            (TRUST.format("round_null_bigint"),)),
+    Mutant("sqlc-window-float-sum-in-float", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype == pl.Float32:',
+           '    if False:',
+           "window sum/avg of FLOAT added in single precision: a running average of two "
+           "FLOAT maxima was inf, DuckDB's 3.4e38 (F76)",
+           (CORPUS.format("windows.test:362"), CORPUS.format("windows.test:373"))),
+    Mutant("sqlc-window-double-sum-blocks", AREA, SQL + "windows.py",
+           "            _in_order(value) if dtype.is_float() else value.sum())",
+           "            value.sum())",
+           "sum(DOUBLE) OVER () by polars' sum, chunk by chunk: 1e300 | -1e300 + 8 over two "
+           "appends summed to 0, DuckDB's row-after-row 8 (F77)",
+           (CORPUS.format("windows.test:386"),)),
+    Mutant("sqlc-epoch-divides-by-reciprocal", AREA, SQL + "functions.py",
+           '        return divide(value.dt.epoch("us").cast(pl.Float64), pl.lit(1e6))',
+           '        return value.dt.epoch("us").cast(pl.Float64) / 1e6',
+           "epoch() by polars' x / 1e6 (a product with 1e-6 on chunks of two rows or more, "
+           "a true division on one): one timestamp made two GROUP BY keys (F78)",
+           ("tests/sql/test_findings.py::test_finding[F78]",)),
+    Mutant("sqlc-range-offset-doubles-rolled", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype.is_float():\n        # frames of fewer',
+           '    if False:\n        # frames of fewer',
+           "RANGE frames with an offset summing doubles by polars' rolled sum (adds the row "
+           "coming in, subtracts the one leaving): after 1e300 left, a frame of 1.0 summed "
+           "to 0 (F79)",
+           (CORPUS.format("windows.test:399"),)),
+    Mutant("sqlc-corr-overflow-scaled", AREA, SQL + "aggregates.py",
+           "            r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)",
+           "            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)",
+           "corr past DOUBLE's range as the correlation of scaled values (0.0) where DuckDB's "
+           "cov / (std_x * std_y) is inf / inf = NaN: a HAVING corr(...) > -0.0 lost a group "
+           "(F80)", ("tests/sql/test_findings.py::test_finding[F80]",)),
+    Mutant("sqlc-log10-by-ln", AREA, SQL + "functions.py",
+           "    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)",
+           "    return r",
+           "log10 as polars' ln(x) / ln(10): log10(1000) = 2.9999999999999996, floor 2, "
+           "DuckDB 3 (F81)", ("tests/sql/test_findings.py::test_finding[F81]",)),
+    Mutant("sqlc-corr-infinite-variance", AREA, SQL + "aggregates.py",
+           "            r = pl.when(vx.is_infinite() | vy.is_infinite()).then(",
+           "            r = pl.when(pl.lit(False)).then(",
+           "corr where a variance leaves DOUBLE's range by polars' corr (0.0): DuckDB's "
+           "co-moment leaves it too, NaN (F82)",
+           ("tests/sql/test_findings.py::test_finding[F82]",)),
+    Mutant("sqlc-extract-null-bigint", AREA, SQL + "functions.py",
+           "    return pl.lit(None, dtype=pl.Float64) if null else out",
+           "    return out",
+           "EXTRACT of a constant NULL typed BIGINT: DuckDB binds it DOUBLE, so "
+           "coalesce(length(s), EXTRACT(hour FROM CAST(NULL AS TIME))) is a DOUBLE there (F83)",
+           ("tests/sql/test_findings.py::test_finding[F83]",)),
+    Mutant("sqlc-compare-null-skips-errors", AREA, SQL + "literals.py",
+           "        if _is_null(other) and may_raise(side):",
+           "        if False:",
+           "x <= NULL simplified by polars without evaluating x: the overflow of "
+           "(1 + 2^63 - 1) <= (SELECT sum(2) ... no rows) that DuckDB raises was answered (F84)",
+           ("tests/sql/test_findings.py::test_finding[F84]",)),
 ]

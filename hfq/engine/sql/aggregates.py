@@ -305,7 +305,17 @@ class Agg(Plain):
         cxy = _covariance(y, xx, 0)
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
-            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)
+            # (polars' NaN from products past DOUBLE's range: DuckDB's formula, the
+            # covariance over the product of the deviations, each +inf past the range -- so
+            # inf / inf is NaN where the deviations' squares overflow, F80)
+            r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)
+            # a variance past DOUBLE's range (polars' corr gave 0.0): DuckDB's formula too,
+            # its co-moment +-inf (so NaN) when a product of the deviations leaves the range,
+            # else cov / inf = +-0.0 (F82)
+            wide = _deviation(xx) * _deviation(y)
+            r = pl.when(vx.is_infinite() | vy.is_infinite()).then(
+                pl.when(wide.is_infinite()).then(_NAN)
+                .otherwise(cxy / (vx.sqrt() * vy.sqrt()))).otherwise(r)
             return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
                                        .then(r).otherwise(_NAN))
         slope = cxy / vx
@@ -325,6 +335,13 @@ class Agg(Plain):
         "arg_max": _arg, "arg_min": _arg, "weighted_avg": _weighted_avg,
         "covar_pop": _pairs, "covar_samp": _pairs, "corr": _pairs,
         **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs)}
+
+
+def _deviation(x: pl.Expr) -> pl.Expr:
+    """The largest distance of an ``x`` from their mean (from a min, a max and a mean, so
+    it merges across partitions)."""
+    up, down = x.max() - x.mean(), x.mean() - x.min()
+    return pl.when(up > down).then(up).otherwise(down)
 
 
 def _variance(x: pl.Expr, ddof: int) -> pl.Expr:

@@ -22,6 +22,7 @@ from hfq.engine.sql.errors import error, position, unsupported
 from hfq.engine.sql.literals import (
     comparable,
     compare,
+    divide,
     interval_ns,
     kind,
     parse_temporal,
@@ -30,7 +31,7 @@ from hfq.engine.sql.literals import (
 from hfq.engine.sql.scope import Env, Scope
 from hfq.engine.sql.syntax import is_agg
 
-__all__ = ["Plain", "divide", "like_categorical", "number"]
+__all__ = ["Plain", "like_categorical", "number"]
 
 
 class Plain:
@@ -475,14 +476,6 @@ class Plain:
 _I64_MIN = -(2**63)
 
 
-def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
-    """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
-    reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
-    is made a column of itself: right times a column of ones (polars drops an added 0.0,
-    and 0.0 + -0.0 would lose a -0.0 divisor's sign)."""
-    if right.meta.root_names() or not left.meta.root_names():
-        return left / right
-    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))
 
 
 def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:

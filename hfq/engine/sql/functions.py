@@ -17,11 +17,11 @@ from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
 from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import compare, count_of, interval_ns, kind, months_of
+from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
-__all__ = ["BY_CLASS", "call", "part", "time_bucket", "trunc"]
+__all__ = ["BY_CLASS", "call", "log10", "part", "time_bucket", "trunc"]
 
 _PARTS = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
           "second": "second", "millisecond": "millisecond", "microsecond": "microsecond",
@@ -47,9 +47,11 @@ def part(c: Compiles, name: str, value: pl.Expr, node: exp.Expression) -> pl.Exp
                                                "weekday", "ordinal_day"):
         raise error(node, f"EXTRACT({name} ...) of a TIME")
     if key == "epoch":
+        # (divided as IEEE division: polars' x / 1e6 multiplies by 1e-6, an ulp off on some
+        # rows and not on others, so equal timestamps made two GROUP BY keys -- F78)
         if isinstance(dtype, pl.Time):
-            return value.to_physical().cast(pl.Float64) / 1e9
-        return value.dt.epoch("us").cast(pl.Float64) / 1e6
+            return divide(value.to_physical().cast(pl.Float64), pl.lit(1e9))
+        return divide(value.dt.epoch("us").cast(pl.Float64), pl.lit(1e6))
     if key == "millisecond":
         return value.dt.second().cast(pl.Int64) * 1000 + value.dt.millisecond().cast(pl.Int64)
     if key == "microsecond":
@@ -143,7 +145,21 @@ def _epoch_us(value: dt.datetime) -> int:
 
 
 def _extract(c: Compiles, node: exp.Extract) -> pl.Expr:
-    return part(c, node.this.name, c.expr(node.expression), node)
+    return _null_part(node.expression, c.expr(node.expression),
+                      part(c, node.this.name, c.expr(node.expression), node))
+
+
+def _null_part(arg: exp.Expression, value: pl.Expr, out: pl.Expr) -> pl.Expr:
+    """``EXTRACT``/``date_part`` of a constant NULL is a DOUBLE NULL, as DuckDB binds it (its
+    constant folding leaves a NULL literal, whose overload is DOUBLE; ``day(NULL::DATE)``
+    stays BIGINT): ``lag(EXTRACT(day FROM CAST(NULL AS DATE)), 1, 7)`` is 7.0 there (F83)."""
+    if arg.find(exp.Column, exp.Subquery, exp.Select) is not None:
+        return out
+    try:
+        null = pl.select(value).to_series().is_null().all()
+    except Exception:   # noqa: BLE001 -- a constant that fails stays as it is (raised later)
+        return out
+    return pl.lit(None, dtype=pl.Float64) if null else out
 
 
 def _part_of(name: str) -> Callable[[Compiles, exp.Expression], pl.Expr]:
@@ -166,12 +182,31 @@ def _date_bin(c: Compiles, node: exp.Expression) -> pl.Expr:
     return time_bucket(c, node.this, node.expression, third, node)
 
 
+def log10(value: pl.Expr) -> pl.Expr:
+    """DuckDB's ``log10``: polars' is ``ln(x) / ln(10)``, an ulp under the integer at exact
+    powers of ten (log10(1000) = 2.9999999999999996, so floor(log(1e300)) was 299, F81); a
+    value whose rounded logarithm n gives back ``10^n`` exactly is n.
+
+    Examples
+    --------
+    >>> pl.select(log10(pl.lit(pl.Series([1000.0, 1e300, 1e-300, 0.001, 0.0, None])))
+    ...           ).to_series().to_list()
+    [3.0, 300.0, -300.0, -3.0, -inf, None]
+    """
+    x = value.cast(pl.Float64)
+    r = x.log10()
+    n = r.round()
+    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)
+
+
 def _log(c: Compiles, node: exp.Expression) -> pl.Expr:
     if node.expression is None:   # DuckDB's log(x) is base 10
-        return c.expr(node.this).cast(pl.Float64).log10()
+        return log10(c.expr(node.this))
     base = node.this
     if not (isinstance(base, exp.Literal) and not base.is_string):
         raise error(base, "log(base, x) takes a numeric literal base")
+    if float(base.this) == 10:   # (sqlglot parses log10(x) as log(10, x))
+        return log10(c.expr(node.expression))
     return c.expr(node.expression).cast(pl.Float64).log(float(base.this))
 
 
@@ -217,7 +252,7 @@ BY_CLASS: dict[type[exp.Expression], Callable[[Compiles, Any], pl.Expr]] = {
 _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
     # DOUBLE results, FLOAT arguments included (as DuckDB's)
     "sqrt": lambda e: e.cast(pl.Float64).sqrt(), "exp": lambda e: e.cast(pl.Float64).exp(),
-    "ln": lambda e: e.cast(pl.Float64).log(), "log10": lambda e: e.cast(pl.Float64).log10(),
+    "ln": lambda e: e.cast(pl.Float64).log(), "log10": log10,
     "lower": lambda e: e.cast(pl.String).str.to_lowercase(),
     "upper": lambda e: e.cast(pl.String).str.to_uppercase(),
     "length": lambda e: e.cast(pl.String).str.len_chars().cast(pl.Int64),
@@ -358,7 +393,8 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
     if name in ("date_part", "datepart") and len(args) == 2:
         if not (isinstance(args[0], exp.Literal) and args[0].is_string):
             raise error(args[0], "date_part takes a string literal part")
-        return part(c, args[0].this, c.expr(args[1]), node)
+        return _null_part(args[1], c.expr(args[1]), part(c, args[0].this, c.expr(args[1]),
+                                                          node))
     if name == "date_trunc" and len(args) == 2:
         return trunc(c, args[0].name, c.expr(args[1]), node)
     if name == "time_bucket" and len(args) in (2, 3):

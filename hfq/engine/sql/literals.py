@@ -12,11 +12,12 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row, may_raise
 from hfq.engine.sql.errors import error
 from hfq.errors import SqlError
 
-__all__ = ["bind", "comparable", "compare", "count_of", "interval_ns", "kind", "months_of",
-           "parse_literal", "parse_temporal", "same_time_type"]
+__all__ = ["bind", "comparable", "compare", "count_of", "divide", "interval_ns", "kind",
+           "months_of", "parse_literal", "parse_temporal", "same_time_type"]
 
 _UNITS_NS = {"nanosecond": 1, "ns": 1, "microsecond": 10**3, "us": 10**3,
              "millisecond": 10**6, "ms": 10**6, "second": 10**9, "s": 10**9, "sec": 10**9,
@@ -326,5 +327,32 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
     <Expr ['[(col("x")) > (dyn int: 1)]'] at ...>
     """
     if not left.meta.root_names() and right.meta.root_names():
-        return _COMPARE[_FLIPPED[op]](right, left)
-    return _COMPARE[op](left, right)
+        out = _COMPARE[_FLIPPED[op]](right, left)
+    else:
+        out = _COMPARE[op](left, right)
+    # polars simplifies ``x op NULL`` to NULL without evaluating x: an x that fails (an
+    # overflow) is evaluated on every row all the same, as DuckDB does (F84)
+    for side, other in ((left, right), (right, left)):
+        if _is_null(other) and may_raise(side):
+            out = every_row(side, out)
+    return out
+
+
+def _is_null(e: pl.Expr) -> bool:
+    """Whether ``e`` is a NULL literal."""
+    if not e.meta.is_literal(allow_aliasing=True):
+        return False
+    try:
+        return bool(pl.select(e).to_series().is_null().all())
+    except pl.exceptions.PolarsError:
+        return False
+
+
+def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
+    """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
+    reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
+    is made a column of itself: right times a column of ones (polars drops an added 0.0,
+    and 0.0 + -0.0 would lose a -0.0 divisor's sign)."""
+    if right.meta.root_names() or not left.meta.root_names():
+        return left / right
+    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))
