@@ -325,13 +325,15 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
         return _SIMPLE[name](c.expr(args[0]))
     if name == "abs" and len(args) == 1:
         x = c.expr(args[0])
+        if isinstance(c.dtype(x), pl.Null):   # abs(NULL): a NULL BIGINT, as DuckDB's
+            return x.cast(pl.Int64)
         if c.dtype(x).is_integer():
             return c.fail(x.abs(), x == -(2**63), node, "integer overflow")
         return x.abs()
     if name in ("floor", "ceil", "ceiling") and len(args) == 1:
         x = c.expr(args[0])
         dtype = c.dtype(x)
-        if dtype.is_integer():   # a DOUBLE, as DuckDB's
+        if dtype.is_integer() or isinstance(dtype, pl.Null):   # a DOUBLE, as DuckDB's
             return x.cast(pl.Float64)
         out = x.floor() if name == "floor" else x.ceil()
         if isinstance(dtype, pl.Decimal):   # a DECIMAL of scale 0, as DuckDB's

@@ -252,6 +252,8 @@ class Compiler:
                         f"__k{len(keys)}"
                 if has_agg(g_expr):
                     raise error(g, "aggregates are not allowed in GROUP BY")
+                if g_expr in key_nodes:   # a repeated key is the same key (GROUP BY a, a)
+                    continue
                 key = Plain(scope, self).expr(g_expr)
                 if not g_expr.find(exp.Column):   # a constant key: one group of every row
                     key = pl.repeat(key, pl.len())   # (none over no rows)
