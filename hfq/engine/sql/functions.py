@@ -16,6 +16,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
+from hfq.engine.sql import strings
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import compare, count_of, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
@@ -323,6 +324,8 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
     args = args_of(node)
     if name in _SIMPLE and len(args) == 1:
         return _SIMPLE[name](c.expr(args[0]))
+    if name in strings.RULES:   # reverse, replace, starts_with, contains, strpos, left...
+        return strings.RULES[name](c, node, args)
     if name == "abs" and len(args) == 1:
         x = c.expr(args[0])
         if isinstance(c.dtype(x), pl.Null):   # abs(NULL): a NULL BIGINT, as DuckDB's
