@@ -155,8 +155,12 @@ class Plain:
         if isinstance(node.this, exp.Literal) and not node.this.is_string:
             return number(node.this, negate=True)   # -9223372036854775808 is a BIGINT
         value = self.expr(node.this)
-        if isinstance(self.dtype(value), pl.Null):   # -NULL: a NULL BIGINT, as DuckDB's
+        dtype = self.dtype(value)
+        if isinstance(dtype, pl.Null):   # -NULL: a NULL BIGINT, as DuckDB's
             return value.cast(pl.Int64)
+        if not dtype.is_numeric() and not isinstance(dtype, pl.Duration):
+            raise error(node, f"unary minus takes a number or an INTERVAL, not "
+                              f"{node.this.sql('duckdb')} ({kind(dtype) or dtype})")
         if self.dtype(value).is_integer() and self.bound(node.this) is None:
             return self.fail(-value, value == _I64_MIN, node, "integer overflow")
         return -value

@@ -68,6 +68,8 @@ def trunc(c: Compiles, unit: str, value: pl.Expr, node: exp.Expression) -> pl.Ex
     if every is None:
         raise error(node, f"date_trunc unit {unit!r}: use one of {', '.join(_TRUNC)}")
     dtype = c.dtype(value)
+    if not dtype.is_temporal():   # a NULL of no type too (DuckDB cannot choose either)
+        raise error(node, "date_trunc needs a DATE, TIME or TIMESTAMP (CAST a NULL to one)")
     if isinstance(dtype, pl.Time):
         return bucket_expr(value, parse_every(every), 0, dtype)
     out = value.dt.truncate(every)
