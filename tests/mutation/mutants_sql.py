@@ -146,3 +146,11 @@ MUTANTS += [
            "bool_and/bool_or/count_if over no value (no rows, only NULLs) give TRUE/FALSE/0 "
            "where DuckDB gives NULL", (STRINGS.format(152), STRINGS.format(157))),
 ]
+
+MUTANTS += [
+    Mutant("sql2-neg-of-a-date", AREA, SQL + "expressions.py",
+           "        if not dtype.is_numeric() and not isinstance(dtype, pl.Duration):",
+           "        if False:",
+           "-date reaches polars: '`neg` operation not supported for dtype `date`' in polars' "
+           "words instead of hfq's refusal by name", (LEAKS.format(304),)),
+]
