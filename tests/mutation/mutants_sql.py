@@ -152,5 +152,11 @@ MUTANTS += [
            "        if not dtype.is_numeric() and not isinstance(dtype, pl.Duration):",
            "        if False:",
            "-date reaches polars: '`neg` operation not supported for dtype `date`' in polars' "
-           "words instead of hfq's refusal by name", (LEAKS.format(304),)),
+           "words instead of hfq's refusal by name", (LEAKS.format(330),)),
+    Mutant("sql2-join-condition-as-is", AREA, SQL + "joins.py",
+           '        predicate = c.condition(cond, combined, "JOIN ... ON")   # ON NULL: no row',
+           "        predicate = c.expr(cond, combined)",
+           "JOIN ... ON a = b AND NULL refused with polars' 'filter predicate must be of type "
+           "Boolean, got Null' (DuckDB: no row); an integer condition likewise",
+           (LEAKS.format(303), LEAKS.format(308))),
 ]

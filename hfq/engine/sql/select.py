@@ -288,6 +288,9 @@ class Compiler:
     def expr(self, node: exp.Expression, scope: Scope) -> pl.Expr:
         return Plain(scope, self).expr(node)
 
+    def condition(self, node: exp.Expression, scope: Scope, where: str) -> pl.Expr:
+        return Plain(scope, self).predicate(node, where)
+
     def in_subquery(self, c: Compiles, value: pl.Expr, node: exp.In) -> pl.Expr:
         return subqueries.in_subquery(c, value, node)
 
