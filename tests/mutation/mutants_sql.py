@@ -134,17 +134,17 @@ MUTANTS += [
            '.cast(pl.Int64)',
            "    before = s.str.find(needle, literal=True).cast(pl.Int64)",
            "strpos counts bytes (polars' str.find) where DuckDB counts characters: "
-           "strpos('日本株', '株') = 7, not 3", (STRINGS.format(81),)),
+           "strpos('日本株', '株') = 7, not 3", (STRINGS.format(93),)),
     Mutant("sql2-replace-empty-pattern", AREA, SQL + "strings.py",
            '    return s if old == "" else s.str.replace_all(old, new, literal=True)',
            "    return s.str.replace_all(old, new, literal=True)",
            "replace(s, '', 'X') puts X between every character (polars) where DuckDB leaves "
-           "s alone", (STRINGS.format(39),)),
+           "s alone", (STRINGS.format(51),)),
     Mutant("sql2-bool-agg-of-no-value", AREA, SQL + "aggregates.py",
            "ones.max()) == 1\n        return pl.when(x.count() > 0).then(out)",
            "ones.max()) == 1\n        return out",
            "bool_and/bool_or/count_if over no value (no rows, only NULLs) give TRUE/FALSE/0 "
-           "where DuckDB gives NULL", (STRINGS.format(152), STRINGS.format(157))),
+           "where DuckDB gives NULL", (STRINGS.format(190), STRINGS.format(195))),
 ]
 
 MUTANTS += [
@@ -159,4 +159,9 @@ MUTANTS += [
            "JOIN ... ON a = b AND NULL refused with polars' 'filter predicate must be of type "
            "Boolean, got Null' (DuckDB: no row); an integer condition likewise",
            (LEAKS.format(303), LEAKS.format(308))),
+    Mutant("sql2-trim-ascii-space", AREA, SQL + "strings.py",
+           "    chars: str | None = _SPACES",
+           '    chars: str | None = " "',
+           "trim/ltrim/rtrim remove only ASCII spaces where DuckDB removes every Unicode space "
+           "separator (NBSP, U+2003, U+3000)", (STRINGS.format(123),)),
 ]

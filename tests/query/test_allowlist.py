@@ -37,7 +37,8 @@ SUPPORTED = [c.sql for c in CASES] + [text.format(t="m") for _, text, _ in SAME]
                                         "SELECT reverse(name) AS a, replace(name, 'a', 'b') AS "
                                         "b, starts_with(name, 'a') AS c, ends_with(symbol, 'A') "
                                         "AS d, contains(name, 'x') AS e, strpos(name, 'y') AS f, "
-                                        "left(name, 2) AS g, right(name, -1) AS h FROM m",
+                                        "left(name, 2) AS g, right(name, -1) AS h, ltrim(name) "
+                                        "AS i, trim(BOTH 'x' FROM name) AS j FROM m",
                                         "SELECT bool_and(flag) AS a, bool_or(flag) AS o, "
                                         "count_if(flag) AS n FROM m"]
 

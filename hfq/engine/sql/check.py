@@ -83,7 +83,7 @@ ALLOWED: dict[type[exp.Expression], frozenset[str]] = {
     # scalar functions
     exp.Anonymous: frozenset({"this", "expressions"}),
     **_entries(_ONE, exp.Abs, exp.Sqrt, exp.Exp, exp.Ln, exp.Floor, exp.Ceil, exp.Sign,
-               exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Year, exp.Month, exp.Day,
+               exp.Lower, exp.Upper, exp.Length, exp.Year, exp.Month, exp.Day,
                exp.Hour, exp.Minute, exp.Second, exp.DayOfWeek, exp.TimeToUnix, exp.IsNan,
                exp.IsInf),
     exp.Nullif: _BIN,
@@ -97,7 +97,7 @@ ALLOWED: dict[type[exp.Expression], frozenset[str]] = {
     exp.Extract: _BIN,
     exp.TimestampTrunc: frozenset({"this", "unit"}),
     exp.DateBin: frozenset({"this", "expression", "unit"}),
-    exp.Reverse: _ONE,
+    exp.Reverse: _ONE, exp.Trim: frozenset({"this", "expression", "position"}),
     **_entries(_BIN, exp.StartsWith, exp.EndsWith, exp.Contains, exp.Left, exp.Right),
     exp.StrPosition: frozenset({"this", "substr"}),
     exp.Replace: frozenset({"this", "expression", "replacement"}),

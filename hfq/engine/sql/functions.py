@@ -224,7 +224,6 @@ _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
     "lower": lambda e: e.cast(pl.String).str.to_lowercase(),
     "upper": lambda e: e.cast(pl.String).str.to_uppercase(),
     "length": lambda e: e.cast(pl.String).str.len_chars().cast(pl.Int64),
-    "trim": lambda e: e.cast(pl.String).str.strip_chars(" "),
 }
 
 
@@ -324,10 +323,10 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
     """A scalar function by name, or refused by name."""
     name = name_of(node)
     args = args_of(node)
+    if name in strings.RULES:   # reverse, replace, starts_with, contains, strpos, trim...
+        return strings.RULES[name](c, node, args)
     if name in _SIMPLE and len(args) == 1:
         return _SIMPLE[name](c.expr(args[0]))
-    if name in strings.RULES:   # reverse, replace, starts_with, contains, strpos, left...
-        return strings.RULES[name](c, node, args)
     if name == "abs" and len(args) == 1:
         x = c.expr(args[0])
         if isinstance(c.dtype(x), pl.Null):   # abs(NULL): a NULL BIGINT, as DuckDB's

@@ -1,6 +1,7 @@
 """DuckDB's text functions that polars computes exactly: ``reverse``, ``replace``,
 ``starts_with``, ``ends_with``, ``contains``, ``strpos`` (``instr``, ``position(x IN s)``),
-``left`` and ``right``.
+``left``, ``right`` and ``trim``/``ltrim``/``rtrim`` (DuckDB's spaces: Unicode's space
+separators, not tabs or newlines).
 
 Characters are Unicode code points, as DuckDB counts them (``left(s, 1)`` of an ``é`` spelt
 ``e`` + U+0301 is the ``e`` alone; ``reverse`` keeps a letter with its combining marks, as
@@ -117,10 +118,35 @@ def _side(name: str) -> Callable[[Compiles, exp.Expression, list[exp.Expression]
     return rule
 
 
+#: what DuckDB's trim removes: the Unicode space separators (category Zs; checked against
+#: DuckDB for U+0001-U+30FF: tabs and newlines stay)
+_SPACES = "\u0020\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + \
+    "\u202f\u205f\u3000"
+
+
+def _trim(c: Compiles, node: exp.Expression, args: list[exp.Expression]) -> pl.Expr:
+    """``trim``/``ltrim``/``rtrim`` (``trim(LEADING|TRAILING|BOTH [chars] FROM s)``): spaces
+    as DuckDB's (:data:`_SPACES`), or any of the characters of a string literal."""
+    s = _text(c, args[0], "trim")
+    chars: str | None = _SPACES
+    if len(args) > 1:
+        chars = _literal(args[1], "trim", "of characters to remove")
+    if chars is None:
+        return pl.lit(None, dtype=pl.String)
+    if chars == "":
+        return s
+    side = str(node.args.get("position") or "BOTH").upper()
+    if side == "LEADING":
+        return s.str.strip_chars_start(chars)
+    if side == "TRAILING":
+        return s.str.strip_chars_end(chars)
+    return s.str.strip_chars(chars)
+
+
 #: function name (sqlglot's, lower case) -> rule(compiler, call node, arguments)
 RULES: dict[str, Callable[[Compiles, exp.Expression, list[exp.Expression]], pl.Expr]] = {
     "reverse": _reverse, "replace": _replace, "starts_with": _affix("starts_with"),
     "ends_with": _affix("ends_with"), "contains": _affix("contains"),
     "str_position": _strpos, "strpos": _strpos, "instr": _strpos,
-    "left": _side("left"), "right": _side("right"),
+    "left": _side("left"), "right": _side("right"), "trim": _trim,
 }
