@@ -21,7 +21,8 @@ dataset and statement -- and the run goes on with the next dataset.
 
 Writes ``<out>/fuzz-<embedded|cluster>-seed<S>.md`` and ``.json`` (default
 ``benchmarks/results/fuzz``): queries run, outcomes (same, refused, agreed errors, invalid,
-mismatches), the refusals by construct, the metamorphic checks, the process crashes, the
+mismatches), hfq's errors in polars' words (``leaked``: a defect on its own line), the
+refusals by construct, the metamorphic checks, the process crashes, the
 shrunk mismatches.  Not part of CI: ``tests/fuzz/test_fuzz.py`` runs a fixed-seed budget.
 """
 
@@ -50,7 +51,8 @@ from sqlfuzz.shrink import shrink  # noqa: E402
 
 import hfq  # noqa: E402
 
-COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known")
+COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known",
+            "leaked")
 
 
 @contextlib.contextmanager
@@ -172,9 +174,15 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
              f"({q / max(total['seconds'], 1e-9):.0f} per second)",
              f"- mismatches: **{len(total['found'])}**; process crashes: "
              f"**{len(total['crashes'])}**",
-             f"- explained by open findings: {dict(sorted(total['known'].items()))}", "",
+             f"- explained by open findings: {dict(sorted(total['known'].items()))}",
+             f"- errors in polars' words (a defect, not counted as a mismatch): "
+             f"**{sum(total['leaked'].values())}** (listed below)", "",
              "## Outcomes", "", "| outcome | queries |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in sorted(total["outcomes"].items())]
+    lines += ["", "## Errors in polars' words (refusals and shared errors; each a defect: hfq "
+              "must refuse by name, in its own words)", ""]
+    lines += [f"- {k.replace('|', '/')} x{v}: `{total['examples'].get(k, '')}`"
+              for k, v in total["leaked"].most_common()] or ["none"]
     lines += ["", "## Refused by construct (hfq raised an HfqError, DuckDB answered)", "",
               "| construct | queries |", "|---|---|"]
     lines += [f"| {k.replace('|', '/')} | {v} |" for k, v in total["refused"].most_common()]

@@ -173,6 +173,49 @@ def test_refusals_are_counted_by_the_construct_they_name():
     assert construct(SqlError("unknown column 'x'; columns: a")) == "unknown column …; columns: a"
 
 
+_POLARS_MESSAGES = [   # what hfq said before its fixes (fuzz seeds 11 and 21), all polars' words
+    "GROUP BY id, id: group_by keys contained duplicate output name 'k'. It's possible that "
+    "multiple expressions are returning the same default column name.",
+    "WHERE NOT (NULL): dtype Null not supported in 'not' operation",
+    "query on table 't' (driver stage): `neg` operation not supported for dtype `null`",
+    "query without a table: `abs` operation not supported for dtype `null`",
+    "SELECT id, LAG(x) OVER (ORDER BY id, id DESC) AS w1 FROM t: multiple fields with name "
+    "'id' found",
+    "query on table 't', partition sym=h0: Series c2, length 1 doesn't match the DataFrame "
+    "height of 30",
+    "GROUP BY ALL: could not deserialize input into an expression",
+    "NULL: filter predicate must be of type `Boolean`, got `Null`",
+    "x > 1: cannot compare string with numeric type (i64)",
+    'SELECT x: conversion from `str` to `i8` failed in column "literal"',
+]
+
+
+@pytest.mark.parametrize("message", _POLARS_MESSAGES)
+def test_an_error_in_polars_words_is_a_defect_whatever_duckdb_did(message):
+    answer = Answer(["a"], ["int"], [(1,)], [False])
+    refused = classify(QueryError(message), answer, ordered=False)
+    assert (refused.status, refused.leak) == ("leaked", construct(QueryError(message)))
+    assert not refused.mismatch   # counted apart: a defect on its own line of the report
+    shared = classify(QueryError(message), duckdb.ConversionException("Conversion Error: x"),
+                      ordered=False)
+    assert (shared.status, bool(shared.leak)) == ("agreed_error", True)
+
+
+@pytest.mark.parametrize("message", [
+    "unsupported SQL: function reverse()",
+    "type mismatch in 'date + time': date is DATE, time is TIME",
+    "query on table 't', partition date=v2024-01-05: integer overflow in -id (line 1, "
+    "column 8)",
+    "query on table 't' (driver stage): conversion failed (CAST to BIGINT) in CAST(x AS "
+    "BIGINT) (line 1, column 8)",
+    "LEFT JOIN conditions must be equalities between the two sides",
+    "NOT needs a boolean condition, not 'x' (text)",
+])
+def test_a_refusal_in_hfqs_own_words_is_no_leak(message):
+    out = classify(SqlError(message), Answer(["a"], ["int"], [(1,)], [False]), ordered=False)
+    assert (out.status, out.leak) == ("refused", "")
+
+
 # -- metamorphic --------------------------------------------------------------------------------
 class _Engine:
     """A stand-in for hfq: DuckDB on the same rows, with ``bug`` applied to every answer."""

@@ -68,3 +68,100 @@ MUTANTS: list[Mutant] = [
            "            q = q\n",
            "SELECT DISTINCT answered as SELECT (a clause silently dropped)", FUZZ),
 ]
+
+#: the corpus of answers that were refusals in polars' words (tests/sql/leaks.test)
+LEAKS = "tests/sql/test_corpus.py::test_record[leaks.test:{}]"
+
+
+def _leaks(*lines: int) -> tuple[str, ...]:
+    return tuple(LEAKS.format(n) for n in lines)
+
+
+MUTANTS += [
+    Mutant("sql2-group-by-repeated-key", AREA, SQL + "select.py",
+           "                if g_expr in key_nodes:   # a repeated key is the same key (GROUP BY "
+           "a, a)\n                    continue\n",
+           "",
+           "GROUP BY id, id refused with polars' 'group_by keys contained duplicate output "
+           "name' (DuckDB answers: a repeated key is the same key)", _leaks(28, 63)),
+    Mutant("sql2-pivot-by-its-own-column", AREA, SQL + "pivot.py",
+           '        spread = "__on" if on in index else on\n',
+           "        spread = on\n",
+           "PIVOT (... FOR sym IN (...) GROUP BY sym) refused with polars' duplicate-key error",
+           _leaks(116, 135)),
+    Mutant("sql2-pivot-repeated-group-column", AREA, SQL + "pivot.py",
+           "        if group is not None and len(keys) > len(index):",
+           "        if False:",
+           "PIVOT ... GROUP BY date, date gives the column once (DuckDB: date, date_1)",
+           _leaks(146, 153)),
+    Mutant("sql2-window-repeated-order-key", AREA, SQL + "windows.py",
+           "    ordered = [o for i, o in enumerate(ordered)\n"
+           "               if all(o.this != p.this for p in ordered[:i])]\n",
+           "",
+           "OVER (ORDER BY id, id DESC) refused with polars' 'multiple fields with name'",
+           _leaks(165, 179)),
+    Mutant("sql2-not-bitwise", AREA, SQL + "expressions.py",
+           '        return ~self.condition(self.expr(node.this), node.this, "NOT")',
+           "        return ~self.expr(node.this)",
+           "NOT of an integer is polars' bitwise ~ (NOT 5 = -6, DuckDB FALSE) and NOT NULL is "
+           "refused in polars' words", _leaks(222, 246, 251)),
+    Mutant("sql2-logical-and-of-null", AREA, SQL + "expressions.py",
+           "        return a & b if isinstance(node, exp.And) else a | b",
+           "        a, b = self.expr(node.this), self.expr(node.expression)\n"
+           "        return a & b if isinstance(node, exp.And) else a | b",
+           "NULL AND NULL refused with polars' '`bitand` operation not supported for dtype "
+           "`null`'", _leaks(232, 246)),
+    Mutant("sql2-constant-in-list", AREA, SQL + "expressions.py",
+           "                if not test.meta.root_names():",
+           "                if False:",
+           "2 IN (1, 2) in a select list is one row, not one per row: polars' 'Series c2, "
+           "length 1 doesn't match the DataFrame height'", _leaks(282, 296)),
+    Mutant("fuzz-leak-only-a-plan", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "    return _POLARS.search(text) is not None",
+           "    return re.search(r'col\\(\"|\\.alias\\(', text) is not None",
+           "the fuzzer counts as leaked only errors quoting a polars plan: polars' messages "
+           "(dtype Null not supported, `neg` operation not supported...) pass as refusals by "
+           "name", ("tests/fuzz/test_fuzzer.py::"
+                    "test_an_error_in_polars_words_is_a_defect_whatever_duckdb_did",)),
+]
+
+#: the text functions and boolean aggregates added for the DuckDB dialect (tests/sql/strings.test)
+STRINGS = "tests/sql/test_corpus.py::test_record[strings.test:{}]"
+
+MUTANTS += [
+    Mutant("sql2-strpos-in-bytes", AREA, SQL + "strings.py",
+           '    before = s.str.splitn(needle, 2).struct.field("field_0").str.len_chars()'
+           '.cast(pl.Int64)',
+           "    before = s.str.find(needle, literal=True).cast(pl.Int64)",
+           "strpos counts bytes (polars' str.find) where DuckDB counts characters: "
+           "strpos('日本株', '株') = 7, not 3", (STRINGS.format(93),)),
+    Mutant("sql2-replace-empty-pattern", AREA, SQL + "strings.py",
+           '    return s if old == "" else s.str.replace_all(old, new, literal=True)',
+           "    return s.str.replace_all(old, new, literal=True)",
+           "replace(s, '', 'X') puts X between every character (polars) where DuckDB leaves "
+           "s alone", (STRINGS.format(51),)),
+    Mutant("sql2-bool-agg-of-no-value", AREA, SQL + "aggregates.py",
+           "ones.max()) == 1\n        return pl.when(x.count() > 0).then(out)",
+           "ones.max()) == 1\n        return out",
+           "bool_and/bool_or/count_if over no value (no rows, only NULLs) give TRUE/FALSE/0 "
+           "where DuckDB gives NULL", (STRINGS.format(190), STRINGS.format(195))),
+]
+
+MUTANTS += [
+    Mutant("sql2-neg-of-a-date", AREA, SQL + "expressions.py",
+           "        if not dtype.is_numeric() and not isinstance(dtype, pl.Duration):",
+           "        if False:",
+           "-date reaches polars: '`neg` operation not supported for dtype `date`' in polars' "
+           "words instead of hfq's refusal by name", (LEAKS.format(330),)),
+    Mutant("sql2-join-condition-as-is", AREA, SQL + "joins.py",
+           '        predicate = c.condition(cond, combined, "JOIN ... ON")   # ON NULL: no row',
+           "        predicate = c.expr(cond, combined)",
+           "JOIN ... ON a = b AND NULL refused with polars' 'filter predicate must be of type "
+           "Boolean, got Null' (DuckDB: no row); an integer condition likewise",
+           (LEAKS.format(303), LEAKS.format(308))),
+    Mutant("sql2-trim-ascii-space", AREA, SQL + "strings.py",
+           "    chars: str | None = _SPACES",
+           '    chars: str | None = " "',
+           "trim/ltrim/rtrim remove only ASCII spaces where DuckDB removes every Unicode space "
+           "separator (NBSP, U+2003, U+3000)", (STRINGS.format(123),)),
+]

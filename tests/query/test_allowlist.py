@@ -31,7 +31,16 @@ SUPPORTED = [c.sql for c in CASES] + [text.format(t="m") for _, text, _ in SAME]
                                         "SELECT count(*) AS n FROM m AT (TIMESTAMP => "
                                         "'2100-01-01')",
                                         "SELECT count(*) AS n FROM m FOR SYSTEM_TIME AS OF "
-                                        "'2100-01-01'"]
+                                        "'2100-01-01'",
+                                        # the text functions and boolean aggregates (their
+                                        # answers: tests/sql/strings.test)
+                                        "SELECT reverse(name) AS a, replace(name, 'a', 'b') AS "
+                                        "b, starts_with(name, 'a') AS c, ends_with(symbol, 'A') "
+                                        "AS d, contains(name, 'x') AS e, strpos(name, 'y') AS f, "
+                                        "left(name, 2) AS g, right(name, -1) AS h, ltrim(name) "
+                                        "AS i, trim(BOTH 'x' FROM name) AS j FROM m",
+                                        "SELECT bool_and(flag) AS a, bool_or(flag) AS o, "
+                                        "count_if(flag) AS n FROM m"]
 
 
 @pytest.fixture(scope="module")

@@ -40,6 +40,7 @@ _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "q
           "wavg": "weighted_avg", "mean": "avg", "quantile": "quantile_disc",
           "variance_pop": "var_pop", "covariance_pop": "covar_pop",
           "covariance_samp": "covar_samp"}
+_SHOWN = {"logical_and": "bool_and", "logical_or": "bool_or"}   # as users write them
 
 
 class Agg(Plain):
@@ -328,13 +329,27 @@ class Agg(Plain):
                 .otherwise(cxy * cxy / (vx * vy))
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
 
+    def _bool_agg(self, name: str, x: pl.Expr, values: list[pl.Expr],
+                  args: list[exp.Expression], order: exp.Order | None,
+                  node: exp.Expression) -> pl.Expr:
+        """bool_and / bool_or / count_if of BOOLEAN values, NULLs skipped: NULL over none,
+        count_if's too (DuckDB's; its binder refuses other types, and so does hfq)."""
+        shown = _SHOWN.get(name, name)
+        if self.dtype(x) != pl.Boolean:
+            raise error(node, f"{shown}() takes a boolean, not {args[0].sql('duckdb')}")
+        ones = x.cast(pl.Int64)   # (integers: min, max and sum merge across partitions)
+        out = ones.sum() if name == "count_if" else \
+            (ones.min() if name == "logical_and" else ones.max()) == 1
+        return pl.when(x.count() > 0).then(out)
+
     _RULES: dict[str, Callable[..., pl.Expr]] = {
         "sum": _sum, "avg": _avg, "min": _min, "max": _max, "median": _median,
         "quantile_cont": _quantile, "quantile_disc": _quantile,
         "first": _first_last, "last": _first_last, "any_value": _any_value,
         "arg_max": _arg, "arg_min": _arg, "weighted_avg": _weighted_avg,
         "covar_pop": _pairs, "covar_samp": _pairs, "corr": _pairs,
-        **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs)}
+        **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs),
+        **dict.fromkeys(("logical_and", "logical_or", "count_if"), _bool_agg)}
 
 
 def _deviation(x: pl.Expr) -> pl.Expr:

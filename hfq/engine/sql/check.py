@@ -83,7 +83,7 @@ ALLOWED: dict[type[exp.Expression], frozenset[str]] = {
     # scalar functions
     exp.Anonymous: frozenset({"this", "expressions"}),
     **_entries(_ONE, exp.Abs, exp.Sqrt, exp.Exp, exp.Ln, exp.Floor, exp.Ceil, exp.Sign,
-               exp.Lower, exp.Upper, exp.Length, exp.Trim, exp.Year, exp.Month, exp.Day,
+               exp.Lower, exp.Upper, exp.Length, exp.Year, exp.Month, exp.Day,
                exp.Hour, exp.Minute, exp.Second, exp.DayOfWeek, exp.TimeToUnix, exp.IsNan,
                exp.IsInf),
     exp.Nullif: _BIN,
@@ -97,6 +97,10 @@ ALLOWED: dict[type[exp.Expression], frozenset[str]] = {
     exp.Extract: _BIN,
     exp.TimestampTrunc: frozenset({"this", "unit"}),
     exp.DateBin: frozenset({"this", "expression", "unit"}),
+    exp.Reverse: _ONE, exp.Trim: frozenset({"this", "expression", "position"}),
+    **_entries(_BIN, exp.StartsWith, exp.EndsWith, exp.Contains, exp.Left, exp.Right),
+    exp.StrPosition: frozenset({"this", "substr"}),
+    exp.Replace: frozenset({"this", "expression", "replacement"}),
     # aggregates
     exp.Count: frozenset({"this", "big_int"}),
     **_entries(_ONE, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop,
@@ -107,6 +111,7 @@ ALLOWED: dict[type[exp.Expression], frozenset[str]] = {
                exp.RegrR2, exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx,
                exp.RegrSyy, exp.RegrSxy),
     exp.AnyValue: _ONE,
+    **_entries(_ONE, exp.LogicalAnd, exp.LogicalOr, exp.CountIf),
     exp.IgnoreNulls: _ONE,
     exp.Filter: _BIN,
     exp.WithinGroup: _BIN,

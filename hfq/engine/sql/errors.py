@@ -8,6 +8,7 @@ polars or pyarrow message.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from sqlglot import exp
 from hfq.errors import QueryError, SqlError
 from hfq.query.read import polars_message
 
-__all__ = ["at", "construct", "error", "position", "unsupported"]
+__all__ = ["at", "construct", "error", "in_hfq_words", "position", "unsupported"]
 
 
 def position(node: Any) -> tuple[int | None, int | None]:
@@ -68,8 +69,32 @@ def at(node: exp.Expression | None) -> Iterator[None]:
         cause = exc.__cause__
         if isinstance(cause, pl.exceptions.PolarsError) and node is not None:
             # the step's polars plan means nothing to the SQL user: the clause instead
-            raise error(node, f"{_clause(node)}: {polars_message(cause)}") from exc
+            raise error(node, f"{_clause(node)}: {in_hfq_words(polars_message(cause))}") \
+                from exc
         raise error(node, str(exc)) from exc
+
+
+#: polars' words for a type error of the plan -> hfq's (the same facts, no polars jargon)
+_WORDS = [
+    (re.compile(r"failed to determine supertype of (.+?) and (.+)$"),
+     r"type mismatch: \1 and \2 values do not mix (CAST one of them)"),
+    (re.compile(r"`(\w+)` operation not supported for dtype `([^`]+)`.*$"),
+     r"\1 does not take \2 values"),
+    (re.compile(r"dtype (\w+) not supported in '(\w+)' operation.*$"),
+     r"\2 does not take \1 values"),
+]
+
+
+def in_hfq_words(message: str) -> str:
+    """A polars type error of the plan said in hfq's words (others unchanged).
+
+    >>> in_hfq_words("failed to determine supertype of time and duration[μs]")
+    'type mismatch: time and duration[μs] values do not mix (CAST one of them)'
+    """
+    for pattern, words in _WORDS:
+        if pattern.search(message):
+            return pattern.sub(words, message)
+    return message
 
 
 def _clause(node: exp.Expression) -> str:

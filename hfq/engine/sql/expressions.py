@@ -156,12 +156,19 @@ class Plain:
         if isinstance(node.this, exp.Literal) and not node.this.is_string:
             return number(node.this, negate=True)   # -9223372036854775808 is a BIGINT
         value = self.expr(node.this)
+        dtype = self.dtype(value)
+        if isinstance(dtype, pl.Null):   # -NULL: a NULL BIGINT, as DuckDB's
+            return value.cast(pl.Int64)
+        if not dtype.is_numeric() and not isinstance(dtype, pl.Duration):
+            raise error(node, f"unary minus takes a number or an INTERVAL, not "
+                              f"{node.this.sql('duckdb')} ({kind(dtype) or dtype})")
         if self.dtype(value).is_integer() and self.bound(node.this) is None:
             return self.fail(-value, value == _I64_MIN, node, "integer overflow")
         return -value
 
     def _Not(self, node: exp.Not) -> pl.Expr:
-        return ~self.expr(node.this)
+        # a logical NOT: of NULL it is NULL, of an integer 0 = TRUE (never a bitwise ~)
+        return ~self.condition(self.expr(node.this), node.this, "NOT")
 
     def _Interval(self, node: exp.Interval) -> pl.Expr:
         return pl.lit(dt.timedelta(microseconds=interval_ns(node) // 1000))
@@ -368,10 +375,15 @@ class Plain:
         return compare(*self._binary(node), "ne_missing")
 
     def _And(self, node: exp.And) -> pl.Expr:
-        return self.expr(node.this) & self.expr(node.expression)
+        return self._logical(node, "AND")
 
     def _Or(self, node: exp.Or) -> pl.Expr:
-        return self.expr(node.this) | self.expr(node.expression)
+        return self._logical(node, "OR")
+
+    def _logical(self, node: exp.And | exp.Or, what: str) -> pl.Expr:
+        """``AND``/``OR`` of two conditions (a NULL literal is an unknown boolean)."""
+        a, b = (self.condition(self.expr(n), n, what) for n in (node.this, node.expression))
+        return a & b if isinstance(node, exp.And) else a | b
 
     def _Is(self, node: exp.Is) -> pl.Expr:
         if isinstance(node.expression, exp.Null):
@@ -399,6 +411,8 @@ class Plain:
             if len({type(v) for v in lits}) == 1 and None not in lits:
                 # a set test (and pruning by symbol)
                 test, values = comparable(value, self.dtype(value), pl.Series(lits))
+                if not test.meta.root_names():   # a constant: one value, for every row
+                    return test.is_in(pl.lit(values).implode())
                 return test.is_in(values.implode())
         out = None
         for item in items:   # Kleene OR of equalities: NULL when no TRUE and some NULL

@@ -16,6 +16,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
+from hfq.engine.sql import strings
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
@@ -69,6 +70,8 @@ def trunc(c: Compiles, unit: str, value: pl.Expr, node: exp.Expression) -> pl.Ex
     if every is None:
         raise error(node, f"date_trunc unit {unit!r}: use one of {', '.join(_TRUNC)}")
     dtype = c.dtype(value)
+    if not dtype.is_temporal():   # a NULL of no type too (DuckDB cannot choose either)
+        raise error(node, "date_trunc needs a DATE, TIME or TIMESTAMP (CAST a NULL to one)")
     if isinstance(dtype, pl.Time):
         return bucket_expr(value, parse_every(every), 0, dtype)
     out = value.dt.truncate(every)
@@ -256,7 +259,6 @@ _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
     "lower": lambda e: e.cast(pl.String).str.to_lowercase(),
     "upper": lambda e: e.cast(pl.String).str.to_uppercase(),
     "length": lambda e: e.cast(pl.String).str.len_chars().cast(pl.Int64),
-    "trim": lambda e: e.cast(pl.String).str.strip_chars(" "),
 }
 
 
@@ -356,17 +358,21 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
     """A scalar function by name, or refused by name."""
     name = name_of(node)
     args = args_of(node)
+    if name in strings.RULES:   # reverse, replace, starts_with, contains, strpos, trim...
+        return strings.RULES[name](c, node, args)
     if name in _SIMPLE and len(args) == 1:
         return _SIMPLE[name](c.expr(args[0]))
     if name == "abs" and len(args) == 1:
         x = c.expr(args[0])
+        if isinstance(c.dtype(x), pl.Null):   # abs(NULL): a NULL BIGINT, as DuckDB's
+            return x.cast(pl.Int64)
         if c.dtype(x).is_integer():
             return c.fail(x.abs(), x == -(2**63), node, "integer overflow")
         return x.abs()
     if name in ("floor", "ceil", "ceiling") and len(args) == 1:
         x = c.expr(args[0])
         dtype = c.dtype(x)
-        if dtype.is_integer():   # a DOUBLE, as DuckDB's
+        if dtype.is_integer() or isinstance(dtype, pl.Null):   # a DOUBLE, as DuckDB's
             return x.cast(pl.Float64)
         out = x.floor() if name == "floor" else x.ceil()
         if isinstance(dtype, pl.Decimal):   # a DECIMAL of scale 0, as DuckDB's

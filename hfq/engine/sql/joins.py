@@ -138,7 +138,7 @@ def _join(c: Env, scope: Scope, right: Scope, combined: Scope, join: exp.Join,
         combined = Scope(q, dict(scope.qualifiers), dict(scope.using))
     combined.query = q
     for cond in rest:
-        predicate = c.expr(cond, combined)
+        predicate = c.condition(cond, combined, "JOIN ... ON")   # ON NULL: no row
         with at(cond):
             combined.query = combined.query.filter(predicate)
     return combined

@@ -17,6 +17,7 @@ from hfq.engine.sql.aggregates import Agg
 from hfq.engine.sql.errors import at, error, unsupported
 from hfq.engine.sql.literals import parse_temporal
 from hfq.engine.sql.scope import Env, Scope
+from hfq.engine.sql.syntax import dedupe
 
 __all__ = ["compile_pivot", "pivot_statement"]
 
@@ -80,13 +81,17 @@ def _pivot(c: Env, base: Scope, col: exp.Expression, value_nodes: list[exp.Expre
     agg_expr = Agg(base, c).call(agg)
     with at(node):
         if group is not None:
-            index = [base.resolve(g) if isinstance(g, exp.Column) else
-                     _column_error(g) for g in group]
+            keys = [base.resolve(g) if isinstance(g, exp.Column) else _column_error(g)
+                    for g in group]
+            index = list(dict.fromkeys(keys))   # a repeated column is the same key
         else:
             used = {on, *(base.resolve(x) for x in agg.find_all(exp.Column))}
             index = [x for x in base.columns() if x not in used]
-        q = base.query.group_by(*index, on).agg(agg_expr.alias("__v"))
-        q = q._then(Pivot(on, tuple(index), "__v", tuple(values), "first"))
+        # grouped by the pivoted column too (GROUP BY sym ... FOR sym): a row per value of
+        # it, holding the cell of its own value; the pivot reads a copy of the column
+        spread = "__on" if on in index else on
+        q = base.query.group_by(*index, pl.col(on).alias(spread)).agg(agg_expr.alias("__v"))
+        q = q._then(Pivot(spread, tuple(index), "__v", tuple(values), "first"))
         names = [_label(v) for v in values]
         q = q.rename({old: new for old, new in zip(q.columns[len(index):], names)
                       if old != new})
@@ -94,6 +99,8 @@ def _pivot(c: Env, base: Scope, col: exp.Expression, value_nodes: list[exp.Expre
         none = empty_lazy(base.query.schema).select(agg_expr.alias("v")).collect().item()
         if none is not None and names:
             q = q.with_columns(pl.col(names).fill_null(none))
+        if group is not None and len(keys) > len(index):   # DuckDB repeats it: date, date_1
+            q = q.select(*(pl.col(k).alias(n) for k, n in zip(keys, dedupe(keys))), *names)
     return q
 
 

@@ -104,6 +104,10 @@ class Env(Protocol):
     def expr(self, node: exp.Expression, scope: Scope) -> pl.Expr:
         """A row-level expression over ``scope``."""
 
+    def condition(self, node: exp.Expression, scope: Scope, where: str) -> pl.Expr:
+        """A row-level condition over ``scope`` (as a WHERE reads it: NULL unknown, integers
+        ``<> 0``, other types refused naming ``where``)."""
+
     def subquery_values(self, node: exp.Expression) -> list[Any]:
         """The values of a one-column subquery, run now."""
 

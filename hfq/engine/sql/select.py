@@ -252,6 +252,8 @@ class Compiler:
                         f"__k{len(keys)}"
                 if has_agg(g_expr):
                     raise error(g, "aggregates are not allowed in GROUP BY")
+                if g_expr in key_nodes:   # a repeated key is the same key (GROUP BY a, a)
+                    continue
                 key = Plain(scope, self).expr(g_expr)
                 if not g_expr.find(exp.Column):   # a constant key: one group of every row
                     key = pl.repeat(key, pl.len())   # (none over no rows)
@@ -285,6 +287,9 @@ class Compiler:
     # -- expressions ----------------------------------------------------------------------
     def expr(self, node: exp.Expression, scope: Scope) -> pl.Expr:
         return Plain(scope, self).expr(node)
+
+    def condition(self, node: exp.Expression, scope: Scope, where: str) -> pl.Expr:
+        return Plain(scope, self).predicate(node, where)
 
     def in_subquery(self, c: Compiles, value: pl.Expr, node: exp.In) -> pl.Expr:
         return subqueries.in_subquery(c, value, node)

@@ -13,7 +13,8 @@ AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevPop
         exp.ArgMin, exp.Median, exp.Quantile, exp.AnyValue, exp.PercentileCont,
         exp.PercentileDisc, exp.GroupConcat, exp.ArrayAgg, exp.Corr, exp.CovarPop,
         exp.CovarSamp, exp.RegrSlope, exp.RegrIntercept, exp.RegrR2, exp.RegrCount,
-        exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx, exp.RegrSyy, exp.RegrSxy)
+        exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx, exp.RegrSyy, exp.RegrSxy, exp.LogicalAnd,
+        exp.LogicalOr, exp.CountIf)
 AGG_NAMES = {"quantile_cont", "quantile_disc", "first", "last", "arg_max", "arg_min",
              "max_by", "min_by", "median", "mode", "stddev_samp", "stddev_pop", "var_samp",
              "var_pop", "count_star", "wavg", "weighted_avg", "first_value_agg"}

@@ -88,6 +88,9 @@ def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
         fn = fn.this
     order = node.args.get("order")
     ordered = list(order.expressions) if order is not None else []
+    # a key repeated later in the ORDER BY never breaks a tie: only its first place counts
+    ordered = [o for i, o in enumerate(ordered)
+               if all(o.this != p.this for p in ordered[:i])]
     w = _Window(c, [c.expr(p) for p in node.args.get("partition_by") or []],
                 [_text(c, c.expr(o.this)) for o in ordered],
                 [bool(o.args.get("desc")) for o in ordered],

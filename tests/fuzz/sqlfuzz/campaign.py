@@ -3,8 +3,9 @@
 ``Campaign(db, seed=...).run(queries=N)`` draws dataset after dataset (seed ``seed * 1000 +
 round``), loads it into hfq (``db``) and DuckDB, and runs ``per_dataset`` queries on it: most
 differential (:mod:`sqlfuzz.differential`), some metamorphic on hfq alone
-(:mod:`sqlfuzz.metamorphic`).  The :class:`Report` counts outcomes, refusals by construct and
-keeps every mismatch (its seed, dataset and SQL: enough to shrink and replay it).
+(:mod:`sqlfuzz.metamorphic`).  The :class:`Report` counts outcomes, refusals by construct,
+hfq's errors in polars' words (``leaked``: a defect, though not a mismatch) and keeps every
+mismatch (its seed, dataset and SQL: enough to shrink and replay it).
 """
 
 from __future__ import annotations
@@ -54,10 +55,13 @@ class Report:
     tags: collections.Counter[str] = field(default_factory=collections.Counter)
     found: list[Found] = field(default_factory=list)   # mismatches no open finding explains
     known: collections.Counter[str] = field(default_factory=collections.Counter)
+    #: hfq's errors in polars' words (refusals or errors DuckDB shares), by construct
+    leaked: collections.Counter[str] = field(default_factory=collections.Counter)
     next_round: int = 0   # the dataset round a continuation starts at
     examples: dict[str, str] = field(default_factory=dict)   # a statement per refusal
 
-    _COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known")
+    _COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known",
+                 "leaked")
 
     def counts(self) -> dict[str, Any]:
         """The counts as plain JSON (the mismatches as SQL, status and detail)."""
@@ -70,6 +74,11 @@ class Report:
                          "detail": f.outcome.detail, "dataset": f.dataset.seed}
                         for f in self.found]
         return out
+
+    @property
+    def leaks(self) -> int:
+        """Errors of hfq in polars' words (a defect: every error must be hfq's own)."""
+        return sum(self.leaked.values())
 
     @property
     def mismatches(self) -> int:
@@ -92,7 +101,10 @@ class Report:
                  f"mismatches: {self.mismatches}" + (
                      " (besides those of open findings: " + ", ".join(
                          f"{k} x{v}" for k, v in sorted(self.known.items())) + ")"
-                     if self.known else "")]
+                     if self.known else ""),
+                 f"in polars' words (a defect, not a mismatch): {self.leaks}" + (
+                     ": " + "; ".join(f"{k} x{v}" for k, v in self.leaked.most_common(10))
+                     if self.leaked else "")]
         if self.refused:
             lines.append("refused by construct: " + "; ".join(
                 f"{k} x{v}" for k, v in self.refused.most_common(25)))
@@ -190,6 +202,9 @@ class Campaign:
         report.outcomes[out.status] += 1
         report.shapes[q.shape] += 1
         report.tags.update(q.tags)
+        if out.leak:
+            report.leaked[out.leak] += 1
+            report.examples.setdefault(out.leak, q.sql)
         if out.status in ("refused", "leaked"):
             report.refused[out.detail] += 1
             report.examples.setdefault(out.detail, q.sql)
@@ -234,5 +249,7 @@ class Campaign:
                 dataset, check.queries[0], False, Outcome(check.oracle, result.detail),
                 oracle=check.oracle, tags=check.tags, related=list(check.queries)))
         elif result.status == "refused":
+            if result.leak:
+                report.leaked[result.detail] += 1
             report.refused[result.detail] += 1
             report.examples.setdefault(result.detail, " ;; ".join(check.queries))

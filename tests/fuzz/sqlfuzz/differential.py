@@ -7,8 +7,11 @@ Outcomes (:class:`Outcome.status`):
   (a sum of 1e300, 1 and -1e300) counts as the same: SQL does not fix the order of a sum.
 * ``refused``   -- hfq raised an :class:`~hfq.errors.HfqError` where DuckDB answered: not a
   mismatch, counted by the construct the message names (:func:`construct`); ``leaked`` when
-  that message quotes a polars plan (the compiler failed inside rather than refused by name:
-  counted apart, reported, not a mismatch).
+  that message is in polars' words (:func:`polars_words`: a plan, or a polars message such as
+  "`neg` operation not supported for dtype": the compiler failed inside rather than refused
+  by name).  Not a mismatch, but a defect all the same: every error of hfq in polars' words,
+  whatever DuckDB did, is also flagged (:attr:`Outcome.leak`) and counted apart by the
+  campaign and the long run's report.
 * ``agreed_error`` -- DuckDB raised at run time (overflow, a failed cast, division by zero) and
   hfq raised an HfqError too.
 * ``invalid``   -- DuckDB refused to parse or bind the text (or a cast it does not implement):
@@ -31,8 +34,8 @@ import hfq
 from hfq.errors import HfqError
 from sqlfuzz.compare import Answer, answer_from_arrow, answer_from_polars, differ
 
-__all__ = ["MISMATCHES", "Outcome", "construct", "duckdb_text", "run_duckdb", "run_hfq",
-           "run_query"]
+__all__ = ["MISMATCHES", "Outcome", "construct", "duckdb_text", "polars_words", "run_duckdb",
+           "run_hfq", "run_query"]
 
 MISMATCHES = ("wrong", "crash", "answered_error")
 #: DuckDB's errors that mean "not this dialect": the text is wrong, not the data
@@ -44,9 +47,23 @@ _INVALID = (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogExcept
 _NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b")
 
 
-#: a polars plan quoted in an error message: the compiler failed inside, it did not refuse
-_PLAN = re.compile(r"col\(\"|\.alias\(|strict_cast|dyn (int|float)|\.when\(|conversion from `|"
-                   r"supertype of|invalid series dtype")
+#: polars' own words in an error message -- a plan quoted (``col("x")``, ``.alias(``...) or
+#: one of polars' messages: the compiler failed inside, it did not refuse by name
+_POLARS = re.compile(
+    r"col\(\"|\.alias\(|strict_cast|dyn (int|float)|\.when\(|conversion from `|supertype of|"
+    r"invalid series dtype|operation not supported for dtype|dtype \w+ not supported in|"
+    r"not supported for dtype|could not deserialize|multiple fields with name|"
+    r"doesn't match the DataFrame height|must be a scalar value|filter predicate must be of "
+    r"type|is incompatible with|group_by keys contained|It's possible that|If you want "
+    r"expression|unable to find column|cannot compare|failed to determine|\(expected: |"
+    r"lengths don't match|cannot be broadcast|Resolved plan until failure|ShapeError|"
+    r"ComputeError|InvalidOperationError|SchemaError|ColumnNotFoundError|ArrowInvalid|"
+    r"ArrowTypeError")
+
+
+def polars_words(text: str) -> bool:
+    """Does an error message of hfq carry polars' (or pyarrow's) own words?"""
+    return _POLARS.search(text) is not None
 
 
 @dataclass
@@ -56,6 +73,7 @@ class Outcome:
     hfq: Answer | None = None
     duck: Answer | None = None
     error: str = ""
+    leak: str = ""   # hfq's error in polars' words: the construct it names (else "")
 
     @property
     def mismatch(self) -> bool:
@@ -110,6 +128,14 @@ def classify(got: Answer | BaseException, want: Answer | BaseException, *, order
              others: list[Answer | BaseException] = ()) -> Outcome:  # type: ignore[assignment]
     """The outcome of hfq's ``got`` against DuckDB's ``want`` (``others``: DuckDB's answers on
     other orders of the rows, tried when the answers differ)."""
+    out = _classify(got, want, ordered=ordered, others=others)
+    if isinstance(got, HfqError) and polars_words(str(got)):
+        out.leak = construct(got)
+    return out
+
+
+def _classify(got: Answer | BaseException, want: Answer | BaseException, *, ordered: bool,
+              others: list[Answer | BaseException]) -> Outcome:
     if isinstance(want, _INVALID) or (isinstance(want, duckdb.ConversionException) and
                                       "Unimplemented type for cast" in str(want)):
         return Outcome("invalid", type(want).__name__, error=_line(want))
@@ -122,7 +148,7 @@ def classify(got: Answer | BaseException, want: Answer | BaseException, *, order
             return Outcome("crash", f"{type(got).__name__}: {_line(got)}", error=_line(got))
         return Outcome("answered_error", f"DuckDB: {_line(want)}", hfq=got)
     if isinstance(got, HfqError):
-        status = "leaked" if _PLAN.search(str(got)) else "refused"
+        status = "leaked" if polars_words(str(got)) else "refused"
         return Outcome(status, construct(got), duck=want, error=_line(got))
     if isinstance(got, BaseException):
         return Outcome("crash", f"{type(got).__name__}: {_line(got)}", duck=want,

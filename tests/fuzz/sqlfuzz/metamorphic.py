@@ -25,7 +25,7 @@ from typing import Any
 import hfq
 from hfq.errors import HfqError
 from sqlfuzz.compare import Answer, _close, _sort_key, render
-from sqlfuzz.differential import construct, run_hfq
+from sqlfuzz.differential import construct, polars_words, run_hfq
 from sqlfuzz.queries import QueryGen
 
 __all__ = ["Check", "Result", "random_check"]
@@ -35,6 +35,7 @@ __all__ = ["Check", "Result", "random_check"]
 class Result:
     status: str   # "ok", "violated", "refused"
     detail: str = ""
+    leak: bool = False   # the refusal is in polars' words (a defect)
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Check:
         for sql in self.queries:
             got = run_hfq(db, sql)
             if isinstance(got, HfqError):
-                return Result("refused", construct(got))
+                return Result("refused", construct(got), leak=polars_words(str(got)))
             if isinstance(got, BaseException):
                 return Result("violated", f"{sql}: {type(got).__name__}: {got}")
             answers.append(got)
