@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,8 +39,8 @@ from hfq.partition import Compo, Scheme, matcher
 from hfq.runtime.task import NodeContext
 
 __all__ = ["LiveSnapshotExpiredError", "LiveSpec", "LiveTable", "PublishConflictError",
-           "SubscriberLagError", "apply_cut", "entry_rows", "fetch", "live_table", "log_batch",
-           "publisher_state", "report", "rows_of"]
+           "SubscriberLagError", "apply_cut", "entry_rows", "fetch", "frame_of", "live_table",
+           "log_batch", "publisher_state", "report", "rows_of"]
 
 log = logging.getLogger(__name__)
 
@@ -289,9 +290,10 @@ class LiveTable:
 
     def rows(self, partition: str, seqs: Mapping[str, int],
              picks: Mapping[str, tuple[int, int]], cut: Cut, version: int,
-             columns: Sequence[str]) -> pa.Table:
+             columns: Sequence[str], *, frame: bool = False) -> pa.Table | pl.DataFrame:
         """The rows of ``partition`` a snapshot reads here: slices of the publishers in
-        ``picks`` within their slice numbers, up to ``seqs``, not held by ``cut``."""
+        ``picks`` within their slice numbers, up to ``seqs``, not held by ``cut``; as a
+        polars frame when ``frame`` (the partition's merged runs are converted once)."""
         with self.lock:
             part = self.parts.get(partition)
             if part is None or not all(
@@ -315,6 +317,9 @@ class LiveTable:
                         f"table {self.spec.table!r}, partition {partition}: live rows the "
                         f"query's version {version} needs were written down at version "
                         f"{dropped[1]} and dropped (after live_grace_s); run the query again")
+            if frame:
+                got = part.take_frame(seqs, picks, cut, columns)
+                return got if got is not None else _empty_frame(schema, columns)
             out = part.take(seqs, picks, cut, columns)
             return out if out.num_columns else schema.empty_table().select(list(columns))
 
@@ -566,6 +571,12 @@ def _served(held: _Held, match: Any, alive: set[str], me: str | None,
     return rows.select(list(columns))
 
 
+def _empty_frame(schema: pa.Schema, columns: Sequence[str]) -> pl.DataFrame:
+    frame = pl.from_arrow(schema.empty_table().select(list(columns)))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 @contextlib.contextmanager
 def _dir_lock(path: str) -> Iterator[None]:
     fd = os.open(os.path.join(path, ".floors.lock"), os.O_RDWR | os.O_CREAT, 0o644)
@@ -589,7 +600,19 @@ def report(node: NodeContext, spec: LiveSpec, bounds: Mapping[str, tuple] | None
 def rows_of(node: NodeContext, spec: LiveSpec, partition: str, seqs: Mapping[str, int],
             picks: Mapping[str, tuple[int, int]], cut: Cut, version: int,
             columns: Sequence[str]) -> pa.Table:
-    return live_table(node, spec).rows(partition, seqs, picks, cut, version, columns)
+    got = live_table(node, spec).rows(partition, seqs, picks, cut, version, columns)
+    assert isinstance(got, pa.Table)
+    return got
+
+
+def frame_of(node: NodeContext, spec: LiveSpec, partition: str, seqs: Mapping[str, int],
+             picks: Mapping[str, tuple[int, int]], cut: Cut, version: int,
+             columns: Sequence[str]) -> pl.DataFrame:
+    """:func:`rows_of` as a polars frame."""
+    got = live_table(node, spec).rows(partition, seqs, picks, cut, version, columns,
+                                      frame=True)
+    assert isinstance(got, pl.DataFrame)
+    return got
 
 
 def fetch(node: NodeContext, spec: LiveSpec, since: Mapping[str, int],

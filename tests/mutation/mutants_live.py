@@ -11,6 +11,7 @@ WRITEDOWN = "tests/live/test_writedown.py"
 SUBSCRIBE = "tests/live/test_subscribe.py"
 ENGINES = "tests/live/test_engines.py"
 ROUTE = "tests/live/test_route.py"
+ROWS = "tests/live/test_rows.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("live-ack-before-fsync", "live", "hfq/live/log.py",
@@ -30,8 +31,8 @@ MUTANTS: list[Mutant] = [
            "puts it in the files: a commit that fails loses the day",
            (f"{WRITEDOWN}::test_the_log_is_truncated_only_after_the_commit",)),
     Mutant("live-cut-ignored", "live", "hfq/live/rows.py",
-           "            keep &= self._uncut(cut)\n",
-           "            pass\n",
+           "                keep &= run.seq > limit[run.day, run.pub]\n",
+           "                pass\n",
            "a read of live rows ignoring its version's written-down cut: rows written down "
            "and still held are counted twice (files and live)",
            (f"{WRITEDOWN}::test_a_query_planned_before_the_write_down_sees_each_row_once",)),
@@ -73,10 +74,24 @@ MUTANTS: list[Mutant] = [
            "leader's batch acknowledged by another's fsync)",
            (f"{LOG}::test_appends_made_while_an_fsync_runs_share_the_next_one",)),
     Mutant("live-rows-dictionary-unused", "live", "hfq/live/rows.py",
-           "        encoded = pc.dictionary_encode(chunk.dictionary_decode())\n",
-           "        encoded = pa.DictionaryArray.from_arrays(chunk.indices, pc.unique(\n"
-           "            chunk.dictionary_decode()), safe=False)\n",
-           "compacting a dictionary to the values used without remapping the indices: live "
-           "rows read back with other rows' symbols",
-           ("tests/live/test_publish.py",)),
+           "            encoded = pc.dictionary_encode(plain)\n",
+           "            encoded = pa.DictionaryArray.from_arrays(pc.dictionary_encode(plain)"
+           ".indices,\n"
+           "                                                     column.chunk(0).dictionary)\n",
+           "compacting the slices' dictionaries without remapping the indices (the first "
+           "slice's dictionary kept): live rows read back with other rows' symbols",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
+    Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
+           "            series.append(_series(name, one.column(name)))\n",
+           "            pass\n",
+           "the polars columns kept for queries not extended by a newly merged run: a query "
+           "after a batch misses the batch's rows (or reads rows out of step with the mask)",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once")),
+    Mutant("live-rows-kept-column-after-drop", "live", "hfq/live/rows.py",
+           "        self.columns = {}\n",
+           "        pass\n",
+           "the polars columns kept for queries outliving a write-down's drop: rows written "
+           "down and dropped are read again from the stale copy",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",)),
 ]
