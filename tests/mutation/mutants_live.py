@@ -12,6 +12,7 @@ SUBSCRIBE = "tests/live/test_subscribe.py"
 ENGINES = "tests/live/test_engines.py"
 ROUTE = "tests/live/test_route.py"
 ROWS = "tests/live/test_rows.py"
+PUBLISH = "tests/live/test_publish.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("live-ack-before-fsync", "live", "hfq/live/log.py",
@@ -94,4 +95,18 @@ MUTANTS: list[Mutant] = [
            "the polars columns kept for queries outliving a write-down's drop: rows written "
            "down and dropped are read again from the stale copy",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",)),
+    Mutant("live-conform-skipped-always", "live", "hfq/schema.py",
+           "        if table.schema.equals(exact, check_metadata=True):",
+           "        if True:",
+           "conform's shortcut for a batch already in the table's schema taken for every "
+           "batch: a batch of another schema (bid as text, a column missing) is published "
+           "unconverted",
+           (f"{PUBLISH}::test_a_batch_that_does_not_conform_is_refused_whole",
+            f"{PUBLISH}::test_a_batch_already_in_the_tables_schema_is_still_checked")),
+    Mutant("live-conform-shortcut-skips-chars", "live", "hfq/schema.py",
+           "                        for name, ctype in chars\n",
+           "                        for name, ctype in []\n",
+           "conform's shortcut for a batch already in the table's schema not checking the "
+           "CHAR limit: a two-character exchange code is stored",
+           (f"{PUBLISH}::test_a_batch_already_in_the_tables_schema_is_still_checked",)),
 ]
