@@ -87,8 +87,11 @@ class _Run:
 
 
 def _joined(a: _Run, b: _Run) -> _Run:
-    """Two neighbouring runs as one."""
-    table = _concat([a.table, b.table]).combine_chunks()
+    """Two neighbouring runs as one (their chunks made one only past :data:`_CHUNKS`: a
+    query reads the polars columns kept, not these)."""
+    table = _concat([a.table, b.table])
+    if table.column(0).num_chunks > _CHUNKS:
+        table = table.combine_chunks()
     return _Run(table, np.concatenate([a.pub, b.pub]), np.concatenate([a.seq, b.seq]),
                 np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]))
 
@@ -315,20 +318,21 @@ def _combine(tables: list[pa.Table]) -> pa.Table:
     """``tables`` as one table of one chunk per column whose dictionaries hold only the
     values its rows use: a slice of a published batch carries the batch's whole dictionary
     (every symbol of the batch), and a reader converting the rows (polars) pays for every
-    entry.  Each dictionary column is decoded and encoded again once for all the slices
-    (no unification of their dictionaries first)."""
-    table = _concat(tables)
-    columns = []
-    for column in table.columns:
-        if pa.types.is_dictionary(column.type):
-            plain = column.cast(column.type.value_type).combine_chunks()
-            encoded = pc.dictionary_encode(plain)
-            if not encoded.type.equals(column.type):
-                encoded = encoded.cast(column.type)
-            columns.append(pa.chunked_array([encoded], column.type))
-        else:
-            columns.append(pa.chunked_array([column.combine_chunks()], column.type))
-    return pa.Table.from_arrays(columns, schema=table.schema)
+    entry.  Two compact tables combined (``combine_chunks`` unifies the dictionaries) stay
+    compact."""
+    table = _concat(tables).combine_chunks()
+    columns = list(table.columns)
+    changed = False
+    for i, column in enumerate(columns):
+        if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
+            continue
+        chunk = column.chunk(0)
+        encoded = pc.dictionary_encode(chunk.dictionary_decode())
+        if not encoded.type.equals(column.type):
+            encoded = encoded.cast(column.type)
+        columns[i] = pa.chunked_array([encoded], column.type)
+        changed = True
+    return pa.Table.from_arrays(columns, schema=table.schema) if changed else table
 
 
 def same_rows(a: pa.Table, b: pa.Table) -> bool:

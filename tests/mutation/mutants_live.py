@@ -75,12 +75,11 @@ MUTANTS: list[Mutant] = [
            "leader's batch acknowledged by another's fsync)",
            (f"{LOG}::test_appends_made_while_an_fsync_runs_share_the_next_one",)),
     Mutant("live-rows-dictionary-unused", "live", "hfq/live/rows.py",
-           "            encoded = pc.dictionary_encode(plain)\n",
-           "            encoded = pa.DictionaryArray.from_arrays(pc.dictionary_encode(plain)"
-           ".indices,\n"
-           "                                                     column.chunk(0).dictionary)\n",
-           "compacting the slices' dictionaries without remapping the indices (the first "
-           "slice's dictionary kept): live rows read back with other rows' symbols",
+           "        encoded = pc.dictionary_encode(chunk.dictionary_decode())\n",
+           "        encoded = pa.DictionaryArray.from_arrays(chunk.indices, pc.unique(\n"
+           "            chunk.dictionary_decode()), safe=False)\n",
+           "compacting a dictionary to the values used without remapping the indices: live "
+           "rows read back with other rows' symbols",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
     Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
            "            series.append(_series(name, one.column(name)))\n",
