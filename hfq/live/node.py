@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from hfq import faults
 from hfq.errors import HfqError
 from hfq.live.log import Entry, Slice, StreamWriter, encode, read_frames, segments, stream_alive
-from hfq.live.rows import PartRows, same_rows
+from hfq.live.rows import PartRows, Pending, same_rows
 from hfq.partition import Compo, Scheme, matcher
 from hfq.runtime.task import NodeContext
 
@@ -116,6 +116,7 @@ class LiveTable:
         self.changed = threading.Condition(self.lock)
         self.writer: StreamWriter | None = None
         self.parts: dict[str, PartRows] = {}
+        self.pending = Pending()
         self.held: dict[tuple[str, int], _Held] = {}
         self.pubs: dict[str, list[Any]] = {}       # pub -> [max seq, nodes of that batch]
         self.feed: list[tuple[str, int]] = []      # entries in arrival order
@@ -170,13 +171,14 @@ class LiveTable:
             top[1] = sorted(set(entry.nodes))
 
     def _hold(self, entry: Entry, rows: pa.Table, stream: str, segment: int) -> None:
-        offset = 0
+        slices = []
         for s in entry.slices:
             part = self.parts.get(s.partition)
             if part is None:
                 part = self.parts[s.partition] = PartRows(s.key)
-            part.add(entry.pub, entry.seq, s.pseq, s.day, rows.slice(offset, s.rows))
-            offset += s.rows
+            part.add(entry.pub, entry.seq, s.pseq, s.day, s.rows)
+            slices.append((part, s.rows))
+        self.pending.add(slices, rows)
         self.held[(entry.pub, entry.seq)] = _Held(entry, rows, stream, segment,
                                                   len(entry.slices))
         st = self.streams.setdefault(stream, _Stream())
@@ -301,6 +303,7 @@ class LiveTable:
                     for pub, (lo, hi) in picks.items()):
                 self.catch_up()   # (only what is held already is read: no need to look)
             self.learn(cut, version)
+            self.pending.flush()
             part = self.parts.get(partition)
             schema = self.spec.schema
             if part is None:
@@ -401,6 +404,7 @@ class LiveTable:
             return 0
         self.cuts = [c for c in self.cuts if now - c[0] < self.spec.grace_s]
         _, version, cut = max(due, key=lambda c: c[1])
+        self.pending.flush()
         dropped = 0
         for path, part in self.parts.items():
             before = {pub: d[0] for pub, d in part.dropped.items()}

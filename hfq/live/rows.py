@@ -4,16 +4,17 @@ Rows arrive as slices (:class:`~hfq.live.log.Slice`: one published batch's rows 
 partition and one day).  Each row carries its slice's publisher, sequence number, slice number
 (``pseq``) and day in numpy arrays beside the Arrow rows, so a snapshot's choice -- "these
 publishers up to these sequence numbers, these slice numbers, not what the written-down cut
-holds" -- is one vectorised mask per run of the partition, not a loop over its slices.  New
-slices wait in a short tail that is merged into the body every :data:`TAIL` slices, or when a
-query reads the partition.
+holds" -- is one vectorised mask per run of the partition, not a loop over its slices.  A
+node's new batches wait (:class:`Pending`) and are given to their partitions together every
+:data:`TAIL` batches, or when a query reads.
 
 Examples
 --------
 >>> import pyarrow as pa
 >>> p = PartRows(["2024-01-02", 0])
->>> p.add("feed", 1, 1, "2024-01-02", pa.table({"x": [1, 2]}))
->>> p.add("feed", 2, 2, "2024-01-02", pa.table({"x": [3]}))
+>>> p.add("feed", 1, 1, "2024-01-02", 2)
+>>> p.add("feed", 2, 2, "2024-01-02", 1)
+>>> p.extend(pa.table({"x": [1, 2, 3]}))
 >>> p.take({"feed": 1}, {"feed": (1, 9)}, {}, ["x"]).column("x").to_pylist()
 [1, 2]
 >>> p.take({"feed": 9}, {"feed": (1, 9)}, {"2024-01-02": {"feed": 1}}, ["x"]).num_rows
@@ -31,10 +32,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartRows", "Runs", "columns_of", "same_rows"]
+__all__ = ["PartRows", "Pending", "Runs", "columns_of", "same_rows"]
 
 TAIL = 128
-"""Slices kept apart before they are merged into the body."""
+"""Batches a node holds before their rows are given to their partitions."""
 
 _CHUNKS = 32
 """Chunks a kept polars column may have before it is made one again."""
@@ -109,9 +110,10 @@ class PartRows:
         self.key = list(key)
         self.pubs: list[str] = []            # publisher codes
         self.days: list[str | None] = []     # day codes
-        self.tail: list[tuple[int, int, int, int, pa.Table]] = []
+        self.tail: list[tuple[int, int, int, int, int]] = []
+        """Slices added, their rows not given yet: (pub code, seq, pseq, day code, rows)."""
         self.body: list[_Run] = []
-        """The merged rows in arrival order, sizes falling (see :meth:`_merge`)."""
+        """The rows in arrival order, in runs of falling sizes (see :meth:`extend`)."""
         self.columns: dict[str, pl.Series] = {}
         """The body's columns a query read, as polars: each row is converted once (a new
         run's rows are appended as it is merged)."""
@@ -129,10 +131,12 @@ class PartRows:
             table.append(value)
             return len(table) - 1
 
-    def add(self, pub: str, seq: int, pseq: int, day: str | None, rows: pa.Table) -> None:
+    def add(self, pub: str, seq: int, pseq: int, day: str | None, rows: int) -> None:
+        """A slice of ``rows`` rows arrived: its rows follow by :meth:`extend` (a node
+        gathers them for all its partitions at once, :class:`Pending`)."""
         self.tail.append((self._code(self.pubs, pub), seq, pseq, self._code(self.days, day),
                           rows))
-        self.rows += rows.num_rows
+        self.rows += rows
         self.runs.setdefault(pub, Runs()).add(pseq)
         last = self.last.get(pub)
         if last is None:
@@ -141,32 +145,39 @@ class PartRows:
             self.last[pub] = (seq, pseq, last[1])
         elif seq == last[0]:   # a second slice of the same batch (another day)
             self.last[pub] = (seq, max(pseq, last[1]), last[2])
-        if len(self.tail) >= TAIL:
-            self._merge()
 
-    def _merge(self) -> None:
-        """The tail as a new run of the body; then, as a binary counter, two neighbouring
-        runs of like size become one -- a row is copied O(log n) times over the day, and a
-        query (which merges the tail) converts only the new run to polars."""
+    def extend(self, table: pa.Table) -> None:
+        """The rows of the slices added since the last call, in their order, as a new run
+        of the body; then, as a binary counter, two neighbouring runs of like size become
+        one (a row is moved O(log n) times over the day), and the polars columns kept for
+        queries get the new rows (only they are converted)."""
         if not self.tail:
             return
-        tables = [t for *_, t in self.tail]
-        sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
+        sizes = np.array([s[4] for s in self.tail], dtype=np.int64)
+        if int(sizes.sum()) != table.num_rows:
+            raise ValueError(f"live rows of partition {self.key}: {table.num_rows} rows for "
+                             f"slices of {int(sizes.sum())}")
         cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
                 for i in range(4)]
         self.tail = []
+        if not table.num_rows:
+            return
+        if any(c.num_chunks != 1 for c in table.columns):
+            table = _combine([table])
         runs = self.body
-        one = tables[0] if len(tables) == 1 else None
-        if one is None or any(c.num_chunks != 1 for c in one.columns):
-            one = _combine(tables)   # (one slice -- a query after each batch -- as it is)
-        runs.append(_Run(one, cols[0], cols[1], cols[2], cols[3]))
+        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3]))
         for name, series in self.columns.items():
-            series.append(_series(name, one.column(name)))
+            series.append(_series(name, table.column(name)))
             if series.n_chunks() > _CHUNKS:
                 self.columns[name] = series.rechunk()
         while len(runs) > 1 and runs[-2].rows <= 2 * runs[-1].rows:
             last = runs.pop()
             runs[-1] = _joined(runs[-1], last)
+
+    def _settled(self) -> None:
+        if self.tail:
+            raise RuntimeError(f"live rows of partition {self.key}: {len(self.tail)} slice(s) "
+                               "added and not extended (Pending.flush first)")
 
     def _limits(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -191,9 +202,8 @@ class PartRows:
     def masks(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
               cut: Mapping[str, Mapping[str, int]]) -> list[tuple[_Run, np.ndarray]]:
         """Each run with its rows of slices of a publisher in ``picks`` with ``lo <= pseq
-        <= hi`` and ``seq <= seqs[pub]``, that no ``cut[day][pub] >= seq`` holds (the tail
-        merged first)."""
-        self._merge()
+        <= hi`` and ``seq <= seqs[pub]``, that no ``cut[day][pub] >= seq`` holds."""
+        self._settled()
         top, lo, hi = self._limits(seqs, picks)
         limit = self._cut_limits(cut) if cut else None
         out = []
@@ -255,7 +265,7 @@ class PartRows:
     def drop(self, cut: Mapping[str, Mapping[str, int]], version: int) -> int:
         """Forget the rows ``cut`` holds that form a prefix of each publisher's slices;
         returns the rows dropped.  The prefix is remembered in :attr:`dropped`."""
-        self._merge()
+        self._settled()
         if not self.body:
             return 0
         cols = [np.concatenate([getattr(r, f) for r in self.body])
@@ -301,6 +311,58 @@ def columns_of(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
     if list(columns) == frame.columns:
         return frame
     return frame[list(columns)] if columns else frame.select([])
+
+
+class Pending:
+    """A node's batches held whose rows are not yet in their partitions' runs: every
+    :data:`TAIL` batches, or before a read, they are combined at once -- one concatenation
+    of the batches, one compaction, one take that orders the rows partition after
+    partition -- and each partition gets its rows as one slice of that (not 16 small
+    concatenations of slices a batch).  The caller holds the lock."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[list[tuple[PartRows, int]], pa.Table]] = []
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def add(self, slices: list[tuple[PartRows, int]], rows: pa.Table) -> None:
+        """A batch's ``rows``, slice after slice: each slice's partition (that has had it
+        :meth:`PartRows.add`-ed) and its rows."""
+        self.batches.append((slices, rows))
+        if len(self.batches) >= TAIL:
+            self.flush()
+
+    def flush(self) -> None:
+        batches, self.batches = self.batches, []
+        if len(batches) == 1:   # a read after each batch: its slices as they are
+            slices, rows = batches[0]
+            offset = 0
+            for part, n in slices:
+                part.extend(rows.slice(offset, n))
+                offset += n
+            return
+        if not batches:
+            return
+        table = _combine([rows for _, rows in batches])
+        index: dict[int, int] = {}
+        parts: list[PartRows] = []
+        codes, sizes = [], []
+        for slices, _ in batches:
+            for part, n in slices:
+                code = index.get(id(part))
+                if code is None:
+                    code = index[id(part)] = len(parts)
+                    parts.append(part)
+                codes.append(code)
+                sizes.append(n)
+        of_row = np.repeat(np.array(codes, np.int64), np.array(sizes, np.int64))
+        counts = np.bincount(of_row, minlength=len(parts))
+        ordered = table.take(pa.array(np.argsort(of_row, kind="stable")))
+        offset = 0
+        for part, n in zip(parts, counts.tolist()):
+            part.extend(ordered.slice(offset, n))
+            offset += n
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

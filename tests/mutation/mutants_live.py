@@ -82,7 +82,7 @@ MUTANTS: list[Mutant] = [
            "rows read back with other rows' symbols",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
     Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
-           "            series.append(_series(name, one.column(name)))\n",
+           "            series.append(_series(name, table.column(name)))\n",
            "            pass\n",
            "the polars columns kept for queries not extended by a newly merged run: a query "
            "after a batch misses the batch's rows (or reads rows out of step with the mask)",
@@ -108,4 +108,20 @@ MUTANTS: list[Mutant] = [
            "conform's shortcut for a batch already in the table's schema not checking the "
            "CHAR limit: a two-character exchange code is stored",
            (f"{PUBLISH}::test_a_batch_already_in_the_tables_schema_is_still_checked",)),
+    Mutant("live-meta-text-day-forgotten", "live", "hfq/live/log.py",
+           '    where = ("p", s.partition, repr(s.key), s.day)   # repr: 0, 0.0, -0.0, False '
+           'apart\n',
+           '    where = ("p", s.partition, repr(s.key))\n',
+           "the remembered JSON of a slice keyed without its day: a partition's slice of the "
+           "next day is logged as the first day's, and write-down and replay file it there",
+           (f"{LOG}::test_the_meta_is_the_json_of_the_entry",)),
+    Mutant("live-route-days-sorted", "live", "hfq/live/route.py",
+           "        return rank[inverse.reshape(-1)], [self._name(int(d)) for d in "
+           "uniq[order].tolist()]\n",
+           "        return rank[inverse.reshape(-1)], [self._name(int(d)) for d in "
+           "uniq.tolist()]\n",
+           "a batch of several days routed by day numbers whose keys are listed in sorted "
+           "order while the codes count days in order of appearance: rows filed under "
+           "another day's partition",
+           (f"{ROUTE}::test_every_batch_routes_as_the_scheme_does",)),
 ]
