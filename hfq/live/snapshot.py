@@ -85,19 +85,26 @@ class LiveFragment:
     def without_stats(self) -> LiveFragment:
         return self
 
-    def read_rows(self, node: NodeContext, spec: Any) -> pa.Table:
-        """The rows, ``spec.columns`` (and the columns ``spec.where`` needs) of them, rows
-        passing ``spec.where`` -- each piece read here when this node holds it, else from a
-        node that does."""
+    def _pieces(self, node: NodeContext, spec: Any, call: Any) -> list[Any]:
+        """Each piece's rows (``spec.columns`` and the columns ``spec.where`` needs) by
+        ``call`` (:func:`~hfq.live.node.rows_of` or :func:`~hfq.live.node.frame_of`): here
+        when this node holds it, else on a node that does."""
         columns = list(dict.fromkeys([*spec.columns, *getattr(spec, "where_columns", [])]))
         parts = []
         for holders, picks in self.pieces:
             args = (self.spec, self.partition, self.seqs, picks, self.cut, self.version,
                     columns)
             if node.name in holders or node.name is None and not holders:
-                parts.append(rows_of(node, *args))
+                parts.append(call(node, *args))
                 continue
-            parts.append(_from_holders(node.nodes(), holders, args, self.partition))
+            parts.append(_from_holders(node.nodes(), holders, args, self.partition,
+                                       call=call))
+        return parts
+
+    def read_rows(self, node: NodeContext, spec: Any) -> pa.Table:
+        """The rows, ``spec.columns`` of them, rows passing ``spec.where`` -- each piece
+        read here when this node holds it, else from a node that does."""
+        parts = self._pieces(node, spec, rows_of)
         table = parts[0] if len(parts) == 1 else pa.concat_tables(parts,
                                                                    promote_options="permissive")
         where = getattr(spec, "where", None)
@@ -107,21 +114,11 @@ class LiveFragment:
             table = frame.filter(where).to_arrow()
         return table.select(list(spec.columns))
 
-
     def read_frame(self, node: NodeContext, spec: Any) -> pl.DataFrame:
         """:meth:`read_rows` as a polars frame (what the engine's node stage reads): the
-        partition's merged live rows are converted once on their node and kept, so a query
-        after a batch converts only the batch's rows."""
-        columns = list(dict.fromkeys([*spec.columns, *getattr(spec, "where_columns", [])]))
-        parts = []
-        for holders, picks in self.pieces:
-            args = (self.spec, self.partition, self.seqs, picks, self.cut, self.version,
-                    columns)
-            if node.name in holders or node.name is None and not holders:
-                parts.append(frame_of(node, *args))
-                continue
-            parts.append(_from_holders(node.nodes(), holders, args, self.partition,
-                                       call=frame_of))
+        partition's live rows are converted once on their node and kept, so a query after
+        a batch converts only the batch's rows."""
+        parts = self._pieces(node, spec, frame_of)
         frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed",
                                                            rechunk=False)
         where = getattr(spec, "where", None)
