@@ -7,6 +7,7 @@ that Arrow schema, or raises :class:`~hfq.errors.SchemaMismatchError` listing ev
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -144,6 +145,12 @@ class Schema:
         return f"Schema({inner})"
 
     # -- conversions --------------------------------------------------------------------------
+    @functools.cached_property
+    def _exact(self) -> tuple[pa.Schema, list[tuple[str, ColumnType]]]:
+        """:attr:`arrow`, and the CHAR columns: what :meth:`conform` still checks of a table
+        already in this schema."""
+        return self.arrow, [(n, t) for n, t in self if t.name == "CHAR"]
+
     @property
     def arrow(self) -> pa.Schema:
         """The Arrow schema the table's data is stored and returned in.
@@ -217,7 +224,17 @@ class Schema:
         column 'size': got double, expected LONG (int64): floats are not converted to integers
         implicitly
         """
-        problems: list[str] = []
+        exact, chars = self._exact
+        if table.schema.equals(exact, check_metadata=True):   # as stored: only CHAR limits
+            problems = [_mismatch(name, exact.field(name).type, ctype, exc)
+                        for name, ctype in chars
+                        for exc in _char_errors(table.column(name))]
+            if not problems:
+                return table
+            raise SchemaMismatchError((f"{where}: " if where else "")
+                                      + "data does not match the table schema; "
+                                      + "; ".join(problems))
+        problems = []
         have = {f.name: f.type for f in table.schema}
         missing = [n for n in self.names if n not in have]
         extra = [n for n in have if n not in self._columns]
@@ -233,13 +250,24 @@ class Schema:
                 arrays.append(_cast(table.column(name), ctype))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
                     ValueError) as exc:
-                problems.append(f"column {name!r}: got {have[name]}, expected {ctype.name} "
-                                f"({ctype.arrow}): {_short(exc)}")
+                problems.append(_mismatch(name, have[name], ctype, exc))
         if problems:
             prefix = f"{where}: " if where else ""
             raise SchemaMismatchError(prefix + "data does not match the table schema; "
                                       + "; ".join(problems))
         return pa.Table.from_arrays(arrays, schema=self.arrow)
+
+
+def _mismatch(name: str, have: pa.DataType, ctype: ColumnType, exc: Exception) -> str:
+    return f"column {name!r}: got {have}, expected {ctype.name} ({ctype.arrow}): {_short(exc)}"
+
+
+def _char_errors(col: pa.ChunkedArray) -> list[ValueError]:
+    try:
+        _check_chars(col)
+    except ValueError as exc:
+        return [exc]
+    return []
 
 
 def _short(exc: Exception) -> str:

@@ -3,7 +3,8 @@
 Most fragments of a unit are files (read by :func:`hfq.query.read.read_frame`).  A fragment
 with a ``read_rows(node, spec)`` method holds rows that are not in a file -- the live rows of
 a partition (:class:`hfq.live.snapshot.LiveFragment`) -- and reads them itself, on the node
-the unit runs on; the engine knows nothing else of them.  Both kinds of rows of one unit
+the unit runs on (as a polars frame when it has ``read_frame(node, spec)``); the engine knows
+nothing else of them.  Both kinds of rows of one unit
 become one frame, files first, so the node stage runs once over all of them.
 """
 
@@ -46,6 +47,9 @@ def read_rows(node: Any, spec: ReadSpec, unit: Any, *,
         else:
             frames.append(read_frame(node, spec, files))
     for fragment in own:
+        if hasattr(fragment, "read_frame"):   # converted where it is kept (once)
+            frames.append(fragment.read_frame(node, spec))
+            continue
         table: pa.Table = fragment.read_rows(node, spec)
         frames.append(cast(pl.DataFrame, pl.from_arrow(table)))
     if len(frames) == 1:

@@ -105,11 +105,12 @@ class Entry:
     every partition's slice numbers, so a slice whose nodes are all gone is missed loudly."""
 
     def meta(self) -> bytes:
-        return json.dumps({"pub": self.pub, "seq": self.seq, "nodes": list(self.nodes),
-                           "digest": self.digest, "at": self.at,
-                           "slices": [_slice_json(s) for s in self.slices],
-                           "others": [_slice_json(s) for s in self.others]},
-                          separators=(",", ":")).encode()
+        """The entry as compact JSON (each slice's text put together from remembered
+        pieces: a batch has a slice per partition, the same partitions batch after batch)."""
+        head = json.dumps({"pub": self.pub, "seq": self.seq, "nodes": list(self.nodes),
+                           "digest": self.digest, "at": self.at}, separators=(",", ":"))
+        return (f'{head[:-1]},"slices":[{",".join(_slice_text(s) for s in self.slices)}],'
+                f'"others":[{",".join(_slice_text(s) for s in self.others)}]}}').encode()
 
     @staticmethod
     def from_meta(data: bytes) -> Entry:
@@ -119,8 +120,22 @@ class Entry:
                      tuple(_slice(x) for x in m.get("others", ())))
 
 
-def _slice_json(s: Slice) -> list[Any]:
-    return [s.partition, s.key, s.day, s.pseq, s.rows, list(s.nodes)]
+_TEXTS: dict[tuple[Any, ...], str] = {}
+"""JSON of a slice's partition, key and day, and of node lists, by value."""
+
+
+def _slice_text(s: Slice) -> str:
+    """``json.dumps([partition, key, day, pseq, rows, nodes])``, compact."""
+    where = ("p", s.partition, repr(s.key), s.day)   # repr: 0, 0.0, -0.0, False apart
+    nodes = ("n", *s.nodes)
+    head, tail = _TEXTS.get(where), _TEXTS.get(nodes)
+    if head is None or tail is None:
+        if len(_TEXTS) > 1 << 16:
+            _TEXTS.clear()
+        head = _TEXTS[where] = json.dumps([s.partition, s.key, s.day],
+                                          separators=(",", ":"))[:-1]
+        tail = _TEXTS[nodes] = json.dumps(list(s.nodes), separators=(",", ":"))
+    return f"{head},{int(s.pseq)},{int(s.rows)},{tail}]"
 
 
 def _slice(x: list[Any]) -> Slice:

@@ -27,19 +27,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfq import faults
 from hfq.errors import HfqError
 from hfq.live.log import Entry, Slice, StreamWriter, encode, read_frames, segments, stream_alive
-from hfq.live.rows import PartRows, same_rows
+from hfq.live.rows import PartRows, Pending, same_rows
 from hfq.partition import Compo, Scheme, matcher
 from hfq.runtime.task import NodeContext
 
 __all__ = ["LiveSnapshotExpiredError", "LiveSpec", "LiveTable", "PublishConflictError",
-           "SubscriberLagError", "apply_cut", "entry_rows", "fetch", "live_table", "log_batch",
-           "publisher_state", "report", "rows_of"]
+           "SubscriberLagError", "apply_cut", "entry_rows", "fetch", "frame_of", "live_table",
+           "log_batch", "publisher_state", "report", "rows_of"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class LiveTable:
         self.changed = threading.Condition(self.lock)
         self.writer: StreamWriter | None = None
         self.parts: dict[str, PartRows] = {}
+        self.pending = Pending()
         self.held: dict[tuple[str, int], _Held] = {}
         self.pubs: dict[str, list[Any]] = {}       # pub -> [max seq, nodes of that batch]
         self.feed: list[tuple[str, int]] = []      # entries in arrival order
@@ -169,13 +171,14 @@ class LiveTable:
             top[1] = sorted(set(entry.nodes))
 
     def _hold(self, entry: Entry, rows: pa.Table, stream: str, segment: int) -> None:
-        offset = 0
+        slices = []
         for s in entry.slices:
             part = self.parts.get(s.partition)
             if part is None:
                 part = self.parts[s.partition] = PartRows(s.key)
-            part.add(entry.pub, entry.seq, s.pseq, s.day, rows.slice(offset, s.rows))
-            offset += s.rows
+            part.add(entry.pub, entry.seq, s.pseq, s.day, s.rows)
+            slices.append((part, s.rows))
+        self.pending.add(slices, rows)
         self.held[(entry.pub, entry.seq)] = _Held(entry, rows, stream, segment,
                                                   len(entry.slices))
         st = self.streams.setdefault(stream, _Stream())
@@ -289,9 +292,10 @@ class LiveTable:
 
     def rows(self, partition: str, seqs: Mapping[str, int],
              picks: Mapping[str, tuple[int, int]], cut: Cut, version: int,
-             columns: Sequence[str]) -> pa.Table:
+             columns: Sequence[str], *, frame: bool = False) -> pa.Table | pl.DataFrame:
         """The rows of ``partition`` a snapshot reads here: slices of the publishers in
-        ``picks`` within their slice numbers, up to ``seqs``, not held by ``cut``."""
+        ``picks`` within their slice numbers, up to ``seqs``, not held by ``cut``; as a
+        polars frame when ``frame`` (the partition's merged runs are converted once)."""
         with self.lock:
             part = self.parts.get(partition)
             if part is None or not all(
@@ -299,6 +303,7 @@ class LiveTable:
                     for pub, (lo, hi) in picks.items()):
                 self.catch_up()   # (only what is held already is read: no need to look)
             self.learn(cut, version)
+            self.pending.flush()
             part = self.parts.get(partition)
             schema = self.spec.schema
             if part is None:
@@ -315,6 +320,9 @@ class LiveTable:
                         f"table {self.spec.table!r}, partition {partition}: live rows the "
                         f"query's version {version} needs were written down at version "
                         f"{dropped[1]} and dropped (after live_grace_s); run the query again")
+            if frame:
+                got = part.take_frame(seqs, picks, cut, columns)
+                return got if got is not None else _empty_frame(schema, columns)
             out = part.take(seqs, picks, cut, columns)
             return out if out.num_columns else schema.empty_table().select(list(columns))
 
@@ -396,6 +404,7 @@ class LiveTable:
             return 0
         self.cuts = [c for c in self.cuts if now - c[0] < self.spec.grace_s]
         _, version, cut = max(due, key=lambda c: c[1])
+        self.pending.flush()
         dropped = 0
         for path, part in self.parts.items():
             before = {pub: d[0] for pub, d in part.dropped.items()}
@@ -566,6 +575,12 @@ def _served(held: _Held, match: Any, alive: set[str], me: str | None,
     return rows.select(list(columns))
 
 
+def _empty_frame(schema: pa.Schema, columns: Sequence[str]) -> pl.DataFrame:
+    frame = pl.from_arrow(schema.empty_table().select(list(columns)))
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 @contextlib.contextmanager
 def _dir_lock(path: str) -> Iterator[None]:
     fd = os.open(os.path.join(path, ".floors.lock"), os.O_RDWR | os.O_CREAT, 0o644)
@@ -589,7 +604,19 @@ def report(node: NodeContext, spec: LiveSpec, bounds: Mapping[str, tuple] | None
 def rows_of(node: NodeContext, spec: LiveSpec, partition: str, seqs: Mapping[str, int],
             picks: Mapping[str, tuple[int, int]], cut: Cut, version: int,
             columns: Sequence[str]) -> pa.Table:
-    return live_table(node, spec).rows(partition, seqs, picks, cut, version, columns)
+    got = live_table(node, spec).rows(partition, seqs, picks, cut, version, columns)
+    assert isinstance(got, pa.Table)
+    return got
+
+
+def frame_of(node: NodeContext, spec: LiveSpec, partition: str, seqs: Mapping[str, int],
+             picks: Mapping[str, tuple[int, int]], cut: Cut, version: int,
+             columns: Sequence[str]) -> pl.DataFrame:
+    """:func:`rows_of` as a polars frame."""
+    got = live_table(node, spec).rows(partition, seqs, picks, cut, version, columns,
+                                      frame=True)
+    assert isinstance(got, pl.DataFrame)
+    return got
 
 
 def fetch(node: NodeContext, spec: LiveSpec, since: Mapping[str, int],

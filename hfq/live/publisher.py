@@ -247,8 +247,11 @@ class Publisher:
         """Route ``rows`` to (partition, day) slices and number the slices."""
         codes, keys = self.router.route(rows)
         if self.date_column is not None:
-            days = pc.cast(rows.column(self.date_column), pa.date32()).combine_chunks()
-            day_num = days.view(pa.int32()).to_numpy(zero_copy_only=False).astype(np.int64)
+            known = self.router.days(self.date_column)
+            if known is None:
+                days = pc.cast(rows.column(self.date_column), pa.date32()).combine_chunks()
+                known = days.view(pa.int32()).to_numpy(zero_copy_only=False)
+            day_num = known.astype(np.int64)
         else:
             day_num = np.zeros(rows.num_rows, np.int64)
         offset = day_num - day_num.min() if len(day_num) else day_num

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfq.errors import SchemaMismatchError
-from hfq.partition import Compo, Hash, Range, Scheme, key_path
+from hfq.partition import Compo, Hash, Range, Scheme, Value, key_path
 
 __all__ = ["Router"]
 
@@ -98,20 +98,53 @@ def _remembered(level: Scheme, column_type: pa.DataType) -> bool:
 
 class _Level:
     """A level of the scheme whose ``_codes`` remembers buckets (what the scheme's ``route``
-    calls on its levels)."""
+    calls on its levels), or, for a date column's values, reads the day numbers once."""
 
     def __init__(self, level: Scheme) -> None:
         self.level = level
         self.column = level.column
         self.memo = _Memo(level) if isinstance(level, (Hash, Range)) else None
+        self.dated = isinstance(level, Value) and level.by is None
+        self.names: dict[int, Any] = {}
+        self.days: np.ndarray | None = None
+        """The day numbers of the last batch routed (a date column's value level)."""
 
     def _codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
         level = self.level
+        self.days = None
+        if self.dated and pa.types.is_date32(column.type) and not column.null_count:
+            return self._day_codes(column)
         if self.memo is None or not _remembered(level, column.type):
             return level._codes(column)
         width = level.buckets if isinstance(level, Hash) else \
             len(cast(Range, level).boundaries) + 1
         return self.memo.route(column), list(range(width))
+
+
+    def _day_codes(self, column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+        """What ``Value._codes`` answers of a date32 column (codes in order of first
+        appearance, each day's key as the scheme spells it), from the day numbers."""
+        days = column.combine_chunks().view(pa.int32()).to_numpy(zero_copy_only=False)
+        self.days = days
+        if not len(days):
+            return np.zeros(0, np.int64), []
+        lo, hi = int(days.min()), int(days.max())
+        if lo == hi:   # the usual batch: one day
+            return np.zeros(len(days), np.int64), [self._name(lo)]
+        uniq, first, inverse = np.unique(days, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        return rank[inverse.reshape(-1)], [self._name(int(d)) for d in uniq[order].tolist()]
+
+    def _name(self, day: int) -> Any:
+        name = self.names.get(day)
+        if name is None:
+            if len(self.names) >= _PATHS:
+                self.names.clear()
+            one = pa.chunked_array([pa.array([day], pa.int32()).cast(pa.date32())])
+            name = self.names[day] = self.level._codes(one)[1][0]
+        return name
 
 
 @dataclass(frozen=True)
@@ -136,6 +169,14 @@ class Router:
         if isinstance(self.scheme, Compo):
             return Compo.route(self.levels, table)   # type: ignore[arg-type]
         return type(self.scheme).route(self.levels.first, table)   # type: ignore[arg-type]
+
+    def days(self, column: str) -> np.ndarray | None:
+        """The day numbers (int32, days since 1970-01-01) of ``column`` in the last batch
+        routed, when a value level of the scheme read them (None: not known)."""
+        for level in (self.levels.first, self.levels.second):
+            if level.column == column and level.days is not None:
+                return level.days
+        return None
 
     def path(self, key: tuple[Any, ...]) -> str:
         """``key_path(scheme, key)``."""

@@ -4,15 +4,17 @@ Rows arrive as slices (:class:`~hfq.live.log.Slice`: one published batch's rows 
 partition and one day).  Each row carries its slice's publisher, sequence number, slice number
 (``pseq``) and day in numpy arrays beside the Arrow rows, so a snapshot's choice -- "these
 publishers up to these sequence numbers, these slice numbers, not what the written-down cut
-holds" -- is one vectorised mask over the partition, not a loop over its slices.  New slices
-wait in a short tail that is merged into the body every :data:`TAIL` slices.
+holds" -- is one vectorised mask per run of the partition, not a loop over its slices.  A
+node's new batches wait (:class:`Pending`) and are given to their partitions together every
+:data:`TAIL` batches, or when a query reads.
 
 Examples
 --------
 >>> import pyarrow as pa
 >>> p = PartRows(["2024-01-02", 0])
->>> p.add("feed", 1, 1, "2024-01-02", pa.table({"x": [1, 2]}))
->>> p.add("feed", 2, 2, "2024-01-02", pa.table({"x": [3]}))
+>>> p.add("feed", 1, 1, "2024-01-02", 2)
+>>> p.add("feed", 2, 2, "2024-01-02", 1)
+>>> p.extend(pa.table({"x": [1, 2, 3]}))
 >>> p.take({"feed": 1}, {"feed": (1, 9)}, {}, ["x"]).column("x").to_pylist()
 [1, 2]
 >>> p.take({"feed": 9}, {"feed": (1, 9)}, {"2024-01-02": {"feed": 1}}, ["x"]).num_rows
@@ -30,10 +32,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartRows", "Runs", "same_rows"]
+__all__ = ["PartRows", "Pending", "Runs", "columns_of", "same_rows"]
 
 TAIL = 128
-"""Slices kept apart before they are merged into the body."""
+"""Batches a node holds before their rows are given to their partitions."""
+
+_CHUNKS = 32
+"""Chunks a kept polars column may have before it is made one again."""
 
 
 class Runs:
@@ -67,11 +72,35 @@ class Runs:
 
 
 @dataclass
-class _Meta:
+class _Run:
+    """Consecutive slices merged: one chunk per column, each row's publisher code, sequence
+    number, slice number and day code beside it."""
+
+    table: pa.Table
     pub: np.ndarray
     seq: np.ndarray
     pseq: np.ndarray
     day: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return self.table.num_rows
+
+
+def _joined(a: _Run, b: _Run) -> _Run:
+    """Two neighbouring runs as one (their chunks made one only past :data:`_CHUNKS`: a
+    query reads the polars columns kept, not these)."""
+    table = _concat([a.table, b.table])
+    if table.column(0).num_chunks > _CHUNKS:
+        table = table.combine_chunks()
+    return _Run(table, np.concatenate([a.pub, b.pub]), np.concatenate([a.seq, b.seq]),
+                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]))
+
+
+def _series(name: str, column: pa.ChunkedArray | pa.Array) -> pl.Series:
+    got = pl.from_arrow(column)
+    assert isinstance(got, pl.Series)
+    return got.alias(name)
 
 
 class PartRows:
@@ -81,11 +110,13 @@ class PartRows:
         self.key = list(key)
         self.pubs: list[str] = []            # publisher codes
         self.days: list[str | None] = []     # day codes
-        self.body: pa.Table | None = None
-        self.meta = _Meta(*(np.empty(0, np.int64) for _ in range(4)))
-        self.tail: list[tuple[int, int, int, int, pa.Table]] = []
-        self.runs_of_body: list[pa.Table] = []
-        """The body's pieces, each one chunk, sizes falling (see :meth:`_merge`)."""
+        self.tail: list[tuple[int, int, int, int, int]] = []
+        """Slices added, their rows not given yet: (pub code, seq, pseq, day code, rows)."""
+        self.body: list[_Run] = []
+        """The rows in arrival order, in runs of falling sizes (see :meth:`extend`)."""
+        self.columns: dict[str, pl.Series] = {}
+        """The body's columns a query read, as polars: each row is converted once (a new
+        run's rows are appended as it is merged)."""
         self.rows = 0
         self.runs: dict[str, Runs] = {}
         self.last: dict[str, tuple[int, int, int]] = {}
@@ -100,10 +131,12 @@ class PartRows:
             table.append(value)
             return len(table) - 1
 
-    def add(self, pub: str, seq: int, pseq: int, day: str | None, rows: pa.Table) -> None:
+    def add(self, pub: str, seq: int, pseq: int, day: str | None, rows: int) -> None:
+        """A slice of ``rows`` rows arrived: its rows follow by :meth:`extend` (a node
+        gathers them for all its partitions at once, :class:`Pending`)."""
         self.tail.append((self._code(self.pubs, pub), seq, pseq, self._code(self.days, day),
                           rows))
-        self.rows += rows.num_rows
+        self.rows += rows
         self.runs.setdefault(pub, Runs()).add(pseq)
         last = self.last.get(pub)
         if last is None:
@@ -112,36 +145,42 @@ class PartRows:
             self.last[pub] = (seq, pseq, last[1])
         elif seq == last[0]:   # a second slice of the same batch (another day)
             self.last[pub] = (seq, max(pseq, last[1]), last[2])
-        if len(self.tail) >= TAIL:
-            self._merge()
 
-    def _merge(self) -> None:
+    def extend(self, table: pa.Table) -> None:
+        """The rows of the slices added since the last call, in their order, as a new run
+        of the body; then, as a binary counter, two neighbouring runs of like size become
+        one (a row is moved O(log n) times over the day), and the polars columns kept for
+        queries get the new rows (only they are converted)."""
         if not self.tail:
             return
-        tables = [t for *_, t in self.tail]
-        sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
+        sizes = np.array([s[4] for s in self.tail], dtype=np.int64)
+        if int(sizes.sum()) != table.num_rows:
+            raise ValueError(f"live rows of partition {self.key}: {table.num_rows} rows for "
+                             f"slices of {int(sizes.sum())}")
         cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
                 for i in range(4)]
         self.tail = []
-        runs = self.runs_of_body
-        runs.append(_compact(_concat(tables).combine_chunks()))
-        # a binary counter of runs: two neighbours of like size become one, so a row is
-        # copied O(log n) times over the day, not at every merge (a query merges the tail)
-        while len(runs) > 1 and runs[-2].num_rows <= 2 * runs[-1].num_rows:
+        if not table.num_rows:
+            return
+        if any(c.num_chunks != 1 for c in table.columns):
+            table = _combine([table])
+        runs = self.body
+        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3]))
+        for name, series in self.columns.items():
+            series.append(_series(name, table.column(name)))
+            if series.n_chunks() > _CHUNKS:
+                self.columns[name] = series.rechunk()
+        while len(runs) > 1 and runs[-2].rows <= 2 * runs[-1].rows:
             last = runs.pop()
-            runs[-1] = _concat([runs[-1], last]).combine_chunks()   # compact: a union
-        self.body = runs[0] if len(runs) == 1 else _concat(runs)
-        m = self.meta
-        self.meta = _Meta(*(np.concatenate([old, c]) for old, c in
-                            zip((m.pub, m.seq, m.pseq, m.day), cols)))
+            runs[-1] = _joined(runs[-1], last)
 
-    def mask(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
-             cut: Mapping[str, Mapping[str, int]]) -> np.ndarray:
-        """The rows of slices of a publisher in ``picks`` with ``lo <= pseq <= hi`` and
-        ``seq <= seqs[pub]``, that no ``cut[day][pub] >= seq`` holds (body rows only)."""
-        self._merge()
-        m = self.meta
-        n = len(m.seq)
+    def _settled(self) -> None:
+        if self.tail:
+            raise RuntimeError(f"live rows of partition {self.key}: {len(self.tail)} slice(s) "
+                               "added and not extended (Pending.flush first)")
+
+    def _limits(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         codes = len(self.pubs)
         top = np.full(codes, -1, np.int64)
         lo = np.zeros(codes, np.int64)
@@ -150,26 +189,40 @@ class PartRows:
             if pub in picks and pub in seqs:
                 top[i] = seqs[pub]
                 lo[i], hi[i] = picks[pub]
-        keep = (m.seq <= top[m.pub]) & (m.pseq >= lo[m.pub]) & (m.pseq <= hi[m.pub]) \
-            if n else np.zeros(0, bool)
-        if cut and n:
-            keep &= self._uncut(cut)
-        return keep
+        return top, lo, hi
 
-    def _uncut(self, cut: Mapping[str, Mapping[str, int]]) -> np.ndarray:
-        """The body rows ``cut`` does not hold."""
-        m = self.meta
+    def _cut_limits(self, cut: Mapping[str, Mapping[str, int]]) -> np.ndarray:
+        """day code x publisher code -> the last sequence number ``cut`` holds (-1: none)."""
         limit = np.full((max(1, len(self.days)), max(1, len(self.pubs))), -1, np.int64)
         for d, day in enumerate(self.days):
             for i, pub in enumerate(self.pubs):
                 limit[d, i] = cut.get(str(day), {}).get(pub, -1) if day is not None else -1
-        return m.seq > limit[m.day, m.pub]
+        return limit
+
+    def masks(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
+              cut: Mapping[str, Mapping[str, int]]) -> list[tuple[_Run, np.ndarray]]:
+        """Each run with its rows of slices of a publisher in ``picks`` with ``lo <= pseq
+        <= hi`` and ``seq <= seqs[pub]``, that no ``cut[day][pub] >= seq`` holds."""
+        self._settled()
+        top, lo, hi = self._limits(seqs, picks)
+        limit = self._cut_limits(cut) if cut else None
+        out = []
+        for run in self.body:
+            keep = (run.seq <= top[run.pub]) & (run.pseq >= lo[run.pub]) \
+                & (run.pseq <= hi[run.pub])
+            if limit is not None:
+                keep &= run.seq > limit[run.day, run.pub]
+            out.append((run, keep))
+        return out
 
     def live_days(self, cut: Mapping[str, Mapping[str, int]]) -> list[str]:
         """The days of the rows held that ``cut`` does not hold (the tail is not merged for
         this: a snapshot asks it of every partition)."""
-        m = self.meta
-        codes = set(np.unique(m.day[self._uncut(cut)]).tolist()) if len(m.day) else set()
+        limit = self._cut_limits(cut)
+        codes: set[int] = set()
+        for run in self.body:
+            if run.rows:
+                codes.update(np.unique(run.day[run.seq > limit[run.day, run.pub]]).tolist())
         for pub, seq, _, day, _ in self.tail:
             text = self.days[day]
             if text is not None and seq > cut.get(str(text), {}).get(self.pubs[pub], -1):
@@ -178,23 +231,46 @@ class PartRows:
 
     def take(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
              cut: Mapping[str, Mapping[str, int]], columns: Sequence[str]) -> pa.Table:
-        """The rows :meth:`mask` keeps, ``columns`` of them, in arrival order."""
-        keep = self.mask(seqs, picks, cut)
-        if self.body is None or not keep.any():
+        """The rows :meth:`masks` keeps, ``columns`` of them, in arrival order."""
+        parts = [run.table.select(list(columns)) if keep.all() else
+                 run.table.select(list(columns)).filter(pa.array(keep))
+                 for run, keep in self.masks(seqs, picks, cut) if keep.any()]
+        if not parts:
             return self._empty(columns)
-        body = self.body.select(list(columns))
-        return body if keep.all() else body.filter(pa.array(keep))
+        return parts[0] if len(parts) == 1 else _concat(parts)
+
+    def take_frame(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
+                   cut: Mapping[str, Mapping[str, int]], columns: Sequence[str]
+                   ) -> pl.DataFrame | None:
+        """:meth:`take` as a polars frame (None: no rows), each column converted once and
+        kept (:attr:`columns`)."""
+        masks = self.masks(seqs, picks, cut)
+        if not any(keep.any() for _, keep in masks):
+            return None
+        for name in columns:
+            if name not in self.columns:
+                self.columns[name] = _series(name, pa.chunked_array(
+                    [c for run in self.body for c in run.table.column(name).chunks],
+                    self.body[0].table.schema.field(name).type))
+        frame = pl.DataFrame([self.columns[name] for name in columns])
+        if all(keep.all() for _, keep in masks):
+            return frame
+        return frame.filter(pl.Series(np.concatenate([keep for _, keep in masks])))
 
     def _empty(self, columns: Sequence[str]) -> pa.Table:
-        if self.body is not None:
-            return self.body.select(list(columns)).slice(0, 0)
+        if self.body:
+            return self.body[0].table.select(list(columns)).slice(0, 0)
         return pa.table({})
 
     def drop(self, cut: Mapping[str, Mapping[str, int]], version: int) -> int:
         """Forget the rows ``cut`` holds that form a prefix of each publisher's slices;
         returns the rows dropped.  The prefix is remembered in :attr:`dropped`."""
-        self._merge()
-        m = self.meta
+        self._settled()
+        if not self.body:
+            return 0
+        cols = [np.concatenate([getattr(r, f) for r in self.body])
+                for f in ("pub", "seq", "pseq", "day")]
+        m = _Run(pa.table({}), cols[0], cols[1], cols[2], cols[3])
         if not len(m.seq):
             return 0
         covered = np.zeros(len(m.seq), bool)
@@ -221,13 +297,72 @@ class PartRows:
         if not gone.any():
             return 0
         keep = ~gone
-        assert self.body is not None
-        self.body = _compact(self.body.filter(pa.array(keep)).combine_chunks())
-        self.runs_of_body = [self.body]
-        self.meta = _Meta(m.pub[keep], m.seq[keep], m.pseq[keep], m.day[keep])
+        table = _concat([r.table for r in self.body]).filter(pa.array(keep))
+        self.body = [_Run(_combine([table]), m.pub[keep], m.seq[keep], m.pseq[keep],
+                          m.day[keep])]
+        self.columns = {}
         dropped = int(gone.sum())
         self.rows -= dropped
         return dropped
+
+
+def columns_of(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """``frame.select(columns)`` of column names, without a lazy plan."""
+    if list(columns) == frame.columns:
+        return frame
+    return frame[list(columns)] if columns else frame.select([])
+
+
+class Pending:
+    """A node's batches held whose rows are not yet in their partitions' runs: every
+    :data:`TAIL` batches, or before a read, they are combined at once -- one concatenation
+    of the batches, one compaction, one take that orders the rows partition after
+    partition -- and each partition gets its rows as one slice of that (not 16 small
+    concatenations of slices a batch).  The caller holds the lock."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[list[tuple[PartRows, int]], pa.Table]] = []
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def add(self, slices: list[tuple[PartRows, int]], rows: pa.Table) -> None:
+        """A batch's ``rows``, slice after slice: each slice's partition (that has had it
+        :meth:`PartRows.add`-ed) and its rows."""
+        self.batches.append((slices, rows))
+        if len(self.batches) >= TAIL:
+            self.flush()
+
+    def flush(self) -> None:
+        batches, self.batches = self.batches, []
+        if len(batches) == 1:   # a read after each batch: its slices as they are
+            slices, rows = batches[0]
+            offset = 0
+            for part, n in slices:
+                part.extend(rows.slice(offset, n))
+                offset += n
+            return
+        if not batches:
+            return
+        table = _combine([rows for _, rows in batches])
+        index: dict[int, int] = {}
+        parts: list[PartRows] = []
+        codes, sizes = [], []
+        for slices, _ in batches:
+            for part, n in slices:
+                code = index.get(id(part))
+                if code is None:
+                    code = index[id(part)] = len(parts)
+                    parts.append(part)
+                codes.append(code)
+                sizes.append(n)
+        of_row = np.repeat(np.array(codes, np.int64), np.array(sizes, np.int64))
+        counts = np.bincount(of_row, minlength=len(parts))
+        ordered = table.take(pa.array(np.argsort(of_row, kind="stable")))
+        offset = 0
+        for part, n in zip(parts, counts.tolist()):
+            part.extend(ordered.slice(offset, n))
+            offset += n
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
@@ -241,11 +376,13 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables, promote_options="permissive")
 
 
-def _compact(table: pa.Table) -> pa.Table:
-    """``table`` (one chunk) with each dictionary holding only the values its rows use: a
-    slice of a published batch carries the batch's whole dictionary (every symbol of the
-    batch), and a reader converting the rows (polars) pays for every entry.  Two compact
-    tables combined (``combine_chunks`` unifies the dictionaries) stay compact."""
+def _combine(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` as one table of one chunk per column whose dictionaries hold only the
+    values its rows use: a slice of a published batch carries the batch's whole dictionary
+    (every symbol of the batch), and a reader converting the rows (polars) pays for every
+    entry.  Two compact tables combined (``combine_chunks`` unifies the dictionaries) stay
+    compact."""
+    table = _concat(tables).combine_chunks()
     columns = list(table.columns)
     changed = False
     for i, column in enumerate(columns):

@@ -39,7 +39,8 @@ import pyarrow as pa
 from hfq.catalog.records import Manifest
 from hfq.errors import NodeUnavailableError, PartitionUnavailableError
 from hfq.live.cut import cut_of, live_spec
-from hfq.live.node import Cut, LiveSnapshotExpiredError, LiveSpec, report, rows_of
+from hfq.live.node import Cut, LiveSnapshotExpiredError, LiveSpec, frame_of, report, rows_of
+from hfq.live.rows import columns_of
 from hfq.query.plan import Filters, Unit
 from hfq.runtime.nodes import Nodes
 from hfq.runtime.task import NodeContext
@@ -84,19 +85,26 @@ class LiveFragment:
     def without_stats(self) -> LiveFragment:
         return self
 
-    def read_rows(self, node: NodeContext, spec: Any) -> pa.Table:
-        """The rows, ``spec.columns`` (and the columns ``spec.where`` needs) of them, rows
-        passing ``spec.where`` -- each piece read here when this node holds it, else from a
-        node that does."""
+    def _pieces(self, node: NodeContext, spec: Any, call: Any) -> list[Any]:
+        """Each piece's rows (``spec.columns`` and the columns ``spec.where`` needs) by
+        ``call`` (:func:`~hfq.live.node.rows_of` or :func:`~hfq.live.node.frame_of`): here
+        when this node holds it, else on a node that does."""
         columns = list(dict.fromkeys([*spec.columns, *getattr(spec, "where_columns", [])]))
         parts = []
         for holders, picks in self.pieces:
             args = (self.spec, self.partition, self.seqs, picks, self.cut, self.version,
                     columns)
             if node.name in holders or node.name is None and not holders:
-                parts.append(rows_of(node, *args))
+                parts.append(call(node, *args))
                 continue
-            parts.append(_from_holders(node.nodes(), holders, args, self.partition))
+            parts.append(_from_holders(node.nodes(), holders, args, self.partition,
+                                       call=call))
+        return parts
+
+    def read_rows(self, node: NodeContext, spec: Any) -> pa.Table:
+        """The rows, ``spec.columns`` of them, rows passing ``spec.where`` -- each piece
+        read here when this node holds it, else from a node that does."""
+        parts = self._pieces(node, spec, rows_of)
         table = parts[0] if len(parts) == 1 else pa.concat_tables(parts,
                                                                    promote_options="permissive")
         where = getattr(spec, "where", None)
@@ -106,13 +114,25 @@ class LiveFragment:
             table = frame.filter(where).to_arrow()
         return table.select(list(spec.columns))
 
+    def read_frame(self, node: NodeContext, spec: Any) -> pl.DataFrame:
+        """:meth:`read_rows` as a polars frame (what the engine's node stage reads): the
+        partition's live rows are converted once on their node and kept, so a query after
+        a batch converts only the batch's rows."""
+        parts = self._pieces(node, spec, frame_of)
+        frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical_relaxed",
+                                                           rechunk=False)
+        where = getattr(spec, "where", None)
+        if where is not None and frame.height:
+            frame = frame.filter(where)
+        return columns_of(frame, spec.columns)
+
 
 def _from_holders(nodes: Nodes, holders: Sequence[str], args: tuple[Any, ...],
-                  partition: str) -> pa.Table:
+                  partition: str, *, call: Any = rows_of) -> Any:
     errors = []
     for name in [n for n in holders if n in nodes.alive()]:
         try:
-            return nodes.call(name, rows_of, *args)
+            return nodes.call(name, call, *args)
         except NodeUnavailableError as exc:
             errors.append(str(exc))
     raise LiveRowsUnavailableError(

@@ -13,12 +13,15 @@ Ray-free.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import threading
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hfq
 from hfq import faults
@@ -182,3 +185,30 @@ def test_a_failed_fsync_fails_the_publish_and_the_batch_is_not_visible(tmp_path,
         pub.publish(rows.slice(40, 60))
     assert pub.seq == 1
     assert t.scan().count() == 40
+
+
+TEXT = st.sampled_from(["", "a", "2024-01-02", "date=2024-01-02/h=0", "\"", "\\", "\x00", "é",
+                        "🙂", "a,b"])
+SLICE = st.builds(Slice, TEXT, st.lists(st.one_of(TEXT, st.integers(-2**63, 2**63 - 1),
+                                                  st.none(), st.floats(allow_nan=False)),
+                                        max_size=2),
+                  st.one_of(st.none(), TEXT), st.integers(0, 2**40), st.integers(0, 2**31),
+                  st.lists(TEXT, max_size=3).map(tuple))
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries=st.lists(st.builds(Entry, TEXT, st.integers(1, 2**40),
+                                  st.lists(TEXT, max_size=3).map(tuple), TEXT,
+                                  st.lists(SLICE, max_size=4).map(tuple),
+                                  st.floats(0, 2e9), st.lists(SLICE, max_size=3).map(tuple)),
+                        min_size=1, max_size=6))
+def test_the_meta_is_the_json_of_the_entry(entries):
+    """A frame's meta, put together from remembered pieces, is exactly ``json.dumps`` of the
+    entry (oracle), entry after entry, and reads back as the entry."""
+    for e in entries:
+        plain = [[s.partition, s.key, s.day, s.pseq, s.rows, list(s.nodes)] for s in e.slices]
+        others = [[s.partition, s.key, s.day, s.pseq, s.rows, list(s.nodes)] for s in e.others]
+        assert e.meta() == json.dumps({"pub": e.pub, "seq": e.seq, "nodes": list(e.nodes),
+                                       "digest": e.digest, "at": e.at, "slices": plain,
+                                       "others": others}, separators=(",", ":")).encode()
+        assert Entry.from_meta(e.meta()) == e

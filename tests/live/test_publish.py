@@ -112,6 +112,31 @@ def test_a_batch_that_does_not_conform_is_refused_whole(tmp_path):
     assert pub.seq == 1 and t.scan().count() == nasty().num_rows
 
 
+def test_a_batch_already_in_the_tables_schema_is_still_checked(tmp_path):
+    """A batch in the table's exact Arrow schema skips the casts (it is published as it is)
+    but not the CHAR limit; a batch of the same rows in another schema (plain strings,
+    int64, in another column order, with pandas metadata) conforms to the same rows."""
+    db, t = make(tmp_path)
+    pub = t.publisher(name="feed")
+    exact = nasty()
+    assert exact.schema.equals(hfq.schemas.TAQ.arrow)
+    two = exact.set_column(exact.schema.get_field_index("ex"), "ex", pa.array(
+        ["N", "NY", "N", None, "T", "T", "N", "N"]).dictionary_encode())
+    assert two.schema.equals(hfq.schemas.TAQ.arrow)
+    with pytest.raises(SchemaMismatchError, match="column 'ex'.*at most one character"):
+        pub.publish(two)
+    other = pl.from_arrow(exact).with_columns(
+        pl.col(pl.Categorical).cast(pl.String), pl.col(pl.Int32).cast(pl.Int64)
+    ).select(list(reversed(exact.column_names))).to_arrow()
+    assert not other.schema.equals(hfq.schemas.TAQ.arrow)
+    pub.publish(exact)
+    pub.publish(other)
+    assert pub.seq == 2
+    got = t.scan().to_polars()
+    want = pl.concat([pl.from_arrow(exact)] * 2)
+    assert canonical(got).equals(canonical(want), null_equal=True)
+
+
 def test_retries_never_duplicate_and_a_changed_retry_is_refused(tmp_path):
     db, t = make(tmp_path)
     pub = t.publisher(name="feed")

@@ -11,6 +11,8 @@ WRITEDOWN = "tests/live/test_writedown.py"
 SUBSCRIBE = "tests/live/test_subscribe.py"
 ENGINES = "tests/live/test_engines.py"
 ROUTE = "tests/live/test_route.py"
+ROWS = "tests/live/test_rows.py"
+PUBLISH = "tests/live/test_publish.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("live-ack-before-fsync", "live", "hfq/live/log.py",
@@ -30,8 +32,8 @@ MUTANTS: list[Mutant] = [
            "puts it in the files: a commit that fails loses the day",
            (f"{WRITEDOWN}::test_the_log_is_truncated_only_after_the_commit",)),
     Mutant("live-cut-ignored", "live", "hfq/live/rows.py",
-           "            keep &= self._uncut(cut)\n",
-           "            pass\n",
+           "                keep &= run.seq > limit[run.day, run.pub]\n",
+           "                pass\n",
            "a read of live rows ignoring its version's written-down cut: rows written down "
            "and still held are counted twice (files and live)",
            (f"{WRITEDOWN}::test_a_query_planned_before_the_write_down_sees_each_row_once",)),
@@ -78,5 +80,48 @@ MUTANTS: list[Mutant] = [
            "            chunk.dictionary_decode()), safe=False)\n",
            "compacting a dictionary to the values used without remapping the indices: live "
            "rows read back with other rows' symbols",
-           ("tests/live/test_publish.py",)),
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
+    Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
+           "            series.append(_series(name, table.column(name)))\n",
+           "            pass\n",
+           "the polars columns kept for queries not extended by a newly merged run: a query "
+           "after a batch misses the batch's rows (or reads rows out of step with the mask)",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once")),
+    Mutant("live-rows-kept-column-after-drop", "live", "hfq/live/rows.py",
+           "        self.columns = {}\n",
+           "        pass\n",
+           "the polars columns kept for queries outliving a write-down's drop: rows written "
+           "down and dropped are read again from the stale copy",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",)),
+    Mutant("live-conform-skipped-always", "live", "hfq/schema.py",
+           "        if table.schema.equals(exact, check_metadata=True):",
+           "        if True:",
+           "conform's shortcut for a batch already in the table's schema taken for every "
+           "batch: a batch of another schema (bid as text, a column missing) is published "
+           "unconverted",
+           (f"{PUBLISH}::test_a_batch_that_does_not_conform_is_refused_whole",
+            f"{PUBLISH}::test_a_batch_already_in_the_tables_schema_is_still_checked")),
+    Mutant("live-conform-shortcut-skips-chars", "live", "hfq/schema.py",
+           "                        for name, ctype in chars\n",
+           "                        for name, ctype in []\n",
+           "conform's shortcut for a batch already in the table's schema not checking the "
+           "CHAR limit: a two-character exchange code is stored",
+           (f"{PUBLISH}::test_a_batch_already_in_the_tables_schema_is_still_checked",)),
+    Mutant("live-meta-text-day-forgotten", "live", "hfq/live/log.py",
+           '    where = ("p", s.partition, repr(s.key), s.day)   # repr: 0, 0.0, -0.0, False '
+           'apart\n',
+           '    where = ("p", s.partition, repr(s.key))\n',
+           "the remembered JSON of a slice keyed without its day: a partition's slice of the "
+           "next day is logged as the first day's, and write-down and replay file it there",
+           (f"{LOG}::test_the_meta_is_the_json_of_the_entry",)),
+    Mutant("live-route-days-sorted", "live", "hfq/live/route.py",
+           "        return rank[inverse.reshape(-1)], [self._name(int(d)) for d in "
+           "uniq[order].tolist()]\n",
+           "        return rank[inverse.reshape(-1)], [self._name(int(d)) for d in "
+           "uniq.tolist()]\n",
+           "a batch of several days routed by day numbers whose keys are listed in sorted "
+           "order while the codes count days in order of appearance: rows filed under "
+           "another day's partition",
+           (f"{ROUTE}::test_every_batch_routes_as_the_scheme_does",)),
 ]

@@ -1,0 +1,146 @@
+"""A node's live rows by partition (:mod:`hfq.live.rows`): whatever the order of batches
+arriving (each with slices of two partitions, given to them together by ``Pending``), queries
+reading them (which flush the pending batches and keep the columns they read as polars), and
+write-downs dropping a prefix, the rows a snapshot reads of each partition -- as Arrow
+(``take``) and as the polars frame the engine reads (``take_frame``) -- are exactly those of
+an oracle that keeps every slice in a plain list and filters it by the same rule
+(publisher's slice numbers and sequence numbers, the written-down cut), in arrival order.
+Ray-free.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hfq.live import rows as liverows
+from hfq.live.rows import PartRows, Pending
+
+SYMBOLS = ["", "IBM", "MSFT", "\x00", "🙂", "a" * 40]
+DAYS = ["2024-01-02", "2024-01-03"]
+SCHEMA = pa.schema([("symbol", pa.dictionary(pa.int32(), pa.string())),
+                    ("bid", pa.float64()), ("n", pa.int64())])
+VALUES = [0.0, -0.0, float("nan"), float("inf"), -1.5, None]
+
+
+def slice_rows(size: int, start: int, wide: bool) -> pa.Table:
+    """``size`` rows whose ``n`` numbers them from ``start``; ``wide``: the dictionary
+    holds every symbol (a slice of a published batch), not only the ones used."""
+    symbols = [SYMBOLS[(start + i) % len(SYMBOLS)] for i in range(size)]
+    if wide:
+        dictionary = pa.array(SYMBOLS + ["never used"], pa.string())
+        symbol = pa.DictionaryArray.from_arrays(
+            pa.array([SYMBOLS.index(s) for s in symbols], pa.int32()), dictionary)
+    else:
+        symbol = pa.array(symbols, pa.string()).dictionary_encode()
+    return pa.Table.from_arrays(
+        [symbol, pa.array([VALUES[(start + i) % len(VALUES)] for i in range(size)],
+                          pa.float64()),
+         pa.array(range(start, start + size), pa.int64())], schema=SCHEMA)
+
+
+def expected(held: list[tuple[str, int, int, str, pa.Table]], seqs: dict[str, int],
+             picks: dict[str, tuple[int, int]], cut: dict[str, dict[str, int]],
+             columns: list[str]) -> pl.DataFrame:
+    kept = [rows.select(columns) for pub, seq, pseq, day, rows in held
+            if pub in picks and pub in seqs and seq <= seqs[pub]
+            and picks[pub][0] <= pseq <= picks[pub][1] and seq > cut.get(day, {}).get(pub, -1)]
+    if not kept:
+        return pl.DataFrame()
+    frame = pl.from_arrow(pa.concat_tables(kept).combine_chunks())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def same(got: pl.DataFrame, want: pl.DataFrame) -> None:
+    plain = pl.col(pl.Categorical).cast(pl.String)
+    assert got.with_columns(plain).equals(want.with_columns(plain), null_equal=True), \
+        (got, want)
+
+
+step = st.one_of(
+    st.tuples(st.just("add"), st.sampled_from(["a", "b"]), st.integers(0, 9),
+              st.integers(0, 9), st.sampled_from(DAYS), st.booleans()),
+    st.tuples(st.just("read"), st.integers(0, 40), st.integers(0, 40), st.integers(-1, 40),
+              st.lists(st.sampled_from(["symbol", "bid", "n"]), min_size=1, max_size=3,
+                       unique=True)),
+    st.tuples(st.just("drop"), st.integers(0, 40)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(step, min_size=1, max_size=40), tail=st.sampled_from([1, 2, 3, 128]))
+def test_every_read_gives_the_oracles_rows(steps, tail):
+    saved = liverows.TAIL
+    liverows.TAIL = tail
+    try:
+        parts = [PartRows(["2024-01-02", 3]), PartRows(["2024-01-02", 5])]
+        pending = Pending()
+        held: list[list[tuple[str, int, int, str, pa.Table]]] = [[], []]
+        seq = {"a": 0, "b": 0}
+        start = 0
+        for s in steps:
+            if s[0] == "add":   # a batch: a slice of each partition (sizes 0 to 9)
+                _, pub, first, second, day, wide = s
+                seq[pub] += 1
+                rows = slice_rows(first + second, start, wide)
+                start += first + second
+                for i, n in enumerate((first, second)):
+                    parts[i].add(pub, seq[pub], seq[pub], day, n)
+                    held[i].append((pub, seq[pub], seq[pub], day,
+                                    rows.slice(0 if i == 0 else first, n)))
+                pending.add([(parts[0], first), (parts[1], second)], rows)
+            elif s[0] == "read":
+                _, top_a, lo, cut_a, columns = s
+                seqs = {"a": top_a, "b": 40}
+                picks = {"a": (lo, 40), "b": (1, 40)}
+                cut = {DAYS[0]: {"a": cut_a}} if cut_a >= 0 else {}
+                pending.flush()
+                for part, mine in zip(parts, held):
+                    want = expected(mine, seqs, picks, cut, columns)
+                    frame = part.take_frame(seqs, picks, cut, columns)
+                    if want.height == 0:
+                        assert frame is None or frame.height == 0
+                        continue
+                    assert frame is not None
+                    same(frame, want)
+                    got = pl.from_arrow(part.take(seqs, picks, cut, columns))
+                    assert isinstance(got, pl.DataFrame)
+                    same(got, want)
+            else:
+                _, upto = s
+                pending.flush()
+                for i, part in enumerate(parts):
+                    part.drop({day: {"a": upto} for day in DAYS}, 7)
+                    gone = part.dropped.get("a", (0, 0))[0]
+                    held[i] = [h for h in held[i] if not (h[0] == "a" and h[2] <= gone)]
+                    assert part.rows == sum(h[4].num_rows for h in held[i])
+    finally:
+        liverows.TAIL = saved
+
+
+def test_a_query_after_each_slice_converts_each_row_once():
+    """The columns a query reads are kept as polars and only the new slice's rows are
+    converted: after 200 slices read one by one, the kept column holds every row once, in
+    few chunks."""
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    for i in range(200):
+        part.add("a", i + 1, i + 1, DAYS[0], 3)
+        pending.add([(part, 3)], slice_rows(3, 3 * i, True))
+        pending.flush()
+        frame = part.take_frame({"a": i + 1}, {"a": (1, i + 1)}, {}, ["n"])
+        assert frame is not None and frame["n"].to_list() == list(range(3 * i + 3))
+    assert part.columns["n"].n_chunks() <= liverows._CHUNKS + 1
+    assert len(part.body) <= 2 * 9   # a binary counter of runs: O(log n)
+
+
+def test_a_partition_read_before_its_rows_arrive_is_refused():
+    part = PartRows(["2024-01-02", 0])
+    part.add("a", 1, 1, DAYS[0], 3)
+    with pytest.raises(RuntimeError, match="not extended"):
+        part.take({"a": 1}, {"a": (1, 1)}, {}, ["n"])
+    with pytest.raises(ValueError, match="2 rows for slices of 3"):
+        part.extend(slice_rows(2, 0, False))
