@@ -285,6 +285,16 @@ CASES: list[Case] = [
                 [1, 4])],
          note="grouped sums of INTEGER extremes over several partitions, summed in BIGINT: "
               "DuckDB's answers, a group of only NULLs NULL"),
+    Case("F85", "SELECT k, first(nullif(l0, CAST(NULL AS BIGINT)) ORDER BY s0, id) AS a, "
+                "last(CASE WHEN l0 = NULL THEN 1 ELSE l0 END ORDER BY s0, id) AS b, "
+                "count(*) FILTER (WHERE l0 <> NULL) AS c FROM t GROUP BY k",
+         [Table("t", [*T3, ("k", "INT"), ("l0", "LONG"), ("s0", "INT")], ONE, (),
+                [(1, D1, "A", 1, 10, 3), (2, D1, "A", 1, 20, 1), (3, D1, "A", 1, 30, 2),
+                 (4, D1, "A", 2, 40, 2), (5, D1, "A", 2, 50, 3), (6, D1, "A", 2, 60, 1),
+                 (7, D1, "A", 3, None, 1)], [])],
+         note="a comparison with a NULL literal inside a group, sorted (the 2-node fuzz run, "
+              "seed 13): polars made x = NULL a NULL of the wrong length and the sort read "
+              "past its end -- a group's first() was 139750215930072"),
     # the long fuzz run (notes/sql-findings.md F48-F53)
     Case("F48", "SELECT sym, var_pop(CAST('inf' AS DOUBLE)) AS a, var_samp(d0) AS b, "
                 "covar_pop(id, d0) AS c, corr(d0, 3) AS e, stddev_pop(d0) AS g FROM t GROUP BY sym",

@@ -370,6 +370,12 @@ MUTANTS: list[Mutant] = [
            "        key = \"\"\n        if key in self.values",
            "the medians of two different columns read one list of values",
            ("tests/query/test_partial_states.py",)),
+    Mutant("sqlc-compare-null-wrong-length", AREA, SQL + "literals.py",
+           '    if op not in ("eq_missing", "ne_missing"):\n',
+           '    if False:\n',
+           "x = NULL left to polars, a NULL of the wrong length inside a group: sorted, it "
+           "reads memory past its end (a group's first() of garbage: finding F85)",
+           (REGRESSION.format("F85"),)),
     Mutant("sqlc-batches-interleaved", AREA, "hfq/engine/execute.py",
            "            if runs and holders != last:\n                run = i",
            "            if False:\n                run = i",

@@ -326,6 +326,15 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
     >>> compare(pl.lit(1), pl.col("x"), "<")   # doctest: +ELLIPSIS
     <Expr ['[(col("x")) > (dyn int: 1)]'] at ...>
     """
+    if op not in ("eq_missing", "ne_missing"):
+        for side, other in ((left, right), (right, left)):
+            if _is_null(other) and side.meta.root_names():
+                # NULL of BOOLEAN on every row, ``side`` evaluated: polars (2.1) makes ``x op
+                # NULL`` a NULL of the wrong length inside a group, and a sort_by over it read
+                # memory past its end (``first(nullif(l0, NULL) ORDER BY ...)`` answered
+                # 139750215930072) -- and an x that fails still fails on every row (F84)
+                return pl.when(side.is_null() | side.is_not_null()).then(
+                    pl.lit(None, dtype=pl.Boolean))
     if not left.meta.root_names() and right.meta.root_names():
         out = _COMPARE[_FLIPPED[op]](right, left)
     else:
