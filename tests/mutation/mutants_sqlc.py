@@ -519,13 +519,6 @@ MUTANTS: list[Mutant] = [
            "epoch() by polars' x / 1e6 (a product with 1e-6 on chunks of two rows or more, "
            "a true division on one): one timestamp made two GROUP BY keys (F78)",
            ("tests/sql/test_findings.py::test_finding[F78]",)),
-    Mutant("sqlc-range-offset-doubles-rolled", AREA, SQL + "windows.py",
-           '    if kind in ("sum", "mean") and dtype.is_float():\n        # frames of fewer',
-           '    if False:\n        # frames of fewer',
-           "RANGE frames with an offset summing doubles by polars' rolled sum (adds the row "
-           "coming in, subtracts the one leaving): after 1e300 left, a frame of 1.0 summed "
-           "to 0 (F79)",
-           (CORPUS.format("windows.test:399"),)),
     Mutant("sqlc-corr-overflow-scaled", AREA, SQL + "aggregates.py",
            "            r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)",
            "            r = pl.when(r.is_nan()).then(pl.corr(y * _DOWN, xx * _DOWN)).otherwise(r)",

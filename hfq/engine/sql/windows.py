@@ -47,15 +47,11 @@ class _Window:
     desc: list[bool]
     nulls_last: list[bool]
 
-    def over(self, e: pl.Expr, *, ordered: bool = True, stable: bool = False) -> pl.Expr:
-        """``e`` per partition, evaluated over the partition's rows in window order (peers
-        in the stored order when ``stable``, one ascending key only)."""
+    def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
+        """``e`` per partition, evaluated over the partition's rows in window order."""
         part = self.part or [pl.lit(0)]
         if not ordered or not self.keys:
             return e.over(part)
-        if stable and len(self.keys) == 1 and not self.desc[0]:
-            return e.over(part, order_by=[self.keys[0], pl.int_range(pl.len())],
-                          nulls_last=self.nulls_last[0])
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
             return e.over(part, order_by=self.keys, descending=self.desc[0],
                           nulls_last=self.nulls_last[0])
@@ -69,7 +65,7 @@ class _Window:
             ranks.append(r.fill_null(r.max().fill_null(0) + 1 if last else 0))
         return pl.struct(ranks).rank("dense").cast(pl.Int64) if len(ranks) > 1 else ranks[0]
 
-    def peers(self, e: pl.Expr, *, stable: bool = False) -> pl.Expr:
+    def peers(self, e: pl.Expr) -> pl.Expr:
         """``e`` (ordered) taken at the last row of each set of peers (rows with equal
         keys), as RANGE frames ending at the CURRENT ROW include them."""
         row = pl.int_range(pl.len(), dtype=pl.Int64)
@@ -77,7 +73,7 @@ class _Window:
         for k in self.keys:
             last = last | k.ne_missing(k.shift(-1))
         at = pl.when(last).then(row).otherwise(None).fill_null(strategy="backward")
-        return self.over(e.gather(at), stable=stable)
+        return self.over(e.gather(at))
 
 
 def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
@@ -373,20 +369,7 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
-    out = w.over(out, ordered=False)
-    if kind in ("sum", "mean") and dtype.is_float():
-        # frames of fewer than _SHORT_FRAME rows add their doubles afresh in window order,
-        # as DuckDB (the rolled sum subtracts the rows leaving: after 1e300 and -1e300 left,
-        # a frame of 0.5 summed to 0 -- F79); longer frames stay rolled
-        def frame_count(e: pl.Expr) -> pl.Expr:
-            return (known & e).cast(pl.Int64).rolling_sum_by(by, f"{width + 1}i",
-                                                             closed="right")
-        rows, count = frame_count(pl.lit(True)), frame_count(value.is_not_null())
-        short = w.over(pl.when(known).then(rows), ordered=False) < _SHORT_FRAME
-        out = pl.when(short).then(w.peers(_short_sums(kind, value, rows, count),
-                                                   stable=True)) \
-            .otherwise(out)
-    return out
+    return w.over(out, ordered=False)
 
 
 def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
@@ -547,17 +530,6 @@ def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: 
     if kind == "max":
         return pl.when(nans > 0).then(pl.lit(float("nan"))).otherwise(best)
     return pl.when(best.is_null() & (nans > 0)).then(pl.lit(float("nan"))).otherwise(best)
-
-
-def _short_sums(kind: str, value: pl.Expr, rows: pl.Expr, count: pl.Expr) -> pl.Expr:
-    """(Rows in window order) the sum or mean of the doubles of the ``rows`` rows ending at
-    this one (``count`` of them not NULL), added oldest first from +0.0 (NULLs as +0.0), for
-    frames of fewer than :data:`_SHORT_FRAME` rows."""
-    total = pl.lit(0.0)
-    for k in range(_SHORT_FRAME - 1, -1, -1):   # oldest first; rows outside add +0.0
-        total = total + pl.when(rows > k).then(value.shift(k).fill_null(0.0)).otherwise(0.0)
-    total = pl.when(total == 0).then(0.0).otherwise(total)
-    return pl.when(count > 0).then(total if kind == "sum" else total / count)
 
 
 def _by_range(kind: str, value: pl.Expr, dtype: pl.DataType, by: pl.Expr, size: str
