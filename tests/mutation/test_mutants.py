@@ -52,12 +52,12 @@ def test_every_named_test_exists():
                     f"{m.id}: no test {function} in {path}"
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(2100)   # ~260 mutants: ~14 min on 2 quiet cores, 19+ beside other work
 @pytest.mark.skipif(os.environ.get("HFQ_MUTATION_CHECK") != "1",
                     reason="minutes long: CI runs it (HFQ_MUTATION_CHECK=1), or "
                            "python tests/mutation/run.py")
 def test_the_suite_kills_every_mutant():
     done = subprocess.run([sys.executable, str(HERE / "run.py"), "--jobs", "2"],
-                          capture_output=True, text=True, timeout=1150)
+                          capture_output=True, text=True, timeout=2050)
     print(done.stdout[-20000:], done.stderr[-5000:])
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
