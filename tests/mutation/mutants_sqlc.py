@@ -537,7 +537,7 @@ MUTANTS: list[Mutant] = [
            "coalesce(length(s), EXTRACT(hour FROM CAST(NULL AS TIME))) is a DOUBLE there (F83)",
            ("tests/sql/test_findings.py::test_finding[F83]",)),
     Mutant("sqlc-compare-null-skips-errors", AREA, SQL + "literals.py",
-           "        if _is_null(other) and may_raise(side):",
+           "        if null and may_raise(side):",
            "        if False:",
            "x <= NULL simplified by polars without evaluating x: the overflow of "
            "(1 + 2^63 - 1) <= (SELECT sum(2) ... no rows) that DuckDB raises was answered (F84)",

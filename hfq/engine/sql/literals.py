@@ -326,9 +326,11 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
     >>> compare(pl.lit(1), pl.col("x"), "<")   # doctest: +ELLIPSIS
     <Expr ['[(col("x")) > (dyn int: 1)]'] at ...>
     """
+    # each side with whether the other is a NULL literal (evaluated once: a polars select)
+    sides = ((left, _is_null(right)), (right, _is_null(left)))
     if op not in ("eq_missing", "ne_missing"):
-        for side, other in ((left, right), (right, left)):
-            if _is_null(other) and side.meta.root_names():
+        for side, null in sides:
+            if null and side.meta.root_names():
                 # NULL of BOOLEAN on every row, ``side`` evaluated: polars (2.1) makes ``x op
                 # NULL`` a NULL of the wrong length inside a group, and a sort_by over it read
                 # memory past its end (``first(nullif(l0, NULL) ORDER BY ...)`` answered
@@ -341,8 +343,8 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
         out = _COMPARE[op](left, right)
     # polars simplifies ``x op NULL`` to NULL without evaluating x: an x that fails (an
     # overflow) is evaluated on every row all the same, as DuckDB does (F84)
-    for side, other in ((left, right), (right, left)):
-        if _is_null(other) and may_raise(side):
+    for side, null in sides:
+        if null and may_raise(side):
             out = every_row(side, out)
     return out
 
