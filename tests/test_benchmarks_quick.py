@@ -57,7 +57,7 @@ def test_benchmark_quick_run(tmp_path):
     two = results["concurrent: 2 clients"]
     assert {c["rows"] for c in two.values()} == {two["hfq scan -> pyarrow"]["rows"]}
     assert two["hfq scan -> pyarrow"]["clients"] == 2
-    assert {c["nodes"] for c in results["scaling: ols"].values()} == {1, 2, 3}
+    assert {c["nodes"] for c in results["scaling: ols"].values()} == {1, 2}   # quick: no 3
     assert {c["rows"] for c in results["packed_scan"].values()} == {20_000}
     report = (out / "report.md").read_text()
     assert "Smoke test" in report and "published 290" not in report
