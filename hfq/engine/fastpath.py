@@ -40,6 +40,7 @@ from hfq.engine.exprs import (
     signature,
     to_tree,
 )
+from hfq.engine.fastagg import Kernel, Refused, kernel_of
 from hfq.engine.ops import (
     Aggregate,
     Filter,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from hfq.engine.execute import Staged
 
 __all__ = ["FAST_ROWS", "FAST_SYMBOLS", "CachedBatch", "Selection", "cached_batch", "conjuncts",
-           "literal", "run_one", "selection", "sliced"]
+           "literal", "run_one", "selection", "sliced", "within"]
 
 FAST_ROWS = 1 << 20
 """At most this many rows in the record batches a fast query reads (decoded once, then
@@ -112,6 +113,10 @@ class Selection:
     bounds: tuple[tuple[str, int], ...] = ()
     """``(op, value)``: ``op`` one of ``Gt GtEq Lt LtEq Eq`` -- the rows kept satisfy
     ``time op value`` compared as physical integers."""
+    filters: int = 0
+    """How many operations the filters are; ``complete``: every term of theirs is a symbol
+    or a bound (the rows they keep are exactly the symbols' within the bounds)."""
+    complete: bool = False
 
 
 def selection(ops: Sequence[Op], symbol: str, time: str | None,
@@ -120,9 +125,11 @@ def selection(ops: Sequence[Op], symbol: str, time: str | None,
     name no symbol (``symbol == 'X'`` or ``symbol.is_in([...])``)."""
     symbols: set[str] | None = None
     bounds: list[tuple[str, int]] = []
+    filters, complete = 0, True
     for op in ops:
         if not isinstance(op, Filter):
             break
+        filters += 1
         for term in conjuncts(to_tree(op.predicate)):
             got = _symbols(term, symbol)
             if got is not None:
@@ -131,9 +138,11 @@ def selection(ops: Sequence[Op], symbol: str, time: str | None,
             bound = _bound(term, time, schema) if time is not None else None
             if bound is not None:
                 bounds.append(bound)
+            else:
+                complete = False
     if symbols is None:
         return None
-    return Selection(tuple(sorted(symbols)), tuple(bounds))
+    return Selection(tuple(sorted(symbols)), tuple(bounds), filters, complete)
 
 
 def _symbols(term: Tree, symbol: str) -> tuple[str, ...] | None:
@@ -206,10 +215,12 @@ def cached_batch(cache: PartitionCache, store: Any, record: Any, logical: Any,
                  columns: Sequence[str], batch: int, symbol: str,
                  node: str | None) -> CachedBatch:
     """Record batch ``batch`` of file ``record`` (``columns``) as a :class:`CachedBatch`,
-    from ``cache`` or read (verified against its checksums), converted and kept there."""
+    from ``cache`` or read (verified against its checksums), converted and kept there;
+    ``logical``: the Arrow schema, or a function giving it (called on a miss only)."""
     key = ("polars batch", store.url, record.file, record.crc32, batch, tuple(columns), symbol)
     got = cache.get(key)
     if got is None:
+        logical = logical() if callable(logical) else logical
         table = read_fragment(store, record, logical, columns=list(columns), batches=[batch],
                               node=node)
         frame = cast(pl.DataFrame, pl.from_arrow(table, rechunk=True))
@@ -238,6 +249,25 @@ def sliced(batch: CachedBatch, chosen: Selection, time: str | None) -> pl.DataFr
     return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
 
 
+def within(frame: pl.DataFrame, chosen: Selection, time: str | None) -> bool:
+    """Whether every row of ``frame`` satisfies every bound of ``chosen`` (so the slices are
+    exactly the rows complete filters keep): checked on the times' min and max."""
+    if not chosen.bounds or not frame.height:
+        return True
+    if time is None or time not in frame.columns or frame.get_column(time).null_count():
+        return False
+    t = frame.get_column(time).to_physical()
+    lo, hi = int(cast(int, t.min())), int(cast(int, t.max()))
+    return all(_HOLDS[op](lo, hi, v) for op, v in chosen.bounds)
+
+
+_HOLDS: dict[str, Callable[[int, int, int], bool]] = {
+    "Gt": lambda lo, hi, v: lo > v, "GtEq": lambda lo, hi, v: lo >= v,
+    "Lt": lambda lo, hi, v: hi < v, "LtEq": lambda lo, hi, v: hi <= v,
+    "Eq": lambda lo, hi, v: lo == hi == v}
+"""Whether every time in ``[lo, hi]`` satisfies ``time op v``."""
+
+
 def _narrowed(times: pl.Series, bounds: Sequence[tuple[str, int]], start: int,
               stop: int) -> tuple[int, int]:
     """``(start, stop)`` cut to the rows whose time can satisfy every bound."""
@@ -256,7 +286,7 @@ def _narrowed(times: pl.Series, bounds: Sequence[tuple[str, int]], start: int,
 
 
 # -- recognising a plan once -------------------------------------------------------------------
-_SEEN: OrderedDict[tuple[Any, ...], tuple[Sequence[Op], Any]] = OrderedDict()
+_SEEN: OrderedDict[tuple[Any, ...], tuple[Sequence[Op], pl.Schema, Any]] = OrderedDict()
 _SEEN_LOCK = threading.Lock()
 _SEEN_SIZE = 256
 """What :func:`_recognised` found for the last plans (a compiled SQL statement's operations
@@ -266,19 +296,23 @@ Step = Callable[[pl.LazyFrame], pl.LazyFrame]
 
 
 def _recognised(ops: Sequence[Op], symbol: str, time: str | None, schema: pl.Schema
-                ) -> tuple[Selection, list[Step]] | None:
-    """:func:`selection` of ``ops`` and their steps (:func:`_steps`), or None; kept in
+                ) -> tuple[Selection, list[Step], Kernel | None] | None:
+    """:func:`selection` of ``ops``, their steps (:func:`_steps`) and the
+    :class:`~hfq.engine.fastagg.Kernel` of what follows complete filters, or None; kept in
     :data:`_SEEN` by the identity of the operations (which the entry holds, so the
     identities are not reused while it is there)."""
-    key = (*(id(op) for op in ops), symbol, time, *schema.items())
+    key = (*(id(op) for op in ops), symbol, time)
     with _SEEN_LOCK:
         hit = _SEEN.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], ops)):
-        return cast("tuple[Selection, list[Step]] | None", hit[1])
+    if hit is not None and all(a is b for a, b in zip(hit[0], ops)) and \
+            (hit[1] is schema or hit[1] == schema):   # (the same object: no dtype compared)
+        return cast("tuple[Selection, list[Step], Kernel | None] | None", hit[2])
     chosen = selection(ops, symbol, time, schema)
-    got = None if chosen is None else (chosen, _steps(ops, schema))
+    got = None if chosen is None else \
+        (chosen, _steps(ops, schema),
+         kernel_of(ops[chosen.filters:], schema) if chosen.complete else None)
     with _SEEN_LOCK:
-        _SEEN[key] = (tuple(ops), got)
+        _SEEN[key] = (tuple(ops), schema, got)
         while len(_SEEN) > _SEEN_SIZE:
             _SEEN.popitem(last=False)
     return got
@@ -330,7 +364,7 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     plan = _recognised(ops, symbol, time, src.schema)
     if plan is None:
         return None
-    chosen, steps = plan
+    chosen, steps, kernel = plan
     if len(chosen.symbols) > FAST_SYMBOLS:
         return None
     nodes = src.nodes()
@@ -347,6 +381,11 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
             return None
         parts.append(part)
     frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
+    if kernel is not None and within(frame, chosen, time):
+        try:
+            return kernel.run(frame)
+        except Refused:   # outside what it computes exactly: polars runs the plan
+            pass
     lf = frame.lazy()
     try:
         for step in steps:
@@ -364,8 +403,8 @@ def _rows(cache: PartitionCache, nodes: Any, spec: ReadSpec, record: Any, unit: 
     parts = []
     try:
         for b in wanted:
-            batch = cached_batch(cache, nodes.store, record, spec.schema.arrow, spec.columns,
-                                 b, symbol, nodes.local)
+            batch = cached_batch(cache, nodes.store, record, lambda: spec.schema.arrow,
+                                 spec.columns, b, symbol, nodes.local)
             part = sliced(batch, chosen, time if time in spec.columns else None)
             if part is None:
                 return None
