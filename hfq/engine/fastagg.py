@@ -132,6 +132,25 @@ def _int_stats(x: np.ndarray, valid: np.ndarray, checked: bool
     return n, high, low, lo, hi
 
 
+@numba.njit(cache=True)
+def _arg_extreme(x: np.ndarray, x_valid: np.ndarray, x_checked: bool, key: np.ndarray,
+                 key_valid: np.ndarray, key_checked: bool,
+                 want_max: bool) -> int:  # pragma: no cover - compiled
+    """The row of the least (greatest) ``key`` among the rows where neither ``x`` nor
+    ``key`` is NULL: -1 when there is none, -2 when that key is in two rows or more."""
+    best = -1
+    ties = False
+    for i in range(len(key)):
+        if (x_checked and not x_valid[i]) or (key_checked and not key_valid[i]):
+            continue
+        if best < 0 or (key[i] > key[best] if want_max else key[i] < key[best]):
+            best = i
+            ties = False
+        elif key[i] == key[best]:
+            ties = True
+    return -2 if ties else best
+
+
 _NO_MASK = np.zeros(0, np.bool_)
 
 
@@ -213,6 +232,8 @@ class _Compiler:
             return (lambda frame, _: frame.height), pl.UInt32()
         if kind == "Agg" and outputs is None:
             return self._agg(body)
+        if kind == "Function" and outputs is None and body["function"] in ("MinBy", "MaxBy"):
+            return self._arg(tree, body)
         if kind == "Column" and outputs is not None and body in outputs:
             name = body
             return (lambda _, got: got[name]), outputs[name]
@@ -257,6 +278,34 @@ class _Compiler:
             return (lambda f, g: _kleene(both, left(f, g), right(f, g))), pl.Boolean()
         raise _unsupported(tree)
 
+    def _arg(self, tree: Tree, body: dict[str, Any]) -> tuple[_Value, pl.DataType]:
+        """``x.filter(both).min_by(key.filter(both))`` (or max_by), ``both`` the rows where
+        neither is NULL: the compiler's arg_min/arg_max of a key that is not a float."""
+        x_filter, key_filter = (node_kind(t) for t in body["input"])
+        if x_filter[0] != "Filter" or key_filter[0] != "Filter":
+            raise _unsupported(tree)
+        x, key = x_filter[1]["input"], key_filter[1]["input"]
+        both = {"BinaryExpr": {"left": _not_null(x), "op": "And", "right": _not_null(key)}}
+        if x_filter[1]["by"] != both or key_filter[1]["by"] != both:
+            raise _unsupported(tree)
+        inner, dtype = self.rows(x)
+        kind, name = node_kind(key)
+        key_type = self.schema.get(name) if kind == "Column" else None
+        if key_type is None or not (_is_int(key_type) or key_type.is_temporal()):
+            raise _unsupported(tree)
+        keys, want_max = _column(name, physical=True), body["function"] == "MaxBy"
+
+        def value(frame: pl.DataFrame, memo: dict[Any, Any]) -> Any:
+            v, k = inner(frame, memo), keys(frame, memo)
+            at = _arg_extreme(v.values, v.valid if v.valid is not None else _NO_MASK,
+                              v.valid is not None, k.values,
+                              k.valid if k.valid is not None else _NO_MASK,
+                              k.valid is not None, want_max)
+            if at == -2:
+                raise Refused("ties at the extreme key (which row polars takes)")
+            return None if at < 0 else v.values[at].item()
+        return value, dtype
+
     def _agg(self, body: Tree) -> tuple[_Value, pl.DataType]:
         kind, arg = node_kind(body)
         if kind == "Count" and not arg["include_nulls"]:
@@ -277,9 +326,14 @@ class _Compiler:
 
 
 # -- the closures ------------------------------------------------------------------------------
-def _column(name: str) -> _Rows:
+def _not_null(tree: Tree) -> Tree:
+    return {"Function": {"input": [tree], "function": {"Boolean": "IsNotNull"}}}
+
+
+def _column(name: str, *, physical: bool = False) -> _Rows:
     def rows(frame: pl.DataFrame, memo: dict[Any, Any]) -> _Vec:
         s = frame.get_column(name)
+        s = s.to_physical() if physical else s
         if s.null_count():
             return _Vec(s.fill_null(0).to_numpy(), s.is_not_null().to_numpy())
         return _Vec(s.to_numpy(), None)

@@ -20,6 +20,7 @@ K_RANDOM = f"{TESTS}::test_the_kernel_is_duckdb_and_polars_on_random_rows"
 K_ZEROS = f"{TESTS}::test_a_min_among_both_zeros_is_polars_own"
 K_NOT = f"{TESTS}::test_what_the_kernel_does_not_take_is_the_polars_plans"
 K_WITHIN = f"{TESTS}::test_within_checks_every_bound_on_the_rows"
+K_ARG = f"{TESTS}::test_arg_min_and_max_by_time_in_the_kernel"
 
 MUTANTS: list[Mutant] = [
     Mutant("speed-range-lower-bound", "speed", FAST,
@@ -73,4 +74,8 @@ MUTANTS: list[Mutant] = [
            "    return True",
            "slices kept whole (unsorted or NULL times) taken as exactly the bounds' rows",
            (K_WITHIN,)),
+    Mutant("speed-kernel-arg-ties", "speed", KERNEL,
+           "    return -2 if ties else best", "    return best",
+           "arg_min/arg_max at a key in two rows answered by the kernel's first, not the row "
+           "polars takes", (K_ARG,)),
 ]

@@ -364,6 +364,24 @@ def test_what_the_kernel_does_not_take_is_the_polars_plans(
     assert_same(got, duck.sql(text).pl(), what=text)
 
 
+@pytest.mark.parametrize("sym,ties", [("A", True), ("B", False), ("C", True), ("N", False),
+                                      ("Q", False)])
+def test_arg_min_and_max_by_time_in_the_kernel(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, kernel: list[str],
+        monkeypatch: pytest.MonkeyPatch, sym: str, ties: bool) -> None:
+    """The price at the first and the last time (NULL pairs skipped); a tie at that time is
+    left to polars (which row it takes is its own)."""
+    text = "SELECT arg_min(px, time) AS o, arg_max(px, time) AS c, arg_max(sz, time) AS z " \
+        f"FROM q WHERE symbol IN ('{sym}', 'Z')"
+    got = db.sql(text).collect()
+    assert kernel == ["refused" if ties else "answered"]
+    general = _general(db, text, monkeypatch)
+    assert_same(got, general, what=text)
+    _same_zeros(got, general)
+    if not ties:
+        assert_same(got, duck.sql(text).pl(), what=text)
+
+
 def test_an_overflowing_sum_is_left_to_polars(db: hfq.Database, kernel: list[str]) -> None:
     with pytest.raises(QueryError, match="overflow"):
         db.sql("SELECT sum(big) AS s, count(*) AS n FROM q WHERE symbol = 'O'").collect()
@@ -399,7 +417,8 @@ BEXT = [None, 0, 1, -1, I64 - 1, -I64, 2**62]
     agg=st.sampled_from(["count(*)", "count(px)", "sum(px)", "avg(px)", "min(px)", "max(px)",
                          "sum(sz)", "avg(sz)", "min(sz)", "max(sz)", "sum(big)", "avg(big)",
                          "min(big)", "max(big)", "first(px)", "last(big)",
-                         "sum(px * sz) / sum(sz)", "avg(px - px)", "max(px) / min(px)"]))
+                         "sum(px * sz) / sum(sz)", "avg(px - px)", "max(px) / min(px)",
+                         "arg_min(px, big)", "arg_max(sz, big)"]))
 def test_the_kernel_is_duckdb_and_polars_on_random_rows(
         db: hfq.Database, rows: list[tuple], agg: str) -> None:
     """The kernel of ``agg`` over the rows, against DuckDB's SQL and polars' run of the same
