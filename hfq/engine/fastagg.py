@@ -70,8 +70,10 @@ class _Vec:
     valid: np.ndarray | None
 
 
-_Rows = Callable[[pl.DataFrame, dict[Any, Any]], _Vec]
-_Value = Callable[[pl.DataFrame, dict[Any, Any]], Any]
+Parts = Sequence[pl.DataFrame]
+"""The rows as consecutive frames (slices of cached batches: never concatenated)."""
+_Rows = Callable[[Parts, dict[Any, Any]], _Vec]
+_Value = Callable[[Parts, dict[Any, Any]], Any]
 
 
 # -- numba kernels -------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ class _Compiler:
         fn, dtype = self._rows(tree)
         key = ("rows", json.dumps(tree, sort_keys=True))
 
-        def once(frame: pl.DataFrame, memo: dict[Any, Any]) -> _Vec:
+        def once(frame: Parts, memo: dict[Any, Any]) -> _Vec:
             got = memo.get(key)
             if got is None:
                 got = memo[key] = fn(frame, memo)
@@ -229,7 +231,7 @@ class _Compiler:
               ) -> tuple[_Value, pl.DataType]:
         kind, body = node_kind(tree)
         if kind == "Len":
-            return (lambda frame, _: frame.height), pl.UInt32()
+            return (lambda parts, _: sum(p.height for p in parts)), pl.UInt32()
         if kind == "Agg" and outputs is None:
             return self._agg(body)
         if kind == "Function" and outputs is None and body["function"] in ("MinBy", "MaxBy"):
@@ -295,7 +297,7 @@ class _Compiler:
             raise _unsupported(tree)
         keys, want_max = _column(name, physical=True), body["function"] == "MaxBy"
 
-        def value(frame: pl.DataFrame, memo: dict[Any, Any]) -> Any:
+        def value(frame: Parts, memo: dict[Any, Any]) -> Any:
             v, k = inner(frame, memo), keys(frame, memo)
             at = _arg_extreme(v.values, v.valid if v.valid is not None else _NO_MASK,
                               v.valid is not None, k.values,
@@ -331,13 +333,25 @@ def _not_null(tree: Tree) -> Tree:
 
 
 def _column(name: str, *, physical: bool = False) -> _Rows:
-    def rows(frame: pl.DataFrame, memo: dict[Any, Any]) -> _Vec:
-        s = frame.get_column(name)
-        s = s.to_physical() if physical else s
-        if s.null_count():
-            return _Vec(s.fill_null(0).to_numpy(), s.is_not_null().to_numpy())
-        return _Vec(s.to_numpy(), None)
+    def rows(parts: Parts, memo: dict[Any, Any]) -> _Vec:
+        got = [_values(p.get_column(name), physical) for p in parts]
+        if len(got) == 1:
+            return got[0]
+        if not got:
+            return _Vec(np.zeros(0), None)
+        values = np.concatenate([v.values for v in got])
+        if all(v.valid is None for v in got):
+            return _Vec(values, None)
+        return _Vec(values, np.concatenate([np.ones(len(v.values), np.bool_)
+                                            if v.valid is None else v.valid for v in got]))
     return rows
+
+
+def _values(s: pl.Series, physical: bool) -> _Vec:
+    s = s.to_physical() if physical else s
+    if s.null_count():
+        return _Vec(s.fill_null(0).to_numpy(), s.is_not_null().to_numpy())
+    return _Vec(s.to_numpy(), None)
 
 
 def _astype(inner: _Rows, dtype: type) -> _Rows:
@@ -345,7 +359,7 @@ def _astype(inner: _Rows, dtype: type) -> _Rows:
 
 
 def _arith(left: _Rows, right: _Rows, op: str) -> _Rows:
-    def rows(frame: pl.DataFrame, memo: dict[Any, Any]) -> _Vec:
+    def rows(frame: Parts, memo: dict[Any, Any]) -> _Vec:
         a, b = left(frame, memo), right(frame, memo)
         x, y = a.values.astype(np.float64, copy=False), b.values.astype(np.float64, copy=False)
         with np.errstate(all="ignore"):
@@ -359,7 +373,7 @@ def _arith(left: _Rows, right: _Rows, op: str) -> _Rows:
 def _reduce(inner: _Rows, dtype: pl.DataType, how: str) -> _Value:
     is_float = dtype == pl.Float64
 
-    def value(frame: pl.DataFrame, memo: dict[Any, Any]) -> Any:
+    def value(frame: Parts, memo: dict[Any, Any]) -> Any:
         vec = inner(frame, memo)
         if how in ("first", "last"):
             if not len(vec.values):
@@ -419,7 +433,7 @@ def _literal(body: Tree) -> tuple[_Value, pl.DataType]:
 def _cast(inner: _Value, source: pl.DataType, target: pl.DataType, strict: bool
           ) -> tuple[_Value, pl.DataType]:
     if source == pl.String and target == pl.Int8:   # the compiler's error: refused if it fires
-        def fails(f: pl.DataFrame, g: dict[str, Any]) -> Any:
+        def fails(f: Parts, g: dict[str, Any]) -> Any:
             if inner(f, g) is not None:
                 raise Refused("an error the query raises")
             return None
@@ -429,7 +443,7 @@ def _cast(inner: _Value, source: pl.DataType, target: pl.DataType, strict: bool
     if target == pl.Float64 and (source in (pl.Float64, pl.UInt32, _DEC) or _is_int(source)):
         return (lambda f, g: None if (v := inner(f, g)) is None else float(v)), target
     if target == pl.Int64 and (source in (pl.UInt32, _DEC) or _is_int(source)):
-        def narrowed(f: pl.DataFrame, g: dict[str, Any]) -> Any:
+        def narrowed(f: Parts, g: dict[str, Any]) -> Any:
             v = inner(f, g)
             if v is None or _I64_MIN <= v <= _I64_MAX:
                 return v
@@ -484,9 +498,11 @@ class Kernel:
     selects: tuple[tuple[tuple[str, _Value], ...], ...]
     schema: pl.Schema
 
-    def run(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """The answer over ``frame`` (the rows the query's filters keep)."""
+    def run(self, frame: pl.DataFrame | Parts) -> pl.DataFrame:
+        """The answer over ``frame`` (the rows the query's filters keep; or its parts, in
+        order)."""
         memo: dict[Any, Any] = {}
+        frame = [frame] if isinstance(frame, pl.DataFrame) else frame
         got = {name: fn(frame, memo) for name, fn in self.aggs}
         for stage in self.selects:
             got = {name: fn(frame, got) for name, fn in stage}

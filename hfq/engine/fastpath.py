@@ -233,6 +233,15 @@ def sliced(batch: CachedBatch, chosen: Selection, time: str | None) -> pl.DataFr
     """The rows of ``batch`` that can pass ``chosen``: its symbols' runs in stored order,
     each narrowed to the time bounds by binary search when the run's times are sorted and
     have no nulls (else the whole run); None when ``batch`` has no usable runs."""
+    parts = _slices(batch, chosen, time)
+    if parts is None:
+        return None
+    return batch.frame.clear() if not parts else _concat(parts)
+
+
+def _slices(batch: CachedBatch, chosen: Selection, time: str | None
+            ) -> list[pl.DataFrame] | None:
+    """:func:`sliced`'s rows as zero-copy slices of the batch, one per symbol kept."""
     if batch.runs is None:
         return None
     spans = sorted(batch.runs[s] for s in chosen.symbols if s in batch.runs)
@@ -244,8 +253,10 @@ def sliced(batch: CachedBatch, chosen: Selection, time: str | None) -> pl.DataFr
                                     chosen.bounds, start, stop)
         if stop > start:
             parts.append(frame.slice(start, stop - start))
-    if not parts:
-        return frame.clear()
+    return parts
+
+
+def _concat(parts: Sequence[pl.DataFrame]) -> pl.DataFrame:
     return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
 
 
@@ -374,19 +385,21 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     cache = process_cache(nodes.store, int(src.session.settings.cache_bytes))
     if cache is None:
         return None
-    parts = []
+    parts: list[pl.DataFrame] = []
+    empty = None
     for unit in units:   # in partition order, as the general engine concatenates them
-        part = _rows(cache, nodes, spec, unit.fragments[0], unit, symbol, chosen, time)
-        if part is None:
+        got = _rows(cache, nodes, spec, unit.fragments[0], unit, symbol, chosen, time)
+        if got is None:
             return None
-        parts.append(part)
-    frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
-    if kernel is not None and within(frame, chosen, time):
-        try:
-            return kernel.run(frame)
+        parts += got[0]
+        empty = got[1]
+    assert empty is not None
+    if kernel is not None and all(within(p, chosen, time) for p in parts):
+        try:   # over the slices as they are (a concatenation re-encodes the symbols)
+            return kernel.run(parts or [empty])
         except Refused:   # outside what it computes exactly: polars runs the plan
             pass
-    lf = frame.lazy()
+    lf = (_concat(parts) if parts else empty).lazy()
     try:
         for step in steps:
             lf = step(lf)
@@ -398,20 +411,22 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
 
 
 def _rows(cache: PartitionCache, nodes: Any, spec: ReadSpec, record: Any, unit: Any,
-          symbol: str, chosen: Selection, time: str | None) -> pl.DataFrame | None:
+          symbol: str, chosen: Selection, time: str | None
+          ) -> tuple[list[pl.DataFrame], pl.DataFrame] | None:
+    """The slices of ``unit``'s batches (:func:`sliced`), in order, and a frame of no rows
+    of their columns; None when a batch has no usable runs or is damaged."""
     wanted = range(len(record.batches)) if unit.batches[0] is None else unit.batches[0]
-    parts = []
+    parts: list[pl.DataFrame] = []
+    empty = None
     try:
         for b in wanted:
             batch = cached_batch(cache, nodes.store, record, lambda: spec.schema.arrow,
                                  spec.columns, b, symbol, nodes.local)
-            part = sliced(batch, chosen, time if time in spec.columns else None)
-            if part is None:
+            got = _slices(batch, chosen, time if time in spec.columns else None)
+            if got is None or batch.frame.columns != list(spec.columns):
                 return None
-            parts.append(part)
+            parts += got
+            empty = batch.frame
     except CorruptPartitionError:   # the runtime reads another copy and has this one repaired
         return None
-    if not parts:
-        return None
-    frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
-    return frame if frame.columns == list(spec.columns) else None
+    return None if empty is None else (parts, empty.clear())

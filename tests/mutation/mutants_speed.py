@@ -78,4 +78,8 @@ MUTANTS: list[Mutant] = [
            "    return -2 if ties else best", "    return best",
            "arg_min/arg_max at a key in two rows answered by the kernel's first, not the row "
            "polars takes", (K_ARG,)),
+    Mutant("speed-kernel-parts-validity", "speed", KERNEL,
+           "np.ones(len(v.values), np.bool_)", "np.zeros(len(v.values), np.bool_)",
+           "the rows of a slice without NULLs taken as NULL when another slice has some",
+           (K_DUCK, K_RANDOM)),
 ]
