@@ -64,10 +64,10 @@ class Refused(Exception):
 
 @dataclass
 class _Vec:
-    """A column of values: ``values`` (a 1-d array) and ``valid`` (None: no NULL)."""
+    """A column of values in chunks (one per part of the rows: views of the batches, never
+    concatenated): ``(values, valid)``, ``valid`` None where there is no NULL."""
 
-    values: np.ndarray
-    valid: np.ndarray | None
+    chunks: list[tuple[np.ndarray, np.ndarray | None]]
 
 
 Parts = Sequence[pl.DataFrame]
@@ -78,17 +78,12 @@ _Value = Callable[[Parts, dict[Any, Any]], Any]
 
 # -- numba kernels -------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _float_stats(x: np.ndarray, valid: np.ndarray, checked: bool
+def _float_stats(x: np.ndarray, valid: np.ndarray, checked: bool, n: int, total: float,
+                 lo: float, hi: float, nans: int, pos0: bool, neg0: bool
                  ) -> tuple[int, float, float, float, int, bool, bool]:  # pragma: no cover
     """(non-NULL count, sum in row order, min and max of the non-NaN, NaN count, a +0.0
-    seen, a -0.0 seen) of the non-NULL ``x`` (``valid`` read when ``checked``)."""
-    n = 0
-    nans = 0
-    total = 0.0
-    lo = np.inf
-    hi = -np.inf
-    pos0 = False
-    neg0 = False
+    seen, a -0.0 seen) of the non-NULL ``x`` (``valid`` read when ``checked``), carried on
+    from those of the rows before (the arguments of the same names)."""
     for i in range(len(x)):
         if checked and not valid[i]:
             continue
@@ -111,15 +106,11 @@ def _float_stats(x: np.ndarray, valid: np.ndarray, checked: bool
 
 
 @numba.njit(cache=True)
-def _int_stats(x: np.ndarray, valid: np.ndarray, checked: bool
-               ) -> tuple[int, Any, Any, Any, Any]:  # pragma: no cover
+def _int_stats(x: np.ndarray, valid: np.ndarray, checked: bool, n: int, high: Any, low: Any,
+               lo: Any, hi: Any) -> tuple[int, Any, Any, Any, Any]:  # pragma: no cover
     """(non-NULL count, sum of the high 32 bits, sum of the low 32 bits, min, max) of the
-    non-NULL ``x``: each partial sum exact in 64 bits below 2^31 rows."""
-    n = 0
-    high = np.int64(0)
-    low = np.int64(0)
-    lo = np.int64(0)
-    hi = np.int64(0)
+    non-NULL ``x``, carried on from the rows before: each partial sum exact in 64 bits below
+    2^31 rows."""
     for i in range(len(x)):
         if checked and not valid[i]:
             continue
@@ -135,33 +126,40 @@ def _int_stats(x: np.ndarray, valid: np.ndarray, checked: bool
 
 
 @numba.njit(cache=True)
-def _arg_extreme(x: np.ndarray, x_valid: np.ndarray, x_checked: bool, key: np.ndarray,
-                 key_valid: np.ndarray, key_checked: bool,
-                 want_max: bool) -> int:  # pragma: no cover - compiled
+def _arg_extreme(x_valid: np.ndarray, x_checked: bool, key: np.ndarray,
+                 key_valid: np.ndarray, key_checked: bool, want_max: bool, found: bool,
+                 best_key: Any, ties: bool
+                 ) -> tuple[int, bool, int, bool]:  # pragma: no cover - compiled
     """The row of the least (greatest) ``key`` among the rows where neither ``x`` nor
-    ``key`` is NULL: -1 when there is none, -2 when that key is in two rows or more."""
+    ``key`` is NULL, carried on from the rows before (``found`` a key there, ``best_key``,
+    ``ties``: that key in two rows or more): (the row here, -1 when the best is before;
+    found, best_key, ties)."""
     best = -1
-    ties = False
     for i in range(len(key)):
         if (x_checked and not x_valid[i]) or (key_checked and not key_valid[i]):
             continue
-        if best < 0 or (key[i] > key[best] if want_max else key[i] < key[best]):
+        k = np.int64(key[i])
+        if not found or (k > best_key if want_max else k < best_key):
             best = i
+            best_key = k
+            found = True
             ties = False
-        elif key[i] == key[best]:
+        elif k == best_key:
             ties = True
-    return -2 if ties else best
+    return best, found, best_key, ties
 
 
 _NO_MASK = np.zeros(0, np.bool_)
 
 
 def _stats(vec: _Vec, is_float: bool) -> tuple[Any, ...]:
-    checked = vec.valid is not None
-    valid = vec.valid if vec.valid is not None else _NO_MASK
-    if is_float:
-        return tuple(_float_stats(vec.values, valid, checked))
-    return tuple(_int_stats(vec.values, valid, checked))
+    state: tuple[Any, ...] = (0, 0.0, np.inf, -np.inf, 0, False, False) if is_float else \
+        (0, 0, 0, 0, 0)
+    kernel = _float_stats if is_float else _int_stats
+    for values, valid in vec.chunks:
+        state = tuple(kernel(values, _NO_MASK if valid is None else valid, valid is not None,
+                             *state))
+    return state
 
 
 # -- compiling trees ---------------------------------------------------------------------------
@@ -299,13 +297,17 @@ class _Compiler:
 
         def value(frame: Parts, memo: dict[Any, Any]) -> Any:
             v, k = inner(frame, memo), keys(frame, memo)
-            at = _arg_extreme(v.values, v.valid if v.valid is not None else _NO_MASK,
-                              v.valid is not None, k.values,
-                              k.valid if k.valid is not None else _NO_MASK,
-                              k.valid is not None, want_max)
-            if at == -2:
+            found, best, ties, at = False, 0, False, None
+            for (values, valid), (key, key_valid) in zip(v.chunks, k.chunks):
+                row, found, best, ties = _arg_extreme(
+                    _NO_MASK if valid is None else valid, valid is not None, key,
+                    _NO_MASK if key_valid is None else key_valid, key_valid is not None,
+                    want_max, found, best, ties)
+                if row >= 0:
+                    at = values[row]
+            if ties:
                 raise Refused("ties at the extreme key (which row polars takes)")
-            return None if at < 0 else v.values[at].item()
+            return None if at is None else at.item()
         return value, dtype
 
     def _agg(self, body: Tree) -> tuple[_Value, pl.DataType]:
@@ -334,39 +336,30 @@ def _not_null(tree: Tree) -> Tree:
 
 def _column(name: str, *, physical: bool = False) -> _Rows:
     def rows(parts: Parts, memo: dict[Any, Any]) -> _Vec:
-        got = [_values(p.get_column(name), physical) for p in parts]
-        if len(got) == 1:
-            return got[0]
-        if not got:
-            return _Vec(np.zeros(0), None)
-        values = np.concatenate([v.values for v in got])
-        if all(v.valid is None for v in got):
-            return _Vec(values, None)
-        return _Vec(values, np.concatenate([np.ones(len(v.values), np.bool_)
-                                            if v.valid is None else v.valid for v in got]))
+        return _Vec([_values(p.get_column(name), physical) for p in parts])
     return rows
 
 
-def _values(s: pl.Series, physical: bool) -> _Vec:
+def _values(s: pl.Series, physical: bool) -> tuple[np.ndarray, np.ndarray | None]:
     s = s.to_physical() if physical else s
     if s.null_count():
-        return _Vec(s.fill_null(0).to_numpy(), s.is_not_null().to_numpy())
-    return _Vec(s.to_numpy(), None)
+        return s.fill_null(0).to_numpy(), s.is_not_null().to_numpy()
+    return s.to_numpy(), None
 
 
 def _astype(inner: _Rows, dtype: type) -> _Rows:
-    return lambda f, m: (lambda v: _Vec(v.values.astype(dtype), v.valid))(inner(f, m))
+    return lambda f, m: _Vec([(v.astype(dtype), ok) for v, ok in inner(f, m).chunks])
 
 
 def _arith(left: _Rows, right: _Rows, op: str) -> _Rows:
     def rows(frame: Parts, memo: dict[Any, Any]) -> _Vec:
-        a, b = left(frame, memo), right(frame, memo)
-        x, y = a.values.astype(np.float64, copy=False), b.values.astype(np.float64, copy=False)
-        with np.errstate(all="ignore"):
-            out = x + y if op == "Plus" else x - y if op == "Minus" else x * y
-        valid = a.valid if b.valid is None else b.valid if a.valid is None else \
-            a.valid & b.valid
-        return _Vec(out, valid)
+        out = []
+        for (x, xv), (y, yv) in zip(left(frame, memo).chunks, right(frame, memo).chunks):
+            x, y = x.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
+            with np.errstate(all="ignore"):
+                got = x + y if op == "Plus" else x - y if op == "Minus" else x * y
+            out.append((got, xv if yv is None else yv if xv is None else xv & yv))
+        return _Vec(out)
     return rows
 
 
@@ -376,12 +369,14 @@ def _reduce(inner: _Rows, dtype: pl.DataType, how: str) -> _Value:
     def value(frame: Parts, memo: dict[Any, Any]) -> Any:
         vec = inner(frame, memo)
         if how in ("first", "last"):
-            if not len(vec.values):
+            chunks = [c for c in vec.chunks if len(c[0])]
+            if not chunks:
                 return None
-            at = 0 if how == "first" else len(vec.values) - 1
-            if vec.valid is not None and not vec.valid[at]:
+            values, valid = chunks[0] if how == "first" else chunks[-1]
+            at = 0 if how == "first" else len(values) - 1
+            if valid is not None and not valid[at]:
                 return None
-            return vec.values[at].item()
+            return values[at].item()
         key = ("stats", id(vec))   # (the memo holds vec: its id is not reused meanwhile)
         stats = memo.get(key)
         if stats is None:
