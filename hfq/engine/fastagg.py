@@ -341,7 +341,8 @@ def _column(name: str, *, physical: bool = False) -> _Rows:
 
 
 def _values(s: pl.Series, physical: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    s = s.to_physical() if physical else s
+    s = s.cast(pl.Int64) if physical and s.dtype.is_temporal() else s   # (to_physical
+    #   runs a polars plan, ~0.1 ms: a cast gives the same integers without one)
     if s.null_count():
         return s.fill_null(0).to_numpy(), s.is_not_null().to_numpy()
     return s.to_numpy(), None

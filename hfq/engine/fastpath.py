@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from hfq.engine.execute import Staged
 
 __all__ = ["FAST_ROWS", "FAST_SYMBOLS", "CachedBatch", "Selection", "cached_batch", "conjuncts",
-           "literal", "run_one", "selection", "sliced", "within"]
+           "literal", "physical", "run_one", "selection", "sliced", "within"]
 
 FAST_ROWS = 1 << 20
 """At most this many rows in the record batches a fast query reads (decoded once, then
@@ -260,6 +260,12 @@ def _concat(parts: Sequence[pl.DataFrame]) -> pl.DataFrame:
     return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
 
 
+def physical(s: pl.Series) -> pl.Series:
+    """The integers behind a temporal column (``Series.to_physical`` runs a polars plan:
+    ~0.1 ms; a cast to Int64 gives the same numbers without one)."""
+    return s.cast(pl.Int64) if s.dtype.is_temporal() else s
+
+
 def within(frame: pl.DataFrame, chosen: Selection, time: str | None) -> bool:
     """Whether every row of ``frame`` satisfies every bound of ``chosen`` (so the slices are
     exactly the rows complete filters keep): checked on the times' min and max."""
@@ -267,7 +273,7 @@ def within(frame: pl.DataFrame, chosen: Selection, time: str | None) -> bool:
         return True
     if time is None or time not in frame.columns or frame.get_column(time).null_count():
         return False
-    t = frame.get_column(time).to_physical()
+    t = physical(frame.get_column(time))
     lo, hi = int(cast(int, t.min())), int(cast(int, t.max()))
     return all(_HOLDS[op](lo, hi, v) for op, v in chosen.bounds)
 
@@ -284,7 +290,7 @@ def _narrowed(times: pl.Series, bounds: Sequence[tuple[str, int]], start: int,
     """``(start, stop)`` cut to the rows whose time can satisfy every bound."""
     if times.null_count():
         return start, stop
-    t = times.to_physical().to_numpy()
+    t = physical(times).to_numpy()
     if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
         return start, stop
     lo, hi = 0, len(t)

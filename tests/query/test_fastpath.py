@@ -452,3 +452,13 @@ def test_the_kernel_is_duckdb_and_polars_on_random_rows(
     con = duckdb.connect()
     con.register("q", frame.to_arrow())
     assert_same(got, con.sql(text.replace(" WHERE symbol = 'A'", "")).pl(), what=text)
+
+
+def test_physical_is_polars_to_physical() -> None:
+    """The cast the fast path uses instead of ``to_physical`` (a polars plan each call)."""
+    for s in [pl.Series([dt.time(23, 59, 59, 999999), dt.time(0), None]),
+              pl.Series([dt.datetime(1969, 12, 31, 23, 59), None], dtype=pl.Datetime("ns")),
+              pl.Series([dt.date(1, 1, 1), dt.date(9999, 12, 31)]),
+              pl.Series([dt.timedelta(-5), None], dtype=pl.Duration("ns")),
+              pl.Series([-I64, I64 - 1, None], dtype=pl.Int64)]:
+        assert fastpath.physical(s).to_list() == s.to_physical().to_list(), s.dtype
