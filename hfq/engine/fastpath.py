@@ -10,7 +10,11 @@ per query; a time range is narrowed by binary search within the run.  The query'
 then run unsplit -- filters, aggregates and all -- in one ``collect`` over the slices of the
 partitions kept, in partition order: the answer the node and driver stages give over the
 same rows (the split and merge of an aggregate equal one pass; the filters are kept, so the
-slices only have to hold every row they keep).
+slices only have to hold every row they keep).  When the filters are only the symbols and
+the time bounds, and the slices are exactly their rows (:func:`within`), an aggregate with
+no GROUP BY over at most :data:`KERNEL_ROWS` rows is answered by the numba kernel of
+:mod:`hfq.engine.fastagg` instead, with no polars plan (it refuses what it does not compute
+exactly, and the plan runs).
 
 :func:`run_one` is tried first by :func:`hfq.engine.execute.run`; it returns None -- and the
 general engine runs the query -- for anything else: a partition of several files, live rows,
