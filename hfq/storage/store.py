@@ -18,6 +18,7 @@ rather than pretend.
 from __future__ import annotations
 
 import abc
+import functools
 import hashlib
 import inspect
 import os
@@ -78,17 +79,23 @@ def _components(rel: str) -> list[str]:
     """The components of a root-relative path; raises when the path could leave the root.
 
     ``""`` (and ``"/"``-free spellings of it such as ``"."``) is the root itself; empty and
-    ``.`` components are dropped, a trailing ``/`` is allowed.
+    ``.`` components are dropped, a trailing ``/`` is allowed.  (Checked once per string:
+    a query looks up the same few catalog paths every time.)
     """
     if not isinstance(rel, str):
         raise UnsafePathError(f"store path must be a str, not {type(rel).__name__}")
+    return list(_checked(rel))
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked(rel: str) -> tuple[str, ...]:
     if "\x00" in rel:
         raise UnsafePathError(f"store path {rel!r} contains a NUL byte")
     if "\\" in rel:
         raise UnsafePathError(f"store path {rel!r} contains a backslash; use '/'")
     if rel.startswith("/") or (len(rel) >= 2 and rel[1] == ":" and rel[0].isalpha()):
         raise UnsafePathError(f"store path {rel!r} is absolute; paths are relative to the root")
-    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    parts = tuple(p for p in rel.split("/") if p not in ("", "."))
     if ".." in parts:
         raise UnsafePathError(f"store path {rel!r} has a '..' component; it must stay below "
                               "the root")

@@ -14,6 +14,13 @@ TESTS = "tests/query/test_fastpath.py"
 SLICES = f"{TESTS}::test_slices_keep_every_row_a_bound_keeps"
 DUCK = f"{TESTS}::test_one_symbol_aggregates_are_duckdbs_and_the_general_engines"
 SHAPES = f"{TESTS}::test_other_shapes_on_the_fast_path_are_duckdbs"
+KERNEL = "hfq/engine/fastagg.py"
+K_DUCK = f"{TESTS}::test_the_kernel_answers_as_duckdb_and_the_general_engine"
+K_RANDOM = f"{TESTS}::test_the_kernel_is_duckdb_and_polars_on_random_rows"
+K_ZEROS = f"{TESTS}::test_a_min_among_both_zeros_is_polars_own"
+K_NOT = f"{TESTS}::test_what_the_kernel_does_not_take_is_the_polars_plans"
+K_WITHIN = f"{TESTS}::test_within_checks_every_bound_on_the_rows"
+K_ARG = f"{TESTS}::test_arg_min_and_max_by_time_in_the_kernel"
 
 MUTANTS: list[Mutant] = [
     Mutant("speed-range-lower-bound", "speed", FAST,
@@ -38,4 +45,41 @@ MUTANTS: list[Mutant] = [
            "    for op in ops[1:]:\n        if isinstance(op, Aggregate):",
            "the query's first filter left out, the slice trusted to hold only its rows "
            "(a filter on another column than symbol and time is then lost)", (SHAPES, DUCK)),
+    Mutant("speed-kernel-nan-max", "speed", KERNEL,
+           'if nans == n or (nans and how.endswith("_nan")):',
+           "if nans == n:",
+           "the kernel's max skips NaN (DuckDB's NaN is the largest double)", (K_DUCK, K_RANDOM)),
+    Mutant("speed-kernel-zero-sign", "speed", KERNEL,
+           "if got == 0.0 and pos0 and neg0:", "if False:",
+           "a min or max of 0.0 among both zeros answered by the kernel's order, not "
+           "polars' (the sign of the zero differs)", (K_ZEROS, K_RANDOM)),
+    Mutant("speed-kernel-int-low-bits", "speed", KERNEL,
+           "low += v & 0xFFFFFFFF", "low += v & 0x7FFFFFFF",
+           "the exact integer sum loses bit 31 of each value", (K_DUCK, K_RANDOM)),
+    Mutant("speed-kernel-null-mask", "speed", KERNEL,
+           "    if s.null_count():\n        return s.fill_null(0)",
+           "    if False:\n        return s.fill_null(0)",
+           "a column's NULLs read as the values behind them (NaN, 0)", (K_DUCK, K_RANDOM)),
+    Mutant("speed-kernel-first-null", "speed", KERNEL,
+           "if valid is not None and not valid[at]:",
+           "if False:",
+           "first/last of a NULL gives the value behind it", (K_DUCK, K_RANDOM)),
+    Mutant("speed-kernel-incomplete-filter", "speed", FAST,
+           "            else:\n                complete = False",
+           "            else:\n                pass",
+           "a filter on another column taken as complete: the kernel answers over the whole "
+           "slice", (K_NOT, SHAPES)),
+    Mutant("speed-kernel-bounds-unchecked", "speed", FAST,
+           "    return all(_HOLDS[op](lo, hi, v) for op, v in chosen.bounds)",
+           "    return True",
+           "slices kept whole (unsorted or NULL times) taken as exactly the bounds' rows",
+           (K_WITHIN,)),
+    Mutant("speed-kernel-arg-ties", "speed", KERNEL,
+           "            if ties:\n", "            if False:\n",
+           "arg_min/arg_max at a key in two rows answered by the kernel's first, not the row "
+           "polars takes", (K_ARG,)),
+    Mutant("speed-kernel-last-part-only", "speed", KERNEL,
+           "    for values, valid in vec.chunks:\n", "    for values, valid in vec.chunks[-1:]:\n",
+           "the state of the reductions not carried across the parts of the rows (a symbol "
+           "over two batches, a symbol list)", (K_DUCK, K_RANDOM)),
 ]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import hfq
 import hfq.engine.execute as execute
-from hfq.engine import fastpath
+from hfq.engine import fastagg, fastpath
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.schema import DOUBLE, INT, LONG, SYMBOL, TIME_NS, Schema
 from tests.query.oracle import assert_same
@@ -289,3 +289,176 @@ def test_a_damaged_batch_is_a_named_error_not_an_answer(tmp_path, taken) -> None
     with pytest.raises(CorruptPartitionError, match="CRC-32"):
         d.sql("SELECT count(*) AS n FROM q WHERE symbol = 'C'").collect()
     assert taken == [False]
+
+
+# -- the numba kernel of simple aggregates (hfq.engine.fastagg) ----------------------------
+@pytest.fixture()
+def kernel(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the kernel did on each run: "answered" or "refused" (polars ran the plan)."""
+    seen: list[str] = []
+    real = fastagg.Kernel.run
+
+    def spy(self, frame):   # noqa: ANN001, ANN202
+        try:
+            got = real(self, frame)
+        except fastagg.Refused:
+            seen.append("refused")
+            raise
+        seen.append("answered")
+        return got
+    monkeypatch.setattr(fastagg.Kernel, "run", spy)
+    return seen
+
+
+def _same_zeros(got: pl.DataFrame, want: pl.DataFrame) -> None:
+    """The signs of the zeros too (``assert_same`` takes -0.0 for 0.0)."""
+    for c in got.columns:
+        if got[c].dtype.is_float():
+            a, b = got[c].to_numpy(), want[c].to_numpy()
+            assert np.array_equal(np.signbit(a[a == 0]), np.signbit(b[b == 0])), c
+
+
+KERNEL_AGGS = AGGS + (", sum(big) AS bs, min(big) AS blo, max(big) AS bhi, avg(big) AS ba, "
+                      "first(px) AS f, last(sz) AS l, max(px) - min(px) AS w, "
+                      "count(sz) / count(*) AS r")
+
+
+@pytest.mark.parametrize("sym", ["A", "B", "C", "N", "Q"])
+@pytest.mark.parametrize("where", WHERES)
+def test_the_kernel_answers_as_duckdb_and_the_general_engine(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, kernel: list[str],
+        monkeypatch: pytest.MonkeyPatch, sym: str, where: str) -> None:
+    text = f"SELECT {KERNEL_AGGS} FROM q WHERE {where.replace('{s}', sym)}"
+    got = db.sql(_sql(text, "hfq")).collect()
+    assert kernel == ["answered"], text
+    assert_same(got, duck.sql(_sql(text, "duck")).pl(), what=text)
+    general = _general(db, _sql(text, "hfq"), monkeypatch)
+    assert_same(got, general, what=text)
+    _same_zeros(got, general)
+
+
+def test_a_min_among_both_zeros_is_polars_own(db: hfq.Database, kernel: list[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "SELECT min(px) AS lo, max(px) AS hi FROM q WHERE symbol = 'A' AND time >= " \
+        "TIME '12:00:00' AND time < TIME '13:00:00'"
+    got = db.sql(text).collect()
+    assert kernel == ["refused"]
+    general = _general(db, text, monkeypatch)
+    assert got.rows() == general.rows() == [(0.0, 0.0)]
+    _same_zeros(got, general)
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT median(px) AS m FROM q WHERE symbol = 'C'",                    # another agg
+    "SELECT count(*) FILTER (WHERE sz > 110) AS n FROM q WHERE symbol = 'C'",
+    "SELECT sum(sz * sz) AS s FROM q WHERE symbol = 'C'",                # integer arithmetic
+    "SELECT max(time) AS t FROM q WHERE symbol = 'C'",                   # not a number
+    "SELECT count(*) AS n FROM q WHERE symbol = 'C' AND px > 12",        # filters not complete
+    "SELECT count(*) AS n FROM q WHERE symbol = 'C' ORDER BY n LIMIT 1",   # after the select
+])
+def test_what_the_kernel_does_not_take_is_the_polars_plans(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, kernel: list[str],
+        taken: list[bool], text: str) -> None:
+    got = db.sql(text).collect().with_columns(pl.col(pl.Time).to_physical())
+    assert kernel == [] and taken == [True]
+    assert_same(got, duck.sql(text).pl(), what=text)
+
+
+@pytest.mark.parametrize("sym,ties", [("A", True), ("B", False), ("C", True), ("N", False),
+                                      ("Q", False)])
+def test_arg_min_and_max_by_time_in_the_kernel(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, kernel: list[str],
+        monkeypatch: pytest.MonkeyPatch, sym: str, ties: bool) -> None:
+    """The price at the first and the last time (NULL pairs skipped); a tie at that time is
+    left to polars (which row it takes is its own)."""
+    text = "SELECT arg_min(px, time) AS o, arg_max(px, time) AS c, arg_max(sz, time) AS z " \
+        f"FROM q WHERE symbol IN ('{sym}', 'Z')"
+    got = db.sql(text).collect()
+    assert kernel == ["refused" if ties else "answered"]
+    general = _general(db, text, monkeypatch)
+    assert_same(got, general, what=text)
+    _same_zeros(got, general)
+    if not ties:
+        assert_same(got, duck.sql(text).pl(), what=text)
+
+
+def test_an_overflowing_sum_is_left_to_polars(db: hfq.Database, kernel: list[str]) -> None:
+    with pytest.raises(QueryError, match="overflow"):
+        db.sql("SELECT sum(big) AS s, count(*) AS n FROM q WHERE symbol = 'O'").collect()
+    assert kernel == ["refused"]
+
+
+def test_within_checks_every_bound_on_the_rows() -> None:
+    frame = pl.DataFrame({"time": [5, 7, 9]})
+    for bounds, want in [((("GtEq", 5),), True), ((("Gt", 5),), False),
+                         ((("LtEq", 9),), True), ((("Lt", 9),), False),
+                         ((("Eq", 5),), False), ((("GtEq", 5), ("Lt", 10)), True),
+                         ((), True)]:
+        chosen = fastpath.Selection(("S",), bounds)
+        assert fastpath.within(frame, chosen, "time") is want, bounds
+    assert fastpath.within(pl.DataFrame({"time": [5, 5]}),
+                           fastpath.Selection(("S",), (("Eq", 5),)), "time")
+    assert not fastpath.within(pl.DataFrame({"time": [5, None]}),
+                               fastpath.Selection(("S",), (("GtEq", 0),)), "time")
+    assert fastpath.within(frame.clear(), fastpath.Selection(("S",), (("Eq", 1),)), "time")
+
+
+NASTY = [None, NAN, INF, -INF, 0.0, -0.0, 1.5, -2.25, 1e-300, 3.0]
+IEXT = [None, 0, 1, -1, I32 - 1, -I32]
+BEXT = [None, 0, 1, -1, I64 - 1, -I64, 2**62]
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(
+    st.one_of(st.sampled_from(NASTY), st.floats(-1e6, 1e6)),
+    st.one_of(st.sampled_from(IEXT), st.integers(-I32, I32 - 1)),
+    st.one_of(st.sampled_from(BEXT), st.integers(-I64, I64 - 1))), max_size=12),
+    agg=st.sampled_from(["count(*)", "count(px)", "sum(px)", "avg(px)", "min(px)", "max(px)",
+                         "sum(sz)", "avg(sz)", "min(sz)", "max(sz)", "sum(big)", "avg(big)",
+                         "min(big)", "max(big)", "first(px)", "last(big)",
+                         "sum(px * sz) / sum(sz)", "avg(px - px)", "max(px) / min(px)",
+                         "arg_min(px, big)", "arg_max(sz, big)"]))
+def test_the_kernel_is_duckdb_and_polars_on_random_rows(
+        db: hfq.Database, rows: list[tuple], agg: str) -> None:
+    """The kernel of ``agg`` over the rows, against DuckDB's SQL and polars' run of the same
+    compiled plan over the same frame (a refusal is allowed, never a different answer)."""
+    text = f"SELECT {agg} AS x, count(*) AS n FROM q WHERE symbol = 'A'"
+    query = db.sql(text)
+    k = fastagg.kernel_of(query.ops[1:], query.source.schema)
+    assert k is not None, text
+    frame = pl.DataFrame({"px": [r[0] for r in rows], "sz": [r[1] for r in rows],
+                          "big": [r[2] for r in rows]},
+                         schema={"px": pl.Float64, "sz": pl.Int32, "big": pl.Int64})
+    try:
+        want = fastpath._steps(query.ops[1:], frame.schema)
+        lf = frame.lazy()
+        for step in want:
+            lf = step(lf)
+        polars_answer: pl.DataFrame | None = lf.collect()
+    except pl.exceptions.PolarsError:   # the compiler's error (an overflow)
+        polars_answer = None
+    try:
+        got = k.run(frame)
+    except fastagg.Refused:
+        return
+    # the same rows as slices (the fast path's parts, never concatenated): the same bits
+    cut = len(rows) // 3
+    parts = [frame.slice(0, cut), frame.slice(cut, 1), frame.slice(cut + 1)]
+    assert k.run(parts).equals(got, null_equal=True), text
+    assert polars_answer is not None, f"{text}: polars raised, the kernel answered {got}"
+    assert_same(got, polars_answer, what=text)
+    _same_zeros(got, polars_answer)
+    con = duckdb.connect()
+    con.register("q", frame.to_arrow())
+    assert_same(got, con.sql(text.replace(" WHERE symbol = 'A'", "")).pl(), what=text)
+
+
+def test_physical_is_polars_to_physical() -> None:
+    """The cast the fast path uses instead of ``to_physical`` (a polars plan each call)."""
+    for s in [pl.Series([dt.time(23, 59, 59, 999999), dt.time(0), None]),
+              pl.Series([dt.datetime(1969, 12, 31, 23, 59), None], dtype=pl.Datetime("ns")),
+              pl.Series([dt.date(1, 1, 1), dt.date(9999, 12, 31)]),
+              pl.Series([dt.timedelta(-5), None], dtype=pl.Duration("ns")),
+              pl.Series([-I64, I64 - 1, None], dtype=pl.Int64)]:
+        assert fastpath.physical(s).to_list() == s.to_physical().to_list(), s.dtype
