@@ -6,15 +6,17 @@ The interpreter reads the expression trees the SQL compiler emits (``count``, ``
 128-bit and overflow guards, ``avg``, ``min``, ``max`` with NaN the largest, ``first``,
 ``last``, row-wise ``+ - *`` of doubles, the output arithmetic) and implements *the polars
 meaning of each node*: so its answer is the one polars gives for the same plan over the same
-rows.  It knows a few node kinds only; anything else -- another node, a column that is not an
-integer or a double, integer arithmetic, a FILTER clause -- is refused when the plan is
-recognised (:func:`kernel_of` returns None) and the query runs as one polars plan.  Some
-answers are refused when the rows are seen (:class:`Refused`, the same fallback): a float sum
-or mean of 0 (the sign of a zero sum is polars'), a min or max of 0 among both zeros (which
-one polars keeps is its order), an integer sum past BIGINT (polars' own overflow rules and
-the compiler's error), a string cast (the compiler's way of raising an error).  Sums of
-doubles are added in row order: the same class of differences in the last bits as the
-general engine's partial sums (``docs/sql.md``).
+rows, but for the order in which doubles are added.  It knows a few node kinds only; anything
+else -- another node, a column that is not an integer or a double, integer arithmetic, a FILTER
+clause -- is refused when the plan is recognised (:func:`kernel_of` returns None) and the query
+runs as one polars plan.  Some answers are refused when the rows are seen (:class:`Refused`, the
+same fallback): a float sum or mean of 0 (the sign of a zero sum is polars'), a min or max of 0
+among both zeros (which one polars keeps is its order), an integer sum past BIGINT (polars' own
+overflow rules and the compiler's error), a string cast (the compiler's way of raising an
+error).  Sums of doubles are added in row order, DuckDB's order on one thread, where polars adds
+128 at a time and each batch apart: the two can differ in the last bits, and on values that
+cancel (1e308 and -1e308 alternating) polars' may be NaN where row order and DuckDB give 1e308
+-- the class of differences ``docs/sql.md`` describes for the general engine's partial sums.
 
 Examples
 --------
@@ -529,7 +531,7 @@ def kernel_of(ops: Sequence[Op], schema: pl.Schema) -> Kernel | None:
             if dict(lf.collect_schema()) != types:
                 return None
             selects.append(stage)
-    except (Refused, KeyError, TypeError, ValueError):
+    except Exception:   # noqa: BLE001 -- any plan it cannot read is polars' to run
         return None
     return Kernel(aggs, tuple(selects), lf.collect_schema())
 
