@@ -542,4 +542,17 @@ MUTANTS: list[Mutant] = [
            "x <= NULL simplified by polars without evaluating x: the overflow of "
            "(1 + 2^63 - 1) <= (SELECT sum(2) ... no rows) that DuckDB raises was answered (F84)",
            ("tests/sql/test_findings.py::test_finding[F84]",)),
+    Mutant("sqlc-window-null-rolled", AREA, SQL + "windows.py",
+           '    if dtype == pl.Null and kind != "count":',
+           "    if False:",
+           "window aggregates of an untyped NULL rolled as polars' Null column: 'rolling_sum "
+           "operation not supported for dtype null' reached the user (F86)",
+           ("tests/sql/test_findings.py::test_finding[F86]",)),
+    Mutant("sqlc-case-dictionary-with-text", AREA, SQL + "functions.py",
+           "if len(typed) < 2 or not any(isinstance(d, (pl.Categorical, pl.Enum)) for d in typed)",
+           "if True",
+           "CASE/IF/coalesce of a SYMBOL/CHAR column and text left to polars' supertype (the "
+           "dictionary at run time, text in the schema): ORDER BY it failed in polars' words "
+           "(F87)",
+           ("tests/sql/test_findings.py::test_finding[F87]",)),
 ]

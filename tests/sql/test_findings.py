@@ -86,6 +86,30 @@ CASES: list[Case] = [
           TableSpec("u", T3, ("date",), (), [(3, D1, "A")])],
          note="polars simplifies x <= NULL (the subquery's sum over no rows) to NULL without "
               "evaluating x: the overflow DuckDB raises was never checked, hfq answered 0"),
+    Case("F86", "SELECT id, avg((NULL + NULL)) OVER (ORDER BY d0 NULLS LAST, id ROWS BETWEEN "
+                "1 PRECEDING AND CURRENT ROW) AS a, max(NULL) OVER (PARTITION BY sym ORDER BY "
+                "id ROWS UNBOUNDED PRECEDING) AS b, min(NULL) OVER (ORDER BY id ROWS BETWEEN 1 "
+                "PRECEDING AND 1 FOLLOWING) AS c, sum(NULL) OVER (ORDER BY id RANGE BETWEEN 2 "
+                "PRECEDING AND CURRENT ROW) AS d, sum(NULL) OVER (ORDER BY id) AS e, "
+                "avg(NULL) OVER (ORDER BY date RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND "
+                "CURRENT ROW) AS f, count(NULL) OVER (ORDER BY id ROWS 1 PRECEDING) AS g, "
+                "sum(NULL) OVER () AS h FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.0), (2, D1, "A", None), (3, D2, "B", 2.0)])],
+         note="window aggregates of an untyped NULL: polars rolls no Null column ('rolling_sum "
+              "operation not supported for dtype null' reached the user); DuckDB: NULL (count "
+              "0)"),
+    Case("F87", "SELECT CASE WHEN (d1 IS NOT NULL) THEN (i0 + i0) ELSE (date - date) END AS c1, "
+                "CASE WHEN TRUE THEN CAST(7 AS VARCHAR) ELSE nullif(c2, c1) END AS c4, "
+                "if(id > 1, y0, 'q') AS c5, coalesce(c2, s0) AS c6 FROM t ORDER BY 1, 2, 3, 4",
+         [TableSpec("t", [*T3, ("c1", "CHAR"), ("c2", "CHAR"), ("y0", "SYMBOL"),
+                          ("s0", "STRING"), ("d1", "DOUBLE"), ("i0", "INT")], ("date",), (),
+                    [(1, D1, "A", "x", "A", "IBM", "p", 1.0, 3),
+                     (2, D1, "A", None, None, None, None, None, None),
+                     (3, D2, "B", "B", "B", "x", "", None, 4)], [1])],
+         note="a CASE of text and a CHAR/SYMBOL column: polars' type at run time is the "
+              "dictionary, the plan's schema says text, and sorting by it failed in polars' "
+              "words ('type Categorical is incompatible with expected type String')"),
 ]
 
 

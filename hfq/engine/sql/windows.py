@@ -282,6 +282,11 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         if kind == "count":
             value = value.is_not_null()
     dtype = c.dtype(value)
+    if dtype == pl.Null and kind != "count":   # an untyped NULL (F86): every frame holds
+        if kind in ("min", "max"):              # no value; typed as the grouped aggregate
+            return w.over(value, ordered=False)   # (polars rolls no Null column)
+        value = value.cast(pl.Float64 if kind == "mean" else pl.Int64)
+        dtype = c.dtype(value)
     if kind in ("sum", "mean") and dtype == pl.Float32:   # FLOAT summed in DOUBLE, as
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64 and narrow_column(c, args[0], value):
