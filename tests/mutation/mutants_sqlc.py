@@ -555,4 +555,17 @@ MUTANTS: list[Mutant] = [
            "dictionary at run time, text in the schema): ORDER BY it failed in polars' words "
            "(F87)",
            ("tests/sql/test_findings.py::test_finding[F87]",)),
+    Mutant("sqlc-lag-default-cast-wide", AREA, SQL + "windows.py",
+           "        return _NARROW_CASTS.get(node.to.this)",
+           "        return None",
+           "a lag/lead default cast to hfq's BIGINT for a CAST(... AS INTEGER) value: "
+           "lead(CAST(TRUE AS INTEGER), 1, 2^63 - 1) answered, DuckDB fails (F88)",
+           ("tests/sql/test_findings.py::test_finding[F88]",
+            "tests/sql/test_findings.py::test_finding[F88b]")),
+    Mutant("sqlc-cast-float-overflow-inf", AREA, SQL + "casts.py",
+           "            return checked(out, out.is_infinite() & value.is_finite())",
+           "            return out",
+           "CAST of a finite DOUBLE past FLOAT's range as polars' inf: DuckDB fails (F89)",
+           ("tests/sql/test_findings.py::test_finding[F89]",
+            "tests/sql/test_findings.py::test_finding[F89b]")),
 ]

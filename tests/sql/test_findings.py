@@ -110,6 +110,26 @@ CASES: list[Case] = [
          note="a CASE of text and a CHAR/SYMBOL column: polars' type at run time is the "
               "dictionary, the plan's schema says text, and sorting by it failed in polars' "
               "words ('type Categorical is incompatible with expected type String')"),
+    Case("F88", "SELECT id, lead(CAST(TRUE AS INTEGER), 1, 9223372036854775807) OVER "
+                "(ORDER BY id) AS w FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="DuckDB casts a lead/lag default to the value's type, INTEGER here: 2^63 - 1 "
+              "fails; hfq computes CAST(... AS INTEGER) in BIGINT and answered"),
+    Case("F88b", "SELECT id, lag(CAST(id AS SMALLINT) * 2, 1, 40000) OVER (ORDER BY id) AS a, "
+                 "lag(CAST(id AS TINYINT), 1, 100) OVER (ORDER BY id) AS b, "
+                 "lag(CAST(id AS INTEGER), 2, 2147483647) OVER (ORDER BY id) AS c FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="F88 for SMALLINT (fails) and defaults that fit (answered)"),
+    Case("F89", "SELECT id, CAST(d0 * 1e300 AS FLOAT) AS f FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.5), (2, D2, "B", None)])],
+         note="a finite DOUBLE past FLOAT's range: DuckDB fails the cast, polars gave inf"),
+    Case("F89b", "SELECT id, CAST(d0 AS FLOAT) AS f, TRY_CAST(d0 * 1e300 AS FLOAT) AS g, "
+                 "CAST(d0 * 1e-300 AS FLOAT) AS h FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.5), (2, D2, "B", None), (3, D2, "B", float("inf")),
+                     (4, D2, "B", float("nan")), (5, D1, "A", -3.4028234663852886e38)])],
+         note="F89: infinities, NaN, FLOAT's largest and underflow to 0 cast; TRY_CAST NULL"),
 ]
 
 

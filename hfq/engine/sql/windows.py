@@ -176,20 +176,23 @@ def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.
 
 
 _INT_WIDTH = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32}
+_NARROW_CASTS = {exp.DataType.Type.TINYINT: "TINYINT", exp.DataType.Type.SMALLINT: "SMALLINT",
+                 exp.DataType.Type.INT: "INTEGER", exp.DataType.Type.FLOAT: "FLOAT"}
 
 
 def duck_type(node: exp.Expression) -> str | None:
     """DuckDB's type of a constant where it is narrower than the type hfq computes it in
     (64-bit integers, DECIMAL(38, s)): an integer literal is an INTEGER when it fits 32 bits,
-    a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, ``+ - *`` of
-    those the wider (a bare literal takes the other side's type); None otherwise.
+    a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, a CAST to
+    TINYINT/SMALLINT/INTEGER/FLOAT that type, ``+ - *`` of those the wider (a bare literal
+    takes the other side's type); None otherwise.
 
     Examples
     --------
     >>> import sqlglot
     >>> [duck_type(sqlglot.parse_one(t)) for t in ("2", "-2.5", "000.50", "sign(1) + 1",
-    ...                                             "2147483648", "x")]
-    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None]
+    ...                                             "2147483648", "x", "CAST(x AS REAL)")]
+    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None, 'FLOAT']
     """
     while isinstance(node, (exp.Paren, exp.Neg)):
         node = node.this
@@ -204,6 +207,8 @@ def duck_type(node: exp.Expression) -> str | None:
         return None
     if isinstance(node, exp.Sign):
         return "TINYINT"
+    if isinstance(node, exp.Cast):   # CAST(x AS INTEGER): hfq computes it in BIGINT (F88)
+        return _NARROW_CASTS.get(node.to.this)
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
         left, right = duck_type(node.this), duck_type(node.expression)
         if left not in _INT_WIDTH or right not in _INT_WIDTH:
