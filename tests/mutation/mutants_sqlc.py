@@ -568,4 +568,16 @@ MUTANTS: list[Mutant] = [
            "CAST of a finite DOUBLE past FLOAT's range as polars' inf: DuckDB fails (F89)",
            ("tests/sql/test_findings.py::test_finding[F89]",
             "tests/sql/test_findings.py::test_finding[F89b]")),
+    Mutant("sqlc-lag-default-abs-wide", AREA, SQL + "windows.py",
+           "    if isinstance(node, (exp.Abs, exp.Nullif)):",
+           "    if isinstance(node, exp.Nullif):",
+           "abs() of an INTEGER typed as hfq's BIGINT for a lag/lead default: lead(abs(7), 1, "
+           "2^63 - 1) answered, DuckDB fails (F90)",
+           ("tests/sql/test_findings.py::test_finding[F90]",)),
+    Mutant("sqlc-lag-default-case-wide", AREA, SQL + "windows.py",
+           "        if not types or not all(t in _INT_WIDTH for t in types):",
+           "        if True:",
+           "a CASE/greatest/coalesce of INTEGERs typed as hfq's BIGINT for a lag/lead default "
+           "(F90b: DuckDB fails casting 2^63 - 1 to INTEGER)",
+           ("tests/sql/test_findings.py::test_finding[F90b]",)),
 ]

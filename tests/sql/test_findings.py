@@ -130,6 +130,20 @@ CASES: list[Case] = [
                     [(1, D1, "A", 1.5), (2, D2, "B", None), (3, D2, "B", float("inf")),
                      (4, D2, "B", float("nan")), (5, D1, "A", -3.4028234663852886e38)])],
          note="F89: infinities, NaN, FLOAT's largest and underflow to 0 cast; TRY_CAST NULL"),
+    Case("F90", "SELECT id, lead(abs(7), 1, 9223372036854775807) OVER (ORDER BY id) AS w FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="DuckDB types abs(7) INTEGER (abs keeps its argument's type): the default 2^63 - 1 "
+              "fails; hfq answered (fuzz seed 23)"),
+    Case("F90b", "SELECT id, lag(CASE CAST(NULL AS BIGINT) WHEN 9223372036854775807 THEN 100 "
+                 "END, 1, 9223372036854775807) OVER (ORDER BY id) AS w FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="a CASE of integer literals is an INTEGER in DuckDB (fuzz2 12149)"),
+    Case("F90c", "SELECT id, lag(greatest(7, 2147483648), 1, 9223372036854775807) OVER (ORDER "
+                 "BY id) AS a, lag(abs(-2.5), 1, 1.25) OVER (ORDER BY id) AS b, "
+                 "lag(coalesce(NULL, 7), 1, 5) OVER (ORDER BY id) AS c, lag(7 % 2, 1, -3) "
+                 "OVER (ORDER BY id) AS d FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="F90's types where the default fits (a BIGINT greatest; abs of a DECIMAL)"),
 ]
 
 

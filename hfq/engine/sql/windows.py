@@ -184,15 +184,19 @@ def duck_type(node: exp.Expression) -> str | None:
     """DuckDB's type of a constant where it is narrower than the type hfq computes it in
     (64-bit integers, DECIMAL(38, s)): an integer literal is an INTEGER when it fits 32 bits,
     a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, a CAST to
-    TINYINT/SMALLINT/INTEGER/FLOAT that type, ``+ - *`` of those the wider (a bare literal
-    takes the other side's type); None otherwise.
+    TINYINT/SMALLINT/INTEGER/FLOAT that type, ``+ - * % //`` of those the wider (a bare
+    literal takes the other side's type), ``abs``/``round``/``trunc``/``nullif`` of one its
+    type, ``greatest``/``least``/``coalesce``/CASE results the widest; None otherwise.
 
     Examples
     --------
     >>> import sqlglot
     >>> [duck_type(sqlglot.parse_one(t)) for t in ("2", "-2.5", "000.50", "sign(1) + 1",
-    ...                                             "2147483648", "x", "CAST(x AS REAL)")]
-    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None, 'FLOAT']
+    ...                                             "2147483648", "x", "CAST(x AS REAL)",
+    ...                                             "abs(7)", "CASE WHEN x THEN 100 END",
+    ...                                             "greatest(7, 2147483648)")]
+    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None, 'FLOAT', 'INTEGER', \
+'INTEGER', None]
     """
     while isinstance(node, (exp.Paren, exp.Neg)):
         node = node.this
@@ -209,7 +213,22 @@ def duck_type(node: exp.Expression) -> str | None:
         return "TINYINT"
     if isinstance(node, exp.Cast):   # CAST(x AS INTEGER): hfq computes it in BIGINT (F88)
         return _NARROW_CASTS.get(node.to.this)
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+    if isinstance(node, (exp.Abs, exp.Nullif)):   # the value's type (F90)
+        return duck_type(node.this)
+    if isinstance(node, (exp.Round, exp.Trunc)):   # (of a DECIMAL: another scale)
+        inner = duck_type(node.this)
+        return inner if inner in _INT_WIDTH else None
+    if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce, exp.Case)):
+        if isinstance(node, exp.Case):   # the widest of the results; NULLs take any type
+            parts = [b.args.get("true") for b in node.args.get("ifs") or []] + \
+                [node.args.get("default")]
+        else:
+            parts = [node.this, *node.expressions]
+        types = [duck_type(n) for n in parts if n is not None and not isinstance(n, exp.Null)]
+        if not types or not all(t in _INT_WIDTH for t in types):
+            return None
+        return max(types, key=lambda t: _INT_WIDTH[t or ""])
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.IntDiv)):
         left, right = duck_type(node.this), duck_type(node.expression)
         if left not in _INT_WIDTH or right not in _INT_WIDTH:
             return None
