@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-__all__ = ["Answer", "answer_from_arrow", "answer_from_polars", "differ", "render"]
+__all__ = ["Answer", "answer_from_arrow", "answer_from_polars", "differ", "render", "unmatched"]
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -179,11 +179,19 @@ def differ(got: Answer, want: Answer, *, ordered: bool, keys: list[int] | None =
                     return None
                 return f"row {i + 1}: {render([a])} vs DuckDB {render([b])}"
         return None
-    left = sorted(got.rows, key=_sort_key)
-    right = sorted(want.rows, key=_sort_key)
+    extra = unmatched(got.rows, want.rows, narrow)
+    return None if extra is None else f"row {render([extra])} of hfq is not in DuckDB's answer"
+
+
+def unmatched(left: list[tuple[Any, ...]], right: list[tuple[Any, ...]], narrow: list[bool]
+              ) -> tuple[Any, ...] | None:
+    """A row of ``left`` that no row of ``right`` matches (as multisets of equally many
+    rows, cells compared as :func:`differ` does), or None."""
+    left, right = sorted(left, key=_sort_key), sorted(right, key=_sort_key)
     if all(_rows_equal(a, b, narrow) for a, b in zip(left, right)):
         return None
-    # sorting by rounded floats can split near-equal rows: match greedily before failing
+    # sorting by rounded floats can split near-equal rows (-2.3e-10 and 0.0 both round to
+    # 0.0, and stay in their input order): match greedily before failing
     pending = list(right)
     for a in left:
         for j, b in enumerate(pending):
@@ -191,7 +199,7 @@ def differ(got: Answer, want: Answer, *, ordered: bool, keys: list[int] | None =
                 del pending[j]
                 break
         else:
-            return f"row {render([a])} of hfq is not in DuckDB's answer"
+            return a
     return None
 
 
