@@ -580,4 +580,10 @@ MUTANTS: list[Mutant] = [
            "a CASE/greatest/coalesce of INTEGERs typed as hfq's BIGINT for a lag/lead default "
            "(F90b: DuckDB fails casting 2^63 - 1 to INTEGER)",
            ("tests/sql/test_findings.py::test_finding[F90b]",)),
+    Mutant("sqlc-greatest-zero-sign-last", AREA, SQL + "functions.py",
+           "        pl.coalesce([pl.when(a == 0).then(a) for a in plain])).otherwise(best)",
+           "        best).otherwise(best)",
+           "greatest/least of -0.0 and 0.0 as polars' (the last): DuckDB keeps the first, so "
+           "1 / greatest('-0.0', 0.0) is -inf there (F91)",
+           ("tests/sql/test_findings.py::test_finding[F91]",)),
 ]

@@ -144,6 +144,16 @@ CASES: list[Case] = [
                  "OVER (ORDER BY id) AS d FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="F90's types where the default fits (a BIGINT greatest; abs of a DECIMAL)"),
+    Case("F91", "SELECT id, 1 / greatest(CAST('-0.0' AS DOUBLE), d0 * 0) AS a, "
+                "1 / least(CAST(NULL AS DOUBLE), CAST('-0.0' AS DOUBLE), d0 * 0) AS b, "
+                "1 / greatest(-d0 * 0, CAST('-0.0' AS DOUBLE)) AS c, "
+                "1 / greatest(i0 - i0, CAST('-0.0' AS DOUBLE)) AS d, "
+                "1 / greatest(d0, -d0, CAST('nan' AS DOUBLE)) AS e FROM t",
+         [TableSpec("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 3, 1.5), (2, D1, "A", None, None), (3, D2, "B", 4, -2.5),
+                     (4, D2, "B", 0, 0.0)])],
+         note="greatest/least of equal values keep the first in DuckDB: greatest(-0.0, 0.0) is "
+              "-0.0 (polars 0.0), and 1 / it -inf (fuzz seed 23: id / greatest('-0.0', d0))"),
 ]
 
 

@@ -364,6 +364,10 @@ def _greatest(c: Compiles, args: list[pl.Expr], node: exp.Expression, *, most: b
              for a in args]
     nan = pl.any_horizontal([a.is_nan().fill_null(False) for a in floats])
     best = (pl.max_horizontal if most else pl.min_horizontal)(plain)
+    # of equal values DuckDB keeps the first: greatest(-0.0, 0.0) is -0.0, polars' 0.0
+    # (x / greatest(...) then +-inf; F91)
+    best = pl.when(best == 0).then(
+        pl.coalesce([pl.when(a == 0).then(a) for a in plain])).otherwise(best)
     if most:
         return pl.when(nan).then(pl.lit(float("nan"))).otherwise(best)
     return pl.when(best.is_null() & nan).then(pl.lit(float("nan"))).otherwise(best)
