@@ -32,7 +32,7 @@ def _module(name: str, path: str) -> Any:
 
 
 # the suite's helpers, by path (``conftest`` is a different module in each directory)
-_FAULTS = _module("_hfq_faults_conftest", os.path.join(ROOT, "tests", "faults", "conftest.py"))
+_FAULTS = _module("_hfq_faultkit", os.path.join(ROOT, "tests", "faults", "faultkit.py"))
 _SHARED = _FAULTS
 
 SCHEMA = s.Schema({"symbol": s.SYMBOL, "date": s.DATE, "time": s.TIMESTAMP, "seq": s.LONG,

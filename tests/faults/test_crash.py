@@ -26,9 +26,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-
-import hfq
-from conftest import (
+from faultkit import (
     assert_no_leftovers,
     assert_versions,
     canonical,
@@ -37,6 +35,8 @@ from conftest import (
     run_child,
     start_child,
 )
+
+import hfq
 from hfq import faults, synth
 from hfq.errors import CommitConflictError, HfqError, PartitionUnavailableError
 

@@ -12,9 +12,9 @@ import sys
 from typing import Any
 
 import pytest
+from faultkit import assert_no_leftovers, require_point
 
 import hfq
-from conftest import assert_no_leftovers, require_point
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "change"))

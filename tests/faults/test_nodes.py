@@ -27,9 +27,9 @@ import time
 import zlib
 
 import pytest
+from faultkit import ROOT, canonical, in_thread
 
 import hfq
-from conftest import ROOT, canonical, in_thread
 from hfq import faults
 from hfq import reduce as hr
 from hfq.errors import CorruptPartitionError, HfqError, NodeUnavailableError

@@ -10,8 +10,8 @@ import sys
 import threading
 
 import pytest
+from faultkit import HFQ_SOURCE, child_env, placed_points
 
-from conftest import HFQ_SOURCE, child_env, placed_points
 from hfq import faults
 from hfq.errors import HfqError
 from hfq.faults import FaultInjected

@@ -26,9 +26,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from faultkit import canonical
 
 import hfq
-from conftest import canonical
 from hfq import reduce as hr
 from hfq.catalog.records import BatchStats, Fragment
 from hfq.errors import CorruptPartitionError

@@ -13,10 +13,10 @@ import os
 import polars as pl
 import pyarrow as pa
 import pytest
+from faultkit import assert_no_leftovers, canonical, files_under
 from test_write import DATES, csv_table
 
 import hfq
-from conftest import assert_no_leftovers, canonical, files_under
 from hfq import faults, synth
 from hfq.catalog.catalog import Catalog
 from hfq.catalog.records import Manifest

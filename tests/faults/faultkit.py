@@ -1,10 +1,11 @@
 """Helpers of the fault suite: which fault points the code has placed, processes that run one
 operation with a fault point armed (``HFQ_FAULTS``), and what a table's directory must hold.
 
-pytest imports this file as the module ``conftest`` in place of ``tests/conftest.py`` (both
-live in directories without ``__init__.py``), so test files anywhere that do
-``from conftest import ROOT, canonical, csv_nulls`` get them from here too: they are
-re-exported below.
+Test files here import them as ``from faultkit import ...``, a name no other directory uses: a
+``conftest.py`` here would be imported as the module ``conftest`` beside
+``tests/service/conftest.py``, and a run naming tests of both directories (the mutation check's
+baseline) would find the other one's names missing.  ROOT, canonical, csv_nulls, python and
+in_thread of ``tests/conftest.py`` are re-exported below.
 """
 
 from __future__ import annotations
