@@ -405,8 +405,8 @@ MUTANTS: list[Mutant] = [
            "polars' cast failure of the marker literal (F60)",
            (REGRESSION.format("F60"),)),
     Mutant("sqlc-coalesce-symbol-text", AREA, SQL + "functions.py",
-           "    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum))",
-           "    if False and any(isinstance(d, (pl.Categorical, pl.Enum))",
+           "    return pl.coalesce(as_text(c, args))",
+           "    return pl.coalesce(args)",
            "COALESCE of a SYMBOL and text left to polars: 'expected String, got cat' or a "
            "panic (F61)", (REGRESSION.format("F61"),)),
     Mutant("sqlc-sum-constant-wraps", AREA, SQL + "aggregates.py",
