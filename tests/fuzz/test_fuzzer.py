@@ -239,6 +239,12 @@ def test_duckdb_raising_on_rows_its_plan_drops_is_counted_apart(tmp_path):
     out = run_query(db, cons, pushed, ordered=False)
     assert out.status == "plan_error" and not out.mismatch, out.detail
     assert run_duckdb(cons[0], "SELECT 1").rows == [(1,)]   # the optimizer is back on
+    # an engine that answers, but not as unoptimized DuckDB does: still a mismatch
+    wrong = _Engine(bug=lambda text, df: df.head(0))
+    wrong.con.execute("PRAGMA disable_optimizer")
+    for spec in (t, u):
+        register(wrong.con, spec)
+    assert run_query(wrong, cons, pushed, ordered=False).status == "answered_error"
     cte = ("WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c FROM t WHERE TRUE) SELECT c - id "
            "AS k, count(*) AS n FROM s WHERE (CASE id WHEN 2 THEN id END > (id + 1)) GROUP "
            "BY c - id")

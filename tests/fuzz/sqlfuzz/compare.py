@@ -234,7 +234,7 @@ def _near_ties(got: Answer, want: Answer, keys: list[int], narrow: list[bool]) -
                 if got.kinds[c] == "float" and (_close(a[c], b[c], narrow[c]) or
                                                 _close(x[c], y[c], narrow[c])):
                     break   # an ulp apart: either order
-                return False
+                return False   # decided by an exact key or past the tolerance
     return True
 
 
