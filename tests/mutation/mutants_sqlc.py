@@ -586,4 +586,10 @@ MUTANTS: list[Mutant] = [
            "greatest/least of -0.0 and 0.0 as polars' (the last): DuckDB keeps the first, so "
            "1 / greatest('-0.0', 0.0) is -inf there (F91)",
            ("tests/sql/test_findings.py::test_finding[F91]",)),
+    Mutant("sqlc-decimal-quantile-hugeint-rule", AREA, SQL + "aggregates.py",
+           "    if (dtype.precision or 38) >= 19:",
+           "    if False:",
+           "continuous quantiles of a DECIMAL of 19+ digits by the BIGINT-backed rule (the sum "
+           "truncated): median(0.5 * l0) of -1.0, -1.5 was -1.2, DuckDB -1.3 (F92)",
+           ("tests/sql/test_findings.py::test_finding[F92]",)),
 ]
