@@ -23,7 +23,10 @@ Writes ``<out>/fuzz-<embedded|cluster>-seed<S>.md`` and ``.json`` (default
 ``benchmarks/results/fuzz``): queries run, outcomes (same, refused, agreed errors, invalid,
 mismatches), hfq's errors in polars' words (``leaked``: a defect on its own line), the
 refusals by construct, the metamorphic checks, the process crashes, the
-shrunk mismatches.  Not part of CI: ``tests/fuzz/test_fuzz.py`` runs a fixed-seed budget.
+shrunk mismatches, and apart from the mismatches the differences where DuckDB disagrees with
+itself (``unstable``: its answer moves with the row order; ``plan_error``: it raises only with
+its optimizer on -- the rules are in ``docs/sql.md``, "Evaluation order").  Not part of CI:
+``tests/fuzz/test_fuzz.py`` runs a fixed-seed budget.
 """
 
 from __future__ import annotations
@@ -112,6 +115,7 @@ def worker(args: argparse.Namespace) -> int:
 # -- the supervisor ---------------------------------------------------------------------------
 def supervise(args: argparse.Namespace) -> dict[str, Any]:
     total: dict[str, Any] = {"queries": 0, "datasets": 0, "seconds": 0.0, "found": [],
+                             "apart": [],
                              "shrunk": [], "crashes": [], "blocks": 0, "examples": {},
                              **{k: collections.Counter() for k in COUNTERS}}
     started = time.monotonic()
@@ -140,6 +144,7 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
         for k in COUNTERS:
             total[k].update(part.get(k, {}))
         total["found"] += part.get("found", [])
+        total["apart"] += part.get("apart", [])
         for k, v in part.get("examples", {}).items():
             total["examples"].setdefault(k, v)
         total["shrunk"] += part.get("shrunk", [])
@@ -175,6 +180,11 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
              f"- mismatches: **{len(total['found'])}**; process crashes: "
              f"**{len(total['crashes'])}**",
              f"- explained by open findings: {dict(sorted(total['known'].items()))}",
+             f"- counted apart, DuckDB disagreeing with itself (not mismatches; rules in "
+             f"docs/sql.md, listed below): unstable **{total['outcomes'].get('unstable', 0)}** "
+             f"(its answer moves with the row order), plan_error "
+             f"**{total['outcomes'].get('plan_error', 0)}** (it raises only with its "
+             f"optimizer)",
              f"- errors in polars' words (a defect, not counted as a mismatch): "
              f"**{sum(total['leaked'].values())}** (listed below)", "",
              "## Outcomes", "", "| outcome | queries |", "|---|---|"]
@@ -193,6 +203,9 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
     lines += [f"| {k} | {v} |" for k, v in total["shapes"].most_common()]
     lines += ["", "## Invalid in DuckDB (the grammar's misses, not held against hfq)", ""]
     lines += [f"- {k} x{v}" for k, v in total["invalid"].most_common(20)]
+    lines += ["", "## Counted apart: DuckDB disagrees with itself", ""]
+    lines += [f"- [{a['status']}] dataset {a['dataset']} `{a['sql']}`: {a['detail'][:300]}"
+              for a in total["apart"][:200]] or ["none"]
     lines += ["", "## Process crashes", ""]
     lines += [f"- exit {c['returncode']} at {c['dataset']}: `{c['statement']}`"
               for c in total["crashes"]] or ["none"]
@@ -238,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         **{k: total[k] for k in ("queries", "datasets", "blocks", "crashes")},
         "seconds": round(total["seconds"], 1), "mismatches": len(total["found"]),
         **{k: dict(total[k]) for k in COUNTERS},
-        "found": total["found"][:500]}, indent=1))
+        "found": total["found"][:500], "apart": total["apart"][:500]}, indent=1))
     if total["shrunk"]:
         base.with_suffix(".cases.py").write_text(
             "\n".join(s["case"] for s in total["shrunk"]) + "\n")

@@ -21,10 +21,19 @@ import pyarrow as pa
 import pytest
 from sqlfuzz.campaign import duckdb_connections
 from sqlfuzz.compare import Answer, answer_from_arrow, differ
-from sqlfuzz.data import KIND, Dataset, load_duckdb, load_hfq, random_dataset, register, to_arrow
+from sqlfuzz.data import (
+    KIND,
+    Dataset,
+    TableSpec,
+    load_duckdb,
+    load_hfq,
+    random_dataset,
+    register,
+    to_arrow,
+)
 from sqlfuzz.differential import classify, construct, run_duckdb, run_query
 from sqlfuzz.findings import normalized, python_case
-from sqlfuzz.metamorphic import random_check
+from sqlfuzz.metamorphic import _same_rows, random_check
 from sqlfuzz.queries import QueryGen
 from sqlfuzz.shrink import order_is_total, query_candidates, shrink
 
@@ -151,7 +160,7 @@ def test_a_seed_names_the_same_queries_in_every_process():
     here = str(pathlib.Path(__file__).parent)
     code = (f"import random, sys; sys.path.insert(0, {here!r})\n"
             "from sqlfuzz.data import random_dataset\nfrom sqlfuzz.queries import QueryGen\n"
-            "from sqlfuzz.metamorphic import random_check\n"
+            "from sqlfuzz.metamorphic import _same_rows, random_check\n"
             "for seed in range(4):\n"
             "    g = QueryGen(random.Random(seed), random_dataset(seed))\n"
             "    for _ in range(40): print(g.query().sql); print(random_check(g).queries)\n")
@@ -166,6 +175,81 @@ def test_order_is_total_only_when_every_output_is_named():
     assert not order_is_total("SELECT a AS c1, b AS c2 FROM t ORDER BY c2")
     assert not order_is_total("SELECT a FROM t")
     assert order_is_total("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1")
+
+
+def test_rows_an_ulp_apart_in_a_sort_key_may_stand_in_either_order():
+    # ORDER BY a3, k1: DuckDB's avg (an ulp under) puts k1=2 first, hfq's (equal) k1 order
+    kinds = ("float", "int")
+    duck = _ans([(0.7999999999999998, 2), (0.8, 1)], kinds)
+    hfq_ = _ans([(0.8, 1), (0.8, 2)], kinds)
+    assert differ(hfq_, duck, ordered=True) is not None   # positional: not the same rows
+    assert differ(hfq_, duck, ordered=True, keys=[0, 1]) is None
+    # the inversion is decided by an exact key, or floats beyond the tolerance: a mismatch
+    assert differ(_ans([(0.8, 1), (0.8, 2)], kinds), _ans([(0.8, 2), (0.8, 1)], kinds),
+                  ordered=True, keys=[1, 0]) is not None
+    assert differ(_ans([(0.9, 1), (0.8, 2)], kinds), _ans([(0.8, 2), (0.9, 1)], kinds),
+                  ordered=True, keys=[0, 1]) is not None
+    # other values than DuckDB's: a mismatch whatever the order
+    assert differ(_ans([(0.8, 1), (0.8, 3)], kinds), duck, ordered=True,
+                  keys=[0, 1]) is not None
+
+
+def test_tlp_parts_match_the_whole_as_multisets_of_near_zero_floats():
+    # sorted by rounded floats, -2.3e-10, 3.5e-10 and 0.0 tie and keep their input order;
+    # the parts of fuzz seed 23's TLP check came in another order than the whole
+    whole = [(-2.328306428949281e-10,), (3.4924596678184705e-10,), (0.0,),
+             (4.656612857898563e-11,)]
+    parts = [(0.0,), (-2.328306428949281e-10,), (3.4924596678184705e-10,),
+             (4.656612857898563e-11,)]
+    assert _same_rows(parts, whole) is None
+    assert _same_rows(parts, [(1e-9,)] + whole[1:]) is not None
+
+
+def test_a_difference_is_unstable_only_where_duckdb_disagrees_with_itself():
+    kinds = ("float", "int")
+    duck = _ans([(1.27, 5)], kinds)
+    other = _ans([(0.87, 5)], kinds)   # DuckDB on the reversed rows: column 1 moves
+    out = classify(_ans([(1.0, 5)], kinds), duck, ordered=False, others=[other])
+    assert out.status == "unstable" and not out.mismatch
+    # hfq differs in a column DuckDB is sure of: a mismatch
+    out = classify(_ans([(1.0, 6)], kinds), duck, ordered=False, others=[other])
+    assert out.status == "wrong"
+    # DuckDB agreeing with itself on every order: hfq's other answer is a mismatch
+    out = classify(_ans([(1.0, 5)], kinds), duck, ordered=False, others=[duck, duck])
+    assert out.status == "wrong"
+
+
+def test_duckdb_raising_on_rows_its_plan_drops_is_counted_apart(tmp_path):
+    # DuckDB pushes the filter below the semi join and overflows on a row the join drops;
+    # without its optimizer it answers as hfq: plan_error.  A CTE's CAST over every row
+    # raises in DuckDB either way: answered_error stays a mismatch.
+    d = dt.date(2024, 1, 5)
+    t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
+                        ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
+                  [(4, d, "A", 2**62, float("-inf")), (2, d, "B", 1, 1.5)])
+    u = TableSpec("u", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL")], ("date",), (),
+                  [(3, d, "B")])
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t, u])
+    load_hfq(db, dataset)
+    cons = duckdb_connections(1)
+    load_duckdb(cons[0], db, dataset)
+    pushed = ("SELECT t.id FROM t SEMI JOIN u ON t.sym = u.sym WHERE (t.id * t.l0) IN "
+              "(-2147483648, 0, 2)")
+    out = run_query(db, cons, pushed, ordered=False)
+    assert out.status == "plan_error" and not out.mismatch, out.detail
+    assert run_duckdb(cons[0], "SELECT 1").rows == [(1,)]   # the optimizer is back on
+    # an engine that answers, but not as unoptimized DuckDB does: still a mismatch
+    wrong = _Engine(bug=lambda text, df: df.head(0))
+    wrong.con.execute("PRAGMA disable_optimizer")
+    for spec in (t, u):
+        register(wrong.con, spec)
+    assert run_query(wrong, cons, pushed, ordered=False).status == "answered_error"
+    cte = ("WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c FROM t WHERE TRUE) SELECT c - id "
+           "AS k, count(*) AS n FROM s WHERE (CASE id WHEN 2 THEN id END > (id + 1)) GROUP "
+           "BY c - id")
+    assert run_query(db, cons, cte, ordered=False).status in ("answered_error",
+                                                              "agreed_error")
 
 
 def test_refusals_are_counted_by_the_construct_they_name():

@@ -165,3 +165,27 @@ MUTANTS += [
            "trim/ltrim/rtrim remove only ASCII spaces where DuckDB removes every Unicode space "
            "separator (NBSP, U+2003, U+3000)", (STRINGS.format(123),)),
 ]
+
+#: the fuzzer's classes apart from mismatches (docs/sql.md, "Evaluation order"): each as strict
+#: as documented, or DuckDB's instability would hide hfq's bugs
+FUZZER = "tests/fuzz/test_fuzzer.py::{}"
+MUTANTS += [
+    Mutant("fuzz-unstable-any-column", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "    if moving and _columns_apart(got, want) <= moving:",
+           "    if moving:",
+           "a difference counted 'unstable' whenever DuckDB moves with the row order, also in a "
+           "column DuckDB is sure of",
+           (FUZZER.format("test_a_difference_is_unstable_only_where_duckdb_disagrees_with_"
+                          "itself"),)),
+    Mutant("fuzz-plan-error-any-answer", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "        if isinstance(plain, Answer) and differ(got, plain, ordered=ordered,",
+           "        if isinstance(plain, Answer) and None is differ(got, got, ordered=ordered,",
+           "'plan_error' without DuckDB's unoptimized answer being hfq's",
+           (FUZZER.format("test_duckdb_raising_on_rows_its_plan_drops_is_counted_apart"),)),
+    Mutant("fuzz-near-ties-any-key", AREA, "tests/fuzz/sqlfuzz/compare.py",
+           "                return False   # decided by an exact key or past the tolerance",
+           "                break",
+           "any reordering of the same rows accepted under ORDER BY, not only rows an ulp "
+           "apart in a float key",
+           (FUZZER.format("test_rows_an_ulp_apart_in_a_sort_key_may_stand_in_either_order"),)),
+]

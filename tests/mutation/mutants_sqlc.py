@@ -405,8 +405,8 @@ MUTANTS: list[Mutant] = [
            "polars' cast failure of the marker literal (F60)",
            (REGRESSION.format("F60"),)),
     Mutant("sqlc-coalesce-symbol-text", AREA, SQL + "functions.py",
-           "    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum))",
-           "    if False and any(isinstance(d, (pl.Categorical, pl.Enum))",
+           "    return pl.coalesce(as_text(c, args))",
+           "    return pl.coalesce(args)",
            "COALESCE of a SYMBOL and text left to polars: 'expected String, got cat' or a "
            "panic (F61)", (REGRESSION.format("F61"),)),
     Mutant("sqlc-sum-constant-wraps", AREA, SQL + "aggregates.py",
@@ -542,4 +542,54 @@ MUTANTS: list[Mutant] = [
            "x <= NULL simplified by polars without evaluating x: the overflow of "
            "(1 + 2^63 - 1) <= (SELECT sum(2) ... no rows) that DuckDB raises was answered (F84)",
            ("tests/sql/test_findings.py::test_finding[F84]",)),
+    Mutant("sqlc-window-null-rolled", AREA, SQL + "windows.py",
+           '    if dtype == pl.Null and kind != "count":',
+           "    if False:",
+           "window aggregates of an untyped NULL rolled as polars' Null column: 'rolling_sum "
+           "operation not supported for dtype null' reached the user (F86)",
+           ("tests/sql/test_findings.py::test_finding[F86]",)),
+    Mutant("sqlc-case-dictionary-with-text", AREA, SQL + "functions.py",
+           "if len(typed) < 2 or not any(isinstance(d, (pl.Categorical, pl.Enum)) for d in typed)",
+           "if True",
+           "CASE/IF/coalesce of a SYMBOL/CHAR column and text left to polars' supertype (the "
+           "dictionary at run time, text in the schema): ORDER BY it failed in polars' words "
+           "(F87)",
+           ("tests/sql/test_findings.py::test_finding[F87]",)),
+    Mutant("sqlc-lag-default-cast-wide", AREA, SQL + "windows.py",
+           "        return _NARROW_CASTS.get(node.to.this)",
+           "        return None",
+           "a lag/lead default cast to hfq's BIGINT for a CAST(... AS INTEGER) value: "
+           "lead(CAST(TRUE AS INTEGER), 1, 2^63 - 1) answered, DuckDB fails (F88)",
+           ("tests/sql/test_findings.py::test_finding[F88]",
+            "tests/sql/test_findings.py::test_finding[F88b]")),
+    Mutant("sqlc-cast-float-overflow-inf", AREA, SQL + "casts.py",
+           "            return checked(out, out.is_infinite() & value.is_finite())",
+           "            return out",
+           "CAST of a finite DOUBLE past FLOAT's range as polars' inf: DuckDB fails (F89)",
+           ("tests/sql/test_findings.py::test_finding[F89]",
+            "tests/sql/test_findings.py::test_finding[F89b]")),
+    Mutant("sqlc-lag-default-abs-wide", AREA, SQL + "windows.py",
+           "    if isinstance(node, (exp.Abs, exp.Nullif)):",
+           "    if isinstance(node, exp.Nullif):",
+           "abs() of an INTEGER typed as hfq's BIGINT for a lag/lead default: lead(abs(7), 1, "
+           "2^63 - 1) answered, DuckDB fails (F90)",
+           ("tests/sql/test_findings.py::test_finding[F90]",)),
+    Mutant("sqlc-lag-default-case-wide", AREA, SQL + "windows.py",
+           "        if not types or not all(t in _INT_WIDTH for t in types):",
+           "        if True:",
+           "a CASE/greatest/coalesce of INTEGERs typed as hfq's BIGINT for a lag/lead default "
+           "(F90b: DuckDB fails casting 2^63 - 1 to INTEGER)",
+           ("tests/sql/test_findings.py::test_finding[F90b]",)),
+    Mutant("sqlc-greatest-zero-sign-last", AREA, SQL + "functions.py",
+           "        pl.coalesce([pl.when(a == 0).then(a) for a in plain])).otherwise(best)",
+           "        best).otherwise(best)",
+           "greatest/least of -0.0 and 0.0 as polars' (the last): DuckDB keeps the first, so "
+           "1 / greatest('-0.0', 0.0) is -inf there (F91)",
+           ("tests/sql/test_findings.py::test_finding[F91]",)),
+    Mutant("sqlc-decimal-quantile-hugeint-rule", AREA, SQL + "aggregates.py",
+           "    if (dtype.precision or 38) >= 19:",
+           "    if False:",
+           "continuous quantiles of a DECIMAL of 19+ digits by the BIGINT-backed rule (the sum "
+           "truncated): median(0.5 * l0) of -1.0, -1.5 was -1.2, DuckDB -1.3 (F92)",
+           ("tests/sql/test_findings.py::test_finding[F92]",)),
 ]

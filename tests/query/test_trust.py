@@ -330,9 +330,13 @@ SAME = [
                                     "percentile_disc(0.75) WITHIN GROUP (ORDER BY big DESC) AS"
                                     " b FROM {t} GROUP BY symbol", False),
     # F56: median/quantile_cont of a DECIMAL is that DECIMAL (interpolated over the unscaled
-    # integers, truncated toward zero); a descending order's quantile from the exact q
+    # integers, truncated toward zero); a descending order's quantile from the exact q.  (hfq
+    # computes integer columns as BIGINT: small * 0.01 is DuckDB's DECIMAL(21, 2), whose
+    # interpolation truncates the step, not the sum -- F92; DuckDB's SMALLINT product is
+    # DECIMAL(8, 2), hence the CAST for the oracle)
     ("quantile_decimal", "SELECT median(small * 0.01) AS a, quantile_cont(small * 0.01, 0.7) AS "
-                         "b, percentile_cont(0.3) WITHIN GROUP (ORDER BY small * 0.01 DESC) AS c,"
+                         "b, percentile_cont(0.3) WITHIN GROUP (ORDER BY CAST(small AS BIGINT) "
+                         "* 0.01 DESC) AS c,"
                          " median(bidsiz * 0.25) AS d, median(round(100.25)) AS e, "
                          "quantile_cont(2.5, 0.5) AS g, median(CASE WHEN bidsiz = 5 THEN 1.25 "
                          "WHEN bidsiz = 7 THEN 2.50 END) AS h FROM {t}", False),

@@ -86,6 +86,85 @@ CASES: list[Case] = [
           TableSpec("u", T3, ("date",), (), [(3, D1, "A")])],
          note="polars simplifies x <= NULL (the subquery's sum over no rows) to NULL without "
               "evaluating x: the overflow DuckDB raises was never checked, hfq answered 0"),
+    Case("F86", "SELECT id, avg((NULL + NULL)) OVER (ORDER BY d0 NULLS LAST, id ROWS BETWEEN "
+                "1 PRECEDING AND CURRENT ROW) AS a, max(NULL) OVER (PARTITION BY sym ORDER BY "
+                "id ROWS UNBOUNDED PRECEDING) AS b, min(NULL) OVER (ORDER BY id ROWS BETWEEN 1 "
+                "PRECEDING AND 1 FOLLOWING) AS c, sum(NULL) OVER (ORDER BY id RANGE BETWEEN 2 "
+                "PRECEDING AND CURRENT ROW) AS d, sum(NULL) OVER (ORDER BY id) AS e, "
+                "avg(NULL) OVER (ORDER BY date RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND "
+                "CURRENT ROW) AS f, count(NULL) OVER (ORDER BY id ROWS 1 PRECEDING) AS g, "
+                "sum(NULL) OVER () AS h FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.0), (2, D1, "A", None), (3, D2, "B", 2.0)])],
+         note="window aggregates of an untyped NULL: polars rolls no Null column ('rolling_sum "
+              "operation not supported for dtype null' reached the user); DuckDB: NULL (count "
+              "0)"),
+    Case("F87", "SELECT CASE WHEN (d1 IS NOT NULL) THEN (i0 + i0) ELSE (date - date) END AS c1, "
+                "CASE WHEN TRUE THEN CAST(7 AS VARCHAR) ELSE nullif(c2, c1) END AS c4, "
+                "if(id > 1, y0, 'q') AS c5, coalesce(c2, s0) AS c6 FROM t ORDER BY 1, 2, 3, 4",
+         [TableSpec("t", [*T3, ("c1", "CHAR"), ("c2", "CHAR"), ("y0", "SYMBOL"),
+                          ("s0", "STRING"), ("d1", "DOUBLE"), ("i0", "INT")], ("date",), (),
+                    [(1, D1, "A", "x", "A", "IBM", "p", 1.0, 3),
+                     (2, D1, "A", None, None, None, None, None, None),
+                     (3, D2, "B", "B", "B", "x", "", None, 4)], [1])],
+         note="a CASE of text and a CHAR/SYMBOL column: polars' type at run time is the "
+              "dictionary, the plan's schema says text, and sorting by it failed in polars' "
+              "words ('type Categorical is incompatible with expected type String')"),
+    Case("F88", "SELECT id, lead(CAST(TRUE AS INTEGER), 1, 9223372036854775807) OVER "
+                "(ORDER BY id) AS w FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="DuckDB casts a lead/lag default to the value's type, INTEGER here: 2^63 - 1 "
+              "fails; hfq computes CAST(... AS INTEGER) in BIGINT and answered"),
+    Case("F88b", "SELECT id, lag(CAST(id AS SMALLINT) * 2, 1, 40000) OVER (ORDER BY id) AS a, "
+                 "lag(CAST(id AS TINYINT), 1, 100) OVER (ORDER BY id) AS b, "
+                 "lag(CAST(id AS INTEGER), 2, 2147483647) OVER (ORDER BY id) AS c FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="F88 for SMALLINT (fails) and defaults that fit (answered)"),
+    Case("F89", "SELECT id, CAST(d0 * 1e300 AS FLOAT) AS f FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.5), (2, D2, "B", None)])],
+         note="a finite DOUBLE past FLOAT's range: DuckDB fails the cast, polars gave inf"),
+    Case("F89b", "SELECT id, CAST(d0 AS FLOAT) AS f, TRY_CAST(d0 * 1e300 AS FLOAT) AS g, "
+                 "CAST(d0 * 1e-300 AS FLOAT) AS h FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.5), (2, D2, "B", None), (3, D2, "B", float("inf")),
+                     (4, D2, "B", float("nan")), (5, D1, "A", -3.4028234663852886e38)])],
+         note="F89: infinities, NaN, FLOAT's largest and underflow to 0 cast; TRY_CAST NULL"),
+    Case("F90", "SELECT id, lead(abs(7), 1, 9223372036854775807) OVER (ORDER BY id) AS w FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="DuckDB types abs(7) INTEGER (abs keeps its argument's type): the default 2^63 - 1 "
+              "fails; hfq answered (fuzz seed 23)"),
+    Case("F90b", "SELECT id, lag(CASE CAST(NULL AS BIGINT) WHEN 9223372036854775807 THEN 100 "
+                 "END, 1, 9223372036854775807) OVER (ORDER BY id) AS w FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="a CASE of integer literals is an INTEGER in DuckDB (fuzz2 12149)"),
+    Case("F90c", "SELECT id, lag(greatest(7, 2147483648), 1, 9223372036854775807) OVER (ORDER "
+                 "BY id) AS a, lag(abs(-2.5), 1, 1.25) OVER (ORDER BY id) AS b, "
+                 "lag(coalesce(NULL, 7), 1, 5) OVER (ORDER BY id) AS c, lag(7 % 2, 1, -3) "
+                 "OVER (ORDER BY id) AS d FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="F90's types where the default fits (a BIGINT greatest; abs of a DECIMAL)"),
+    Case("F91", "SELECT id, 1 / greatest(CAST('-0.0' AS DOUBLE), d0 * 0) AS a, "
+                "1 / least(CAST(NULL AS DOUBLE), CAST('-0.0' AS DOUBLE), d0 * 0) AS b, "
+                "1 / greatest(-d0 * 0, CAST('-0.0' AS DOUBLE)) AS c, "
+                "1 / greatest(i0 - i0, CAST('-0.0' AS DOUBLE)) AS d, "
+                "1 / greatest(d0, -d0, CAST('nan' AS DOUBLE)) AS e FROM t",
+         [TableSpec("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 3, 1.5), (2, D1, "A", None, None), (3, D2, "B", 4, -2.5),
+                     (4, D2, "B", 0, 0.0)])],
+         note="greatest/least of equal values keep the first in DuckDB: greatest(-0.0, 0.0) is "
+              "-0.0 (polars 0.0), and 1 / it -inf (fuzz seed 23: id / greatest('-0.0', d0))"),
+    Case("F92", "SELECT sym, median(0.5 * l0) AS a, quantile_cont(0.5 * l0, 0.1) AS b, "
+                "percentile_cont(0.5) WITHIN GROUP (ORDER BY 0.5 * l0 DESC) AS c, "
+                "median(CAST(0.5 * l0 AS DECIMAL(18, 1))) AS d, "
+                "percentile_cont(0.5) WITHIN GROUP (ORDER BY CAST(0.5 * l0 AS DECIMAL(18, 1)) "
+                "DESC) AS e FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("l0", "LONG")], ("date",), (),
+                    [(1, D1, "A", -2), (2, D1, "A", -3), (3, D2, "B", 2), (4, D2, "B", 3),
+                     (5, D2, "B", None), (6, D1, "C", 5)])],
+         note="DuckDB interpolates a DECIMAL of 19+ digits (HUGEINT) as lo + trunc((hi - lo) "
+              "* d): median(0.5 * l0) of -1.0, -1.5 is -1.3; of 18 digits or fewer trunc(lo + "
+              "(hi - lo) * d), -1.2 (fuzz seed 29)"),
 ]
 
 

@@ -419,7 +419,11 @@ def _decimal_interpolated(x: pl.Expr, q: float, dtype: pl.Decimal, *,
                           descending: bool = False) -> pl.Expr:
     """DuckDB's continuous quantile of a DECIMAL: a DECIMAL of the same type, interpolated over
     the unscaled integers as ``lo + (hi - lo) * d`` and truncated toward zero (median of 1.25 and
-    2.50 is 1.87; F56)."""
+    2.50 is 1.87; F56) -- for a DECIMAL of 19 digits or more (DuckDB's HUGEINT-backed ones)
+    ``lo`` plus the step ``(hi - lo) * d`` truncated (the median of -1.0 and -1.5 is -1.3 there,
+    -1.2 for DECIMAL(18, 1); F92).  A computed DECIMAL is DECIMAL(38, s) in hfq: as DuckDB's
+    for products with an integer column (BIGINT in hfq), wider than DuckDB's for sums of
+    narrow DECIMAL columns (there the answer can be a unit off)."""
     units = x.to_physical()
     rank = (x.count() - 1).cast(_F64) * q
     d = rank - rank.floor()
@@ -427,7 +431,10 @@ def _decimal_interpolated(x: pl.Expr, q: float, dtype: pl.Decimal, *,
         lo, hi = _from_top(units, q)
     else:
         lo, hi = units.quantile(q, "lower"), units.quantile(q, "higher")
-    at = pl.when(d == 0).then(lo).otherwise(lo + (hi - lo) * d).cast(pl.Int128)
+    if (dtype.precision or 38) >= 19:   # DuckDB's HUGEINT decimals: lo + the step truncated
+        at = pl.when(d == 0).then(lo).otherwise(lo + ((hi - lo) * d).cast(pl.Int128))  # F92
+    else:                               # BIGINT-backed ones: the sum truncated
+        at = pl.when(d == 0).then(lo).otherwise(lo + (hi - lo) * d).cast(pl.Int128)
     step = pl.lit(decimal.Decimal(1).scaleb(-(dtype.scale or 0)))
     return (at.cast(pl.Decimal(38, 0)) * step).cast(dtype)
 

@@ -133,6 +133,10 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
         bad = (rounded >= limit) | (rounded <= -limit)
         return checked(pl.when(bad).then(None).otherwise(rounded).cast(target), bad)
     if target.is_float() or isinstance(target, pl.Decimal):
+        if source.is_numeric() and target == pl.Float32 and source.is_float():
+            # a finite DOUBLE past FLOAT's range fails, as DuckDB's (F89; polars: +-inf)
+            out = value.cast(target)
+            return checked(out, out.is_infinite() & value.is_finite())
         if source.is_numeric():
             return value.cast(target)
         if _text(source) and target.is_float():

@@ -443,6 +443,7 @@ class Plain:
     def _Case(self, node: exp.Case) -> pl.Expr:
         subject = self.expr(node.this) if node.this is not None else None
         chain: Any = None
+        branches: list[tuple[pl.Expr, pl.Expr]] = []
         before: pl.Expr = pl.lit(True)   # no earlier branch was taken
         for branch in node.args.get("ifs") or []:
             if subject is None:   # (a CASE's conditions filter its rows, as DuckDB's)
@@ -461,14 +462,17 @@ class Plain:
             finally:
                 self.guards.pop()
             before = before & ~cond.fill_null(False)
-            chain = pl.when(cond).then(value) if chain is None else \
-                chain.when(cond).then(value)
+            branches.append((cond, value))
         default = node.args.get("default")
         self.guards.append(before)
         try:
             otherwise = self.expr(default) if default is not None else pl.lit(None)
         finally:
             self.guards.pop()
+        *values, otherwise = functions.as_text(self, [v for _, v in branches] + [otherwise])
+        for (cond, _), value in zip(branches, values):
+            chain = pl.when(cond).then(value) if chain is None else \
+                chain.when(cond).then(value)
         return otherwise if chain is None else chain.otherwise(otherwise)
 
     def _Cast(self, node: exp.Cast) -> pl.Expr:

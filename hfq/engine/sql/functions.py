@@ -22,7 +22,7 @@ from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 
-__all__ = ["BY_CLASS", "call", "log10", "part", "time_bucket", "trunc"]
+__all__ = ["BY_CLASS", "as_text", "call", "log10", "part", "time_bucket", "trunc"]
 
 _PARTS = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
           "second": "second", "millisecond": "millisecond", "microsecond": "microsecond",
@@ -223,20 +223,42 @@ def _coalesce(c: Compiles, node: exp.Expression) -> pl.Expr:
         e = c.under(before, arg)
         args.append(e)
         before = e.is_null() if before is None else before & e.is_null()
-    dtypes = [c.dtype(a) for a in args]
-    if len(set(dtypes)) > 1 and any(isinstance(d, (pl.Categorical, pl.Enum)) for d in dtypes):
-        # SYMBOL with text (or another dictionary): compared and returned as text
-        args = [a.cast(pl.String) if isinstance(d, (pl.Categorical, pl.Enum)) else a
-                for a, d in zip(args, dtypes)]
-    return pl.coalesce(args)
+    return pl.coalesce(as_text(c, args))
+
+
+def as_text(c: Compiles, branches: list[pl.Expr]) -> list[pl.Expr]:
+    """The values one result is chosen from (a CASE's, IF's or coalesce's), SYMBOL/CHAR ones
+    as text when the others are not all that same dictionary type: polars' supertype of a
+    dictionary and text is the dictionary at run time but text in the plan's schema, so a
+    sort of the result failed (F87).  Untyped NULLs do not count.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> class C:
+    ...     def dtype(self, e):
+    ...         return pl.select(e).to_series().dtype
+    >>> sym = pl.lit("A", dtype=pl.Categorical)
+    >>> [pl.select(e).to_series().dtype for e in as_text(C(), [sym, pl.lit("b")])]
+    [String, String]
+    >>> [pl.select(e).to_series().dtype for e in as_text(C(), [sym, pl.lit(None)])]
+    [Categorical, Null]
+    """
+    dtypes = [c.dtype(b) for b in branches]
+    typed = {d for d in dtypes if d != pl.Null}
+    if len(typed) < 2 or not any(isinstance(d, (pl.Categorical, pl.Enum)) for d in typed):
+        return branches
+    return [b.cast(pl.String) if isinstance(d, (pl.Categorical, pl.Enum)) else b
+            for b, d in zip(branches, dtypes)]
 
 
 def _if(c: Compiles, node: exp.Expression) -> pl.Expr:
     """``if(cond, a, b)``: a CASE -- each branch evaluated only for the rows it applies to."""
     cond = c.predicate(node.this, "IF").fill_null(False)
     false = node.args.get("false")
-    return pl.when(cond).then(c.under(cond, node.args["true"])).otherwise(
-        c.under(~cond, false) if false is not None else pl.lit(None))
+    true, other = as_text(c, [c.under(cond, node.args["true"]),
+                              c.under(~cond, false) if false is not None else pl.lit(None)])
+    return pl.when(cond).then(true).otherwise(other)
 
 
 def _epoch(c: Compiles, node: exp.Expression) -> pl.Expr:
@@ -342,6 +364,10 @@ def _greatest(c: Compiles, args: list[pl.Expr], node: exp.Expression, *, most: b
              for a in args]
     nan = pl.any_horizontal([a.is_nan().fill_null(False) for a in floats])
     best = (pl.max_horizontal if most else pl.min_horizontal)(plain)
+    # of equal values DuckDB keeps the first: greatest(-0.0, 0.0) is -0.0, polars' 0.0
+    # (x / greatest(...) then +-inf; F91)
+    best = pl.when(best == 0).then(
+        pl.coalesce([pl.when(a == 0).then(a) for a in plain])).otherwise(best)
     if most:
         return pl.when(nan).then(pl.lit(float("nan"))).otherwise(best)
     return pl.when(best.is_null() & nan).then(pl.lit(float("nan"))).otherwise(best)

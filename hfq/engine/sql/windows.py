@@ -176,20 +176,27 @@ def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.
 
 
 _INT_WIDTH = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32}
+_NARROW_CASTS = {exp.DataType.Type.TINYINT: "TINYINT", exp.DataType.Type.SMALLINT: "SMALLINT",
+                 exp.DataType.Type.INT: "INTEGER", exp.DataType.Type.FLOAT: "FLOAT"}
 
 
 def duck_type(node: exp.Expression) -> str | None:
     """DuckDB's type of a constant where it is narrower than the type hfq computes it in
     (64-bit integers, DECIMAL(38, s)): an integer literal is an INTEGER when it fits 32 bits,
-    a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, ``+ - *`` of
-    those the wider (a bare literal takes the other side's type); None otherwise.
+    a decimal literal a DECIMAL of its written digits, ``sign()`` a TINYINT, a CAST to
+    TINYINT/SMALLINT/INTEGER/FLOAT that type, ``+ - * % //`` of those the wider (a bare
+    literal takes the other side's type), ``abs``/``round``/``trunc``/``nullif`` of one its
+    type, ``greatest``/``least``/``coalesce``/CASE results the widest; None otherwise.
 
     Examples
     --------
     >>> import sqlglot
     >>> [duck_type(sqlglot.parse_one(t)) for t in ("2", "-2.5", "000.50", "sign(1) + 1",
-    ...                                             "2147483648", "x")]
-    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None]
+    ...                                             "2147483648", "x", "CAST(x AS REAL)",
+    ...                                             "abs(7)", "CASE WHEN x THEN 100 END",
+    ...                                             "greatest(7, 2147483648)")]
+    ['INTEGER', 'DECIMAL(2, 1)', 'DECIMAL(5, 2)', 'TINYINT', None, None, 'FLOAT', 'INTEGER', \
+'INTEGER', None]
     """
     while isinstance(node, (exp.Paren, exp.Neg)):
         node = node.this
@@ -204,7 +211,24 @@ def duck_type(node: exp.Expression) -> str | None:
         return None
     if isinstance(node, exp.Sign):
         return "TINYINT"
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+    if isinstance(node, exp.Cast):   # CAST(x AS INTEGER): hfq computes it in BIGINT (F88)
+        return _NARROW_CASTS.get(node.to.this)
+    if isinstance(node, (exp.Abs, exp.Nullif)):   # the value's type (F90)
+        return duck_type(node.this)
+    if isinstance(node, (exp.Round, exp.Trunc)):   # (of a DECIMAL: another scale)
+        inner = duck_type(node.this)
+        return inner if inner in _INT_WIDTH else None
+    if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce, exp.Case)):
+        if isinstance(node, exp.Case):   # the widest of the results; NULLs take any type
+            parts = [b.args.get("true") for b in node.args.get("ifs") or []] + \
+                [node.args.get("default")]
+        else:
+            parts = [node.this, *node.expressions]
+        types = [duck_type(n) for n in parts if n is not None and not isinstance(n, exp.Null)]
+        if not types or not all(t in _INT_WIDTH for t in types):
+            return None
+        return max(types, key=lambda t: _INT_WIDTH[t or ""])
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.IntDiv)):
         left, right = duck_type(node.this), duck_type(node.expression)
         if left not in _INT_WIDTH or right not in _INT_WIDTH:
             return None
@@ -282,6 +306,11 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         if kind == "count":
             value = value.is_not_null()
     dtype = c.dtype(value)
+    if dtype == pl.Null and kind != "count":   # an untyped NULL (F86): every frame holds
+        if kind in ("min", "max"):              # no value; typed as the grouped aggregate
+            return w.over(value, ordered=False)   # (polars rolls no Null column)
+        value = value.cast(pl.Float64 if kind == "mean" else pl.Int64)
+        dtype = c.dtype(value)
     if kind in ("sum", "mean") and dtype == pl.Float32:   # FLOAT summed in DOUBLE, as
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64 and narrow_column(c, args[0], value):

@@ -21,7 +21,7 @@ import duckdb
 import hfq
 from sqlfuzz import metamorphic
 from sqlfuzz.data import Dataset, load_duckdb, load_hfq, random_dataset
-from sqlfuzz.differential import Outcome, run_query
+from sqlfuzz.differential import APART, Outcome, run_query
 from sqlfuzz.known import KNOWN, Known, explain, skip
 from sqlfuzz.queries import QueryGen
 
@@ -59,6 +59,8 @@ class Report:
     leaked: collections.Counter[str] = field(default_factory=collections.Counter)
     next_round: int = 0   # the dataset round a continuation starts at
     examples: dict[str, str] = field(default_factory=dict)   # a statement per refusal
+    #: differences that are DuckDB's own instability (``differential.APART``), listed apart
+    apart: list[dict[str, Any]] = field(default_factory=list)
 
     _COUNTERS = ("outcomes", "refused", "refused_tags", "invalid", "shapes", "tags", "known",
                  "leaked")
@@ -73,6 +75,7 @@ class Report:
                          "params": [repr(p) for p in f.params],
                          "detail": f.outcome.detail, "dataset": f.dataset.seed}
                         for f in self.found]
+        out["apart"] = self.apart
         return out
 
     @property
@@ -94,6 +97,7 @@ class Report:
         for k, v in other.examples.items():
             self.examples.setdefault(k, v)
         self.found += other.found
+        self.apart += other.apart
 
     def summary(self) -> str:
         lines = [f"{self.queries} queries on {self.datasets} datasets in {self.seconds:.1f} s: "
@@ -214,6 +218,10 @@ class Campaign:
         elif out.mismatch:
             self.record(report, Found(dataset, q.sql, q.ordered, out, tags=q.tags,
                                       params=q.params))
+        elif out.status in APART:
+            report.apart.append({"status": out.status, "sql": q.sql, "detail": out.detail,
+                                 "params": [repr(p) for p in q.params],
+                                 "dataset": dataset.seed})
 
     def record(self, report: Report, found: Found) -> None:
         """Keep a mismatch, or count it against the open finding that explains it."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import hfq
 from hfq.errors import HfqError
-from sqlfuzz.compare import Answer, _close, _sort_key, render
+from sqlfuzz.compare import Answer, _sort_key, render, unmatched
 from sqlfuzz.differential import construct, polars_words, run_hfq
 from sqlfuzz.queries import QueryGen
 
@@ -66,9 +66,8 @@ def _multiset(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 def _same_rows(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str | None:
     if len(a) != len(b):
         return f"{len(a)} rows in the parts, {len(b)} in the whole"
-    for x, y in zip(_multiset(a), _multiset(b)):
-        if not all(_close(u, v, True) for u, v in zip(x, y)):
-            return f"parts {render(_multiset(a))} vs whole {render(_multiset(b))}"
+    if unmatched(a, b, [True] * (len(a[0]) if a else 0)) is not None:
+        return f"parts {render(_multiset(a))} vs whole {render(_multiset(b))}"
     return None
 
 

@@ -278,7 +278,11 @@ class QueryGen:
 
     def _join(self) -> tuple[str, bool]:
         r = self.rng
-        scope = Scope(self.t_scope("t").columns + self.u_scope("u").columns, "t.id")
+        # the tie-breaker must be unique over the joined rows: a t row meets several u rows
+        # (t.id alone left first(x ORDER BY y, t.id) to DuckDB's arbitrary pick among them,
+        # fuzz seed 23); ids are within -60..180, a missing side's id 999
+        scope = Scope(self.t_scope("t").columns + self.u_scope("u").columns,
+                      "(coalesce(t.id, 999) * 1000 + coalesce(u.id, 999))")
         g = self.gen(scope)
         kind = r.choices(("inner", "left", "full", "right", "semi", "anti", "cross", "asof",
                           "asof_left", "using", "asof_using"),

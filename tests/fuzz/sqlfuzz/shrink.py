@@ -29,7 +29,7 @@ from sqlglot.errors import SqlglotError
 import hfq
 from sqlfuzz.compare import differ
 from sqlfuzz.data import Dataset, TableSpec
-from sqlfuzz.differential import Outcome, run_duckdb, run_query
+from sqlfuzz.differential import Outcome, order_keys, run_duckdb, run_query
 from sqlfuzz.known import Known, explain
 
 __all__ = ["Loader", "order_is_total", "shrink"]
@@ -45,35 +45,13 @@ class Loader(Protocol):
 def order_is_total(sql: str) -> bool:
     """Whether the statement's ORDER BY names every output column (by name, position or the
     same expression), so that its order is total up to equal rows."""
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except SqlglotError:
+    keys = order_keys(sql)
+    if keys is None:
         return False
-    order = tree.args.get("order")
-    if order is None:
-        return False
-    select = tree
-    while isinstance(select, exp.SetOperation):
-        select = select.this
-    if not isinstance(select, exp.Select):
-        return False
-    items = select.expressions
-    if any(isinstance(e, exp.Star) or isinstance(getattr(e, "this", None), exp.Star)
-           for e in items):
-        return False
-    names = [e.alias_or_name for e in items]
-    covered = set()
-    for o in order.expressions:
-        e = o.this
-        if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
-            covered.add(int(e.this) - 1)
-        elif isinstance(e, exp.Column) and not e.table and e.name in names:
-            covered.add(names.index(e.name))
-        else:
-            for i, item in enumerate(items):
-                if (item.this if isinstance(item, exp.Alias) else item) == e:
-                    covered.add(i)
-    return covered >= set(range(len(items)))
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.this
+    return set(keys) >= set(range(len(tree.expressions)))
 
 
 def _signature(out: Outcome) -> tuple[str, str]:
