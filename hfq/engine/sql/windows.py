@@ -15,6 +15,7 @@ columns (symbol and date) run on the nodes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,10 +47,15 @@ class _Window:
     keys: list[pl.Expr]
     desc: list[bool]
     nulls_last: list[bool]
+    check: Callable[[pl.Expr], pl.Expr] | None = None
+    """Applied to what is evaluated per partition (a guard reading the partition's length
+    stays inside the window, so a window over the partition columns runs on the nodes)."""
 
     def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
         """``e`` per partition, evaluated over the partition's rows in window order."""
         part = self.part or [pl.lit(0)]
+        if self.check is not None:
+            e = self.check(e)
         if not ordered or not self.keys:
             return e.over(part)
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
@@ -286,10 +292,13 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64 and narrow_column(c, args[0], value):
         # a column of 32 bits or fewer, widened: no frame of fewer than 2^32 such values
-        # leaves BIGINT, so it is summed there (the 128-bit sum below cost 1.4x)
-        out = _framed(c, w, node, kind, value, dtype, spec)
-        return c.fail(out, pl.len() >= 2**32, node,
-                      "a window sum over 2^32 rows or more (it could leave BIGINT)")
+        # leaves BIGINT, so it is summed there (the 128-bit sum below cost 1.4x); the
+        # partition's length is checked inside the window (outside, pl.len() would be the
+        # whole frame's: not local, so the window could not run on the nodes)
+        def check(e: pl.Expr) -> pl.Expr:
+            return c.fail(e, pl.len() >= 2**32, node,
+                          "a window sum over 2^32 rows or more (it could leave BIGINT)")
+        return _framed(c, dataclasses.replace(w, check=check), node, kind, value, dtype, spec)
     if kind == "sum" and dtype == pl.Int64:
         # exact in 128 bits, as DuckDB's HUGEINT sum; past BIGINT it fails by name, as the
         # grouped sum does (F47: a running sum of -1 and -2^63 wrapped to 2^63 - 1)
