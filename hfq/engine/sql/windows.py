@@ -338,6 +338,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         # (doubles are summed in order, row after row, as DuckDB's running sum: the NULL
         # keys' whole-partition total was polars' sum, another rounding -- 1e300 + 2 - 1e300
         # then 102 more gave 0.0, DuckDB 102)
+        if key is not None and by is not None and _short_span(c, key) and \
+                (kind == "count" or (kind in ("sum", "mean") and dtype.is_integer())):
+            return w.over(_running_by(kind, value, dtype, key), ordered=False)
         if key is not None and by is not None:
             # one ascending time or narrow integer key: a rolling window over every smaller
             # key; the NULL keys come last, peers of each other: their frame is every row
@@ -379,6 +382,29 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
     return w.over(out, ordered=False)
+
+
+def _short_span(c: Compiles, key: pl.Expr) -> bool:
+    """Whether the key's physical integers lie within [-2^32, 2^47] whatever its values:
+    TIME (a day of nanoseconds), DATE (32 bits) and integers of 32 bits or fewer."""
+    kt = c.dtype(key)
+    return isinstance(kt, (pl.Time, pl.Date)) or kt in (
+        pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
+
+
+def _running_by(kind: str, value: pl.Expr, dtype: pl.DataType, key: pl.Expr) -> pl.Expr:
+    """The running RANGE count, or sum/avg of integers, over one ascending key whose span
+    :func:`_short_span` bounds, as one rolling window of 2^62 keys (reaching every smaller
+    key; nothing overflows that near 0): the NULL keys placed one past the largest key, so
+    that they come last, peers of each other, and their frame is every row (DuckDB's),
+    while no other row's frame reaches them.  A sum's frame holds a value when its key is at
+    least the smallest key of a row with a value (no second rolling count)."""
+    phys = key.to_physical().cast(pl.Int64)
+    by = phys.fill_null((phys.max() + 1).fill_null(0))
+    if kind != "sum":
+        return _by_range(kind, value, dtype, by, f"{2**62}i")
+    total = value.rolling_sum_by(by, f"{2**62}i", closed="right")
+    return pl.when(by >= pl.when(value.is_not_null()).then(by).min()).then(total)
 
 
 def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
