@@ -184,8 +184,9 @@ class Agg(Plain):
         dtype = self.dtype(x)
         x = x.cast(_F64)
         ddof = _SAMPLE[name]
-        var = _variance(x, ddof, dtype=dtype)   # DuckDB's deviation is the root of its variance (inf past
-        return var.sqrt() if name.startswith("stddev") else var   # DOUBLE's range: inf)
+        # DuckDB's deviation is the root of its variance (inf past DOUBLE's range: inf)
+        var = _variance(x, ddof, dtype=dtype)
+        return var.sqrt() if name.startswith("stddev") else var
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         dtype = self.dtype(x)
