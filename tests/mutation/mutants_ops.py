@@ -109,12 +109,6 @@ MUTANTS: list[Mutant] = [
            "is the first peers' (DuckDB: every row), and the smallest keys' frames hold them",
            (PLANS.format("test_running_range_frames_over_short_keys_are_duckdbs[sum-v-k1]"),
             PLANS.format("test_running_range_frames_over_null_keys_of_extremes[m]"))),
-    Mutant("ops-running-sum-of-no-value-is-0", "query-speed", "hfq/engine/sql/windows.py",
-           "    return pl.when(by >= pl.when(value.is_not_null()).then(by).min()).then(total)",
-           "    return total",
-           "a running RANGE sum whose frame holds no value is 0 (polars' rolling sum), not "
-           "NULL", (PLANS.format("test_running_range_frames_over_short_keys_are_duckdbs"
-                                 "[sum-v-small]"),)),
     Mutant("ops-divide-scalar-not-power-of-two", "query-speed", "hfq/engine/sql/literals.py",
            "    return abs(mantissa) == 0.5 and -1021 <= exponent - 1 <= 1021",
            "    return abs(mantissa) > 0 and -1021 <= exponent - 1 <= 1021",

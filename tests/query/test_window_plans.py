@@ -43,7 +43,7 @@ _SUB = ("(SELECT *, CASE WHEN bid > 110 THEN NULL ELSE tod END AS k1, "
         "CASE WHEN bid < 90 THEN NULL ELSE bidsiz END AS v FROM w) s")
 _RUNNING = [(f, v, k, part)
             for f in ("sum", "count", "avg")
-            for v in ("big", "v")
+            for v in ("bidsiz", "big", "v")
             for k in ("small", "tod", "k1", "k2", "k3")
             for part in ("", "PARTITION BY symbol, date ")]
 
@@ -59,7 +59,8 @@ def test_running_range_frames_over_short_keys_are_duckdbs(db, duck, case):
 def test_running_range_frames_over_null_keys_of_extremes(db, duck, table):
     sql = (f"SELECT ts, sum(bidsiz) OVER (ORDER BY small) AS a, count(big) OVER (ORDER BY "
            f"small) AS b, avg(big) OVER (ORDER BY small) AS c, sum(big) OVER (PARTITION BY "
-           f"symbol ORDER BY date) AS d, count(*) OVER (ORDER BY tod) AS e FROM {table} "
+           f"symbol ORDER BY date) AS d, count(*) OVER (ORDER BY tod) AS e, sum(bidsiz) OVER "
+           f"(PARTITION BY symbol ORDER BY small) AS f FROM {table} "
            "ORDER BY ts")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
 
