@@ -10,6 +10,7 @@ CONFIG = "tests/unit/test_config.py"
 MAINTENANCE = "tests/unit/test_maintenance.py"
 NODES = "tests/faults/test_nodes.py"
 WHERE = "tests/unit/test_where.py"
+PLANS = "tests/query/test_window_plans.py::{}"
 
 MUTANTS: list[Mutant] = [
     # -- a task pickled before this process's threads run units (the cluster fuzz hang) --
@@ -91,4 +92,27 @@ MUTANTS: list[Mutant] = [
            "if not ray_before and _ray_connected():", "if _ray_connected():",
            "main() shutting down a Ray connection its caller had open",
            (f"{CLI}::test_a_command_closes_the_ray_connection_it_opened",)),
+    # -- issue 24's query speed: the cheaper plans stay exact --
+    Mutant("ops-window-guard-outside-window", "query-speed", "hfq/engine/sql/windows.py",
+           "        return _framed(c, dataclasses.replace(w, check=check), node, kind, value, "
+           "dtype, spec)",
+           "        return c.fail(_framed(c, w, node, kind, value, dtype, spec), pl.len() >= "
+           "2**32, node, \"a window sum over 2^32 rows or more\")",
+           "the 2^32-row guard of a narrow window sum reads the whole frame's length: the "
+           "window is not local, and every column of every row goes to the driver",
+           (PLANS.format("test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_"
+                         "nodes"),)),
+    Mutant("ops-running-null-keys-first", "query-speed", "hfq/engine/sql/windows.py",
+           "    by = phys.fill_null((phys.max() + 1).fill_null(0))",
+           "    by = phys.fill_null(phys.min().fill_null(0))",
+           "the NULL keys of a running RANGE frame placed with the smallest key: their frame "
+           "is the first peers' (DuckDB: every row), and the smallest keys' frames hold them",
+           (PLANS.format("test_running_range_frames_over_short_keys_are_duckdbs[sum-v-k1]"),
+            PLANS.format("test_running_range_frames_over_null_keys_of_extremes[m]"))),
+    Mutant("ops-divide-scalar-not-power-of-two", "query-speed", "hfq/engine/sql/literals.py",
+           "    return abs(mantissa) == 0.5 and -1021 <= exponent - 1 <= 1021",
+           "    return abs(mantissa) > 0 and -1021 <= exponent - 1 <= 1021",
+           "any constant divisor left a scalar: polars multiplies by its reciprocal, one unit "
+           "in the last place off (epoch() / 1e6 made one timestamp two GROUP BY keys)",
+           ("tests/sql/test_findings.py::test_finding[F78]",)),
 ]

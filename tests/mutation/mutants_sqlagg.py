@@ -21,7 +21,7 @@ MUTANTS: list[Mutant] = [
            "        .when(~_finite(x)).then(_NAN).when(_flat(x))",
            "        .when(_flat(x))",
            "F48: a variance over inf/NaN values is polars' (0 or inf) where DuckDB says NaN",
-           (TRUST.format("spread_special_grouped"),)),
+           (TRUST.format("spread_special_grouped"), TRUST.format("spread_of_inf_literals"))),
     Mutant("sqlagg-spread-overflow-nan", AREA, AGG,
            "    spread = pl.when(spread.is_nan()).then(scaled).otherwise(spread)\n",
            "",

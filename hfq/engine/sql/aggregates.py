@@ -181,10 +181,12 @@ class Agg(Plain):
         return x.nan_max() if self.dtype(x).is_float() else x.max()
 
     def _moment(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
+        dtype = self.dtype(x)
         x = x.cast(_F64)
         ddof = _SAMPLE[name]
-        var = _variance(x, ddof)   # DuckDB's deviation is the root of its variance (inf past
-        return var.sqrt() if name.startswith("stddev") else var   # DOUBLE's range: inf)
+        # DuckDB's deviation is the root of its variance (inf past DOUBLE's range: inf)
+        var = _variance(x, ddof, dtype=dtype)
+        return var.sqrt() if name.startswith("stddev") else var
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         dtype = self.dtype(x)
@@ -359,19 +361,30 @@ def _deviation(x: pl.Expr) -> pl.Expr:
     return pl.when(up > down).then(up).otherwise(down)
 
 
-def _variance(x: pl.Expr, ddof: int) -> pl.Expr:
+def _variance(x: pl.Expr, ddof: int, *, dtype: pl.DataType | None = None) -> pl.Expr:
     """DuckDB's variance of the non-NULL ``x``: NULL with at most
     ``ddof`` values; 0 for one value (even inf or NaN); NaN when an inf or NaN is among two or
     more (Welford's update meets inf - inf); exactly 0 for a constant; else polars' (past
     DOUBLE's range, +inf: when finite values give NaN, their squares overflowed, so it is
     computed again over the values scaled by 2^-600 and scaled back).
 
+    ``dtype``: the type ``x`` was cast to DOUBLE from, when known.  Integers and DECIMALs
+    (below 2^129) have no inf or NaN, nor do their sums and squares leave DOUBLE's range, and
+    FLOAT's squares (below 2^256) do not either: those checks, each a pass over the values
+    per group, are left out where they cannot hold.
+
     Every part is a count, a sum, a min, a max or a variance, so the engine merges it across
     partitions.
     """
+    special = dtype is None or not (dtype.is_integer() or isinstance(dtype, pl.Decimal))
     n = x.count()
-    spread, scaled = x.var(ddof=ddof), (x * _DOWN).var(ddof=ddof) * _UP * _UP
-    spread = pl.when(spread.is_nan()).then(scaled).otherwise(spread)
+    spread = x.var(ddof=ddof)
+    if special and dtype != pl.Float32:
+        scaled = (x * _DOWN).var(ddof=ddof) * _UP * _UP
+        spread = pl.when(spread.is_nan()).then(scaled).otherwise(spread)
+    if not special:
+        return pl.when(n <= ddof).then(None).when(n == 1).then(pl.lit(0.0)) \
+            .when(_flat(x)).then(pl.lit(0.0)).otherwise(spread)
     return pl.when(n <= ddof).then(None).when(n == 1).then(pl.lit(0.0)) \
         .when(~_finite(x)).then(_NAN).when(_flat(x)).then(pl.lit(0.0)).otherwise(spread)
 
@@ -459,10 +472,13 @@ def _finite(*xs: pl.Expr) -> pl.Expr:
 
 
 def _flat(*xs: pl.Expr) -> pl.Expr:
-    """Whether one of ``xs`` holds one value only (min = max: mergeable)."""
+    """Whether one of ``xs`` holds one value only (min = max: mergeable), read only where
+    :func:`_finite` holds: there the NaN-propagating max is the max, and being the very
+    aggregate :func:`_finite` reads, it is one partial state for both (a third pass over
+    the values cost 6-7 % of a grouped stddev)."""
     out = pl.lit(False)
     for x in xs:
-        out = out | (x.min() == x.max())
+        out = out | (x.min() == x.nan_max())
     return out
 
 

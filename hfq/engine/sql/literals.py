@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -363,7 +364,21 @@ def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
     """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
     reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
     is made a column of itself: right times a column of ones (polars drops an added 0.0,
-    and 0.0 + -0.0 would lose a -0.0 divisor's sign)."""
-    if right.meta.root_names() or not left.meta.root_names():
+    and 0.0 + -0.0 would lose a -0.0 divisor's sign).  A divisor of +-2^k whose reciprocal
+    is a normal double is left a scalar: ``x * 2^-k`` and ``x / 2^k`` are then the rounding
+    of one real number, the same double (``(bid + ofr) / 2`` needs no column of ones)."""
+    if right.meta.root_names() or not left.meta.root_names() or _power_of_two(right):
         return left / right
     return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))
+
+
+def _power_of_two(e: pl.Expr) -> bool:
+    """Whether ``e`` (reading no column) is one DOUBLE +-2^k, -1021 <= k <= 1021."""
+    try:
+        values = pl.select(e).to_series()
+    except pl.exceptions.PolarsError:
+        return False
+    if values.len() != 1 or values.null_count() or values.dtype != pl.Float64:
+        return False
+    mantissa, exponent = math.frexp(values.item())
+    return abs(mantissa) == 0.5 and -1021 <= exponent - 1 <= 1021

@@ -15,6 +15,7 @@ columns (symbol and date) run on the nodes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,10 +47,15 @@ class _Window:
     keys: list[pl.Expr]
     desc: list[bool]
     nulls_last: list[bool]
+    check: Callable[[pl.Expr], pl.Expr] | None = None
+    """Applied to what is evaluated per partition (a guard reading the partition's length
+    stays inside the window, so a window over the partition columns runs on the nodes)."""
 
     def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
         """``e`` per partition, evaluated over the partition's rows in window order."""
         part = self.part or [pl.lit(0)]
+        if self.check is not None:
+            e = self.check(e)
         if not ordered or not self.keys:
             return e.over(part)
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
@@ -315,10 +321,13 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64 and narrow_column(c, args[0], value):
         # a column of 32 bits or fewer, widened: no frame of fewer than 2^32 such values
-        # leaves BIGINT, so it is summed there (the 128-bit sum below cost 1.4x)
-        out = _framed(c, w, node, kind, value, dtype, spec)
-        return c.fail(out, pl.len() >= 2**32, node,
-                      "a window sum over 2^32 rows or more (it could leave BIGINT)")
+        # leaves BIGINT, so it is summed there (the 128-bit sum below cost 1.4x); the
+        # partition's length is checked inside the window (outside, pl.len() would be the
+        # whole frame's: not local, so the window could not run on the nodes)
+        def check(e: pl.Expr) -> pl.Expr:
+            return c.fail(e, pl.len() >= 2**32, node,
+                          "a window sum over 2^32 rows or more (it could leave BIGINT)")
+        return _framed(c, dataclasses.replace(w, check=check), node, kind, value, dtype, spec)
     if kind == "sum" and dtype == pl.Int64:
         # exact in 128 bits, as DuckDB's HUGEINT sum; past BIGINT it fails by name, as the
         # grouped sum does (F47: a running sum of -1 and -2^63 wrapped to 2^63 - 1)
@@ -358,6 +367,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         # (doubles are summed in order, row after row, as DuckDB's running sum: the NULL
         # keys' whole-partition total was polars' sum, another rounding -- 1e300 + 2 - 1e300
         # then 102 more gave 0.0, DuckDB 102)
+        if key is not None and by is not None and _short_span(c, key) and \
+                (kind == "count" or (kind in ("sum", "mean") and dtype.is_integer())):
+            return w.over(_running_by(kind, value, dtype, key), ordered=False)
         if key is not None and by is not None:
             # one ascending time or narrow integer key: a rolling window over every smaller
             # key; the NULL keys come last, peers of each other: their frame is every row
@@ -399,6 +411,29 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
     return w.over(out, ordered=False)
+
+
+def _short_span(c: Compiles, key: pl.Expr) -> bool:
+    """Whether the key's physical integers lie within [-2^32, 2^47] whatever its values:
+    TIME (a day of nanoseconds), DATE (32 bits) and integers of 32 bits or fewer."""
+    kt = c.dtype(key)
+    return isinstance(kt, (pl.Time, pl.Date)) or kt in (
+        pl.Int8, pl.Int16, pl.Int32, pl.UInt8, pl.UInt16, pl.UInt32)
+
+
+def _running_by(kind: str, value: pl.Expr, dtype: pl.DataType, key: pl.Expr) -> pl.Expr:
+    """The running RANGE count, or sum/avg of integers, over one ascending key whose span
+    :func:`_short_span` bounds, as one rolling window of 2^62 keys (reaching every smaller
+    key; nothing overflows that near 0): the NULL keys placed one past the largest key, so
+    that they come last, peers of each other, and their frame is every row (DuckDB's),
+    while no other row's frame reaches them.  A sum's frame holds a value when its key is at
+    least the smallest key of a row with a value (no second rolling count)."""
+    phys = key.to_physical().cast(pl.Int64)
+    by = phys.fill_null((phys.max() + 1).fill_null(0))
+    if kind != "sum":
+        return _by_range(kind, value, dtype, by, f"{2**62}i")
+    total = value.rolling_sum_by(by, f"{2**62}i", closed="right")
+    return pl.when(by >= pl.when(value.is_not_null()).then(by).min()).then(total)
 
 
 def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
