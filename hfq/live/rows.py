@@ -81,10 +81,25 @@ class _Run:
     seq: np.ndarray
     pseq: np.ndarray
     day: np.ndarray
+    tops: dict[tuple[int, int], int] | None = None
+    """(day code, publisher code) -> the run's last sequence number of them (None: not
+    known yet, :meth:`top`)."""
 
     @property
     def rows(self) -> int:
         return self.table.num_rows
+
+    def top(self) -> dict[tuple[int, int], int]:
+        """:attr:`tops`, found once: a run's rows never change, so a snapshot asking the
+        live days of a partition looks at a few numbers per run, not at every row."""
+        if self.tops is None:
+            key = self.day * (int(self.pub.max(initial=0)) + 1) + self.pub
+            order = np.lexsort((self.seq, key))
+            ends = np.flatnonzero(np.diff(key[order], append=-1)) if len(key) else order
+            last = order[ends]
+            self.tops = {(int(d), int(p)): int(q) for d, p, q in
+                         zip(self.day[last], self.pub[last], self.seq[last])}
+        return self.tops
 
 
 def _joined(a: _Run, b: _Run) -> _Run:
@@ -93,8 +108,11 @@ def _joined(a: _Run, b: _Run) -> _Run:
     table = _concat([a.table, b.table])
     if table.column(0).num_chunks > _CHUNKS:
         table = table.combine_chunks()
+    tops = dict(a.top())
+    for k, q in b.top().items():
+        tops[k] = max(q, tops.get(k, q))
     return _Run(table, np.concatenate([a.pub, b.pub]), np.concatenate([a.seq, b.seq]),
-                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]))
+                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]), tops)
 
 
 def _series(name: str, column: pa.ChunkedArray | pa.Array) -> pl.Series:
@@ -159,13 +177,17 @@ class PartRows:
                              f"slices of {int(sizes.sum())}")
         cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
                 for i in range(4)]
+        tops: dict[tuple[int, int], int] = {}
+        for pub, seq, _, day, n in self.tail:
+            if n:
+                tops[day, pub] = max(seq, tops.get((day, pub), seq))
         self.tail = []
         if not table.num_rows:
             return
         if any(c.num_chunks != 1 for c in table.columns):
             table = _combine([table])
         runs = self.body
-        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3]))
+        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3], tops))
         for name, series in self.columns.items():
             series.append(_series(name, table.column(name)))
             if series.n_chunks() > _CHUNKS:
@@ -221,8 +243,7 @@ class PartRows:
         limit = self._cut_limits(cut)
         codes: set[int] = set()
         for run in self.body:
-            if run.rows:
-                codes.update(np.unique(run.day[run.seq > limit[run.day, run.pub]]).tolist())
+            codes.update(d for (d, p), top in run.top().items() if top > limit[d, p])
         for pub, seq, _, day, _ in self.tail:
             text = self.days[day]
             if text is not None and seq > cut.get(str(text), {}).get(self.pubs[pub], -1):
@@ -335,7 +356,9 @@ class Pending:
 
     def flush(self) -> None:
         batches, self.batches = self.batches, []
-        if len(batches) == 1:   # a read after each batch: its slices as they are
+        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == len(batches[0][0]):
+            # a read after each batch: its slices as they are (unless a partition has two
+            # slices of it, of two days: the take below puts them together)
             slices, rows = batches[0]
             offset = 0
             for part, n in slices:

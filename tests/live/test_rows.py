@@ -4,8 +4,8 @@ reading them (which flush the pending batches and keep the columns they read as 
 write-downs dropping a prefix, the rows a snapshot reads of each partition -- as Arrow
 (``take``) and as the polars frame the engine reads (``take_frame``) -- are exactly those of
 an oracle that keeps every slice in a plain list and filters it by the same rule
-(publisher's slice numbers and sequence numbers, the written-down cut), in arrival order.
-Ray-free.
+(publisher's slice numbers and sequence numbers, the written-down cut), in arrival order;
+and the days a snapshot is told a partition has live rows of are the oracle's.  Ray-free.
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
                 cut = {DAYS[0]: {"a": cut_a}} if cut_a >= 0 else {}
                 pending.flush()
                 for part, mine in zip(parts, held):
+                    assert part.live_days(cut) == sorted(
+                        {day for pub, seq, _, day, rows in mine
+                         if rows.num_rows and seq > cut.get(day, {}).get(pub, -1)})
                     want = expected(mine, seqs, picks, cut, columns)
                     frame = part.take_frame(seqs, picks, cut, columns)
                     if want.height == 0:
@@ -117,6 +120,8 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
                     gone = part.dropped.get("a", (0, 0))[0]
                     held[i] = [h for h in held[i] if not (h[0] == "a" and h[2] <= gone)]
                     assert part.rows == sum(h[4].num_rows for h in held[i])
+                    assert part.live_days({}) == sorted(
+                        {h[3] for h in held[i] if h[4].num_rows})
     finally:
         liverows.TAIL = saved
 
@@ -144,3 +149,28 @@ def test_a_partition_read_before_its_rows_arrive_is_refused():
         part.take({"a": 1}, {"a": (1, 1)}, {}, ["n"])
     with pytest.raises(ValueError, match="2 rows for slices of 3"):
         part.extend(slice_rows(2, 0, False))
+
+
+@pytest.mark.parametrize("flush_every", [1, 3, 10])
+def test_a_day_is_live_until_the_cut_holds_its_last_slice(flush_every):
+    """A snapshot is told a partition has live rows of a day while any slice of it is newer
+    than the written-down cut -- one publisher's ten slices of one day (another's of the
+    next day beside them), their runs made by flushes of 1, 3 or 10 batches, joined, and
+    rebuilt by a drop: the oracle is the list of slices."""
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    for i in range(1, 11):
+        part.add("a", i, i, DAYS[0], 2)
+        part.add("b", i, i, DAYS[1], 1)
+        pending.add([(part, 2), (part, 1)], slice_rows(3, 3 * i, True))
+        if i % flush_every == 0:
+            pending.flush()
+    pending.flush()
+    for dropped in (0, 4):
+        if dropped:
+            part.drop({DAYS[0]: {"a": dropped}}, 3)   # a run rebuilt from the rows kept
+        for k in range(12):
+            want = ([DAYS[0]] if k < 10 else []) + [DAYS[1]]
+            assert part.live_days({DAYS[0]: {"a": k}}) == want, (dropped, k)
+        assert part.live_days({DAYS[0]: {"a": 10}, DAYS[1]: {"b": 9}}) == [DAYS[1]]
+        assert part.live_days({DAYS[0]: {"a": 10}, DAYS[1]: {"b": 10}}) == []

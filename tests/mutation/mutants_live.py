@@ -124,4 +124,27 @@ MUTANTS: list[Mutant] = [
            "order while the codes count days in order of appearance: rows filed under "
            "another day's partition",
            (f"{ROUTE}::test_every_batch_routes_as_the_scheme_does",)),
+    Mutant("live-days-joined-run-oldest", "live", "hfq/live/rows.py",
+           "        tops[k] = max(q, tops.get(k, q))\n",
+           "        tops[k] = min(q, tops.get(k, q))\n",
+           "two runs joined keep the older run's last sequence number per day and publisher: "
+           "a day whose later rows are not written down is reported as written down, and a "
+           "snapshot skips its live rows",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice")),
+    Mutant("live-days-first-slice", "live", "hfq/live/rows.py",
+           "                tops[day, pub] = max(seq, tops.get((day, pub), seq))\n",
+           "                tops.setdefault((day, pub), seq)\n",
+           "a new run remembers the first slice's sequence number of each day and publisher, "
+           "not the last: its later rows are taken for written down by a cut between them",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice")),
+    Mutant("live-flush-one-batch-two-days", "live", "hfq/live/rows.py",
+           "        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == "
+           "len(batches[0][0]):\n",
+           "        if len(batches) == 1:\n",
+           "a batch read on its own handed over slice by slice even when a partition has two "
+           "slices of it (two days, a table not partitioned by date): the read fails",
+           (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
+            f"{PUBLISH}::test_a_batch_of_two_days_in_a_partition_without_a_date_level")),
 ]
