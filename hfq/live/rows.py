@@ -40,6 +40,9 @@ TAIL = 128
 _CHUNKS = 32
 """Chunks a kept polars column may have before it is made one again."""
 
+Stat = tuple[int, int, int, int]
+"""Least and greatest sequence number, least and greatest slice number."""
+
 
 class Runs:
     """Sorted, disjoint runs of slice numbers ``[lo, hi]``."""
@@ -81,25 +84,30 @@ class _Run:
     seq: np.ndarray
     pseq: np.ndarray
     day: np.ndarray
-    tops: dict[tuple[int, int], int] | None = None
-    """(day code, publisher code) -> the run's last sequence number of them (None: not
-    known yet, :meth:`top`)."""
+    stats: dict[tuple[int, int], Stat] | None = None
+    """(day code, publisher code) -> the run's least and greatest sequence number and
+    slice number of them (None: not known yet, :meth:`stat`)."""
 
     @property
     def rows(self) -> int:
         return self.table.num_rows
 
-    def top(self) -> dict[tuple[int, int], int]:
-        """:attr:`tops`, found once: a run's rows never change, so a snapshot asking the
-        live days of a partition looks at a few numbers per run, not at every row."""
-        if self.tops is None:
+    def stat(self) -> dict[tuple[int, int], Stat]:
+        """:attr:`stats`, found once: a run's rows never change, so a snapshot looks at a
+        few numbers per run -- which days are live, whether it takes all of the run or none
+        -- not at every row."""
+        if self.stats is None:
             key = self.day * (int(self.pub.max(initial=0)) + 1) + self.pub
-            order = np.lexsort((self.seq, key))
-            ends = np.flatnonzero(np.diff(key[order], append=-1)) if len(key) else order
-            last = order[ends]
-            self.tops = {(int(d), int(p)): int(q) for d, p, q in
-                         zip(self.day[last], self.pub[last], self.seq[last])}
-        return self.tops
+            order = np.argsort(key, kind="stable")
+            starts = np.flatnonzero(np.diff(key[order], prepend=-1)) if len(key) else order
+            first = order[starts]
+            seq, pseq = self.seq[order], self.pseq[order]
+            self.stats = {
+                (int(d), int(p)): (int(a), int(b), int(c), int(e)) for d, p, a, b, c, e in zip(
+                    self.day[first], self.pub[first], np.minimum.reduceat(seq, starts),
+                    np.maximum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),
+                    np.maximum.reduceat(pseq, starts))} if len(key) else {}
+        return self.stats
 
 
 def _joined(a: _Run, b: _Run) -> _Run:
@@ -108,11 +116,15 @@ def _joined(a: _Run, b: _Run) -> _Run:
     table = _concat([a.table, b.table])
     if table.column(0).num_chunks > _CHUNKS:
         table = table.combine_chunks()
-    tops = dict(a.top())
-    for k, q in b.top().items():
-        tops[k] = max(q, tops.get(k, q))
+    stats = dict(a.stat())
+    for k, st in b.stat().items():
+        stats[k] = _spanning(stats.get(k, st), st)
     return _Run(table, np.concatenate([a.pub, b.pub]), np.concatenate([a.seq, b.seq]),
-                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]), tops)
+                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]), stats)
+
+
+def _spanning(a: Stat, b: Stat) -> Stat:
+    return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3])
 
 
 def _series(name: str, column: pa.ChunkedArray | pa.Array) -> pl.Series:
@@ -177,17 +189,18 @@ class PartRows:
                              f"slices of {int(sizes.sum())}")
         cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
                 for i in range(4)]
-        tops: dict[tuple[int, int], int] = {}
-        for pub, seq, _, day, n in self.tail:
+        stats: dict[tuple[int, int], Stat] = {}
+        for pub, seq, pseq, day, n in self.tail:
             if n:
-                tops[day, pub] = max(seq, tops.get((day, pub), seq))
+                one = (seq, seq, pseq, pseq)
+                stats[day, pub] = _spanning(stats.get((day, pub), one), one)
         self.tail = []
         if not table.num_rows:
             return
         if any(c.num_chunks != 1 for c in table.columns):
             table = _combine([table])
         runs = self.body
-        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3], tops))
+        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3], stats))
         for name, series in self.columns.items():
             series.append(_series(name, table.column(name)))
             if series.n_chunks() > _CHUNKS:
@@ -230,6 +243,14 @@ class PartRows:
         limit = self._cut_limits(cut) if cut else None
         out = []
         for run in self.body:
+            every, none = True, True
+            for (d, p), (s0, s1, p0, p1) in run.stat().items():
+                cut_to = limit[d, p] if limit is not None else -1
+                every = every and s1 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and s0 > cut_to
+                none = none and (s0 > top[p] or p1 < lo[p] or p0 > hi[p] or s1 <= cut_to)
+            if every or none:   # the whole run or none of it: no row looked at
+                out.append((run, np.full(run.rows, every)))
+                continue
             keep = (run.seq <= top[run.pub]) & (run.pseq >= lo[run.pub]) \
                 & (run.pseq <= hi[run.pub])
             if limit is not None:
@@ -243,7 +264,7 @@ class PartRows:
         limit = self._cut_limits(cut)
         codes: set[int] = set()
         for run in self.body:
-            codes.update(d for (d, p), top in run.top().items() if top > limit[d, p])
+            codes.update(d for (d, p), st in run.stat().items() if st[1] > limit[d, p])
         for pub, seq, _, day, _ in self.tail:
             text = self.days[day]
             if text is not None and seq > cut.get(str(text), {}).get(self.pubs[pub], -1):

@@ -10,6 +10,8 @@ and the days a snapshot is told a partition has live rows of are the oracle's.  
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -174,3 +176,35 @@ def test_a_day_is_live_until_the_cut_holds_its_last_slice(flush_every):
             assert part.live_days({DAYS[0]: {"a": k}}) == want, (dropped, k)
         assert part.live_days({DAYS[0]: {"a": 10}, DAYS[1]: {"b": 9}}) == [DAYS[1]]
         assert part.live_days({DAYS[0]: {"a": 10}, DAYS[1]: {"b": 10}}) == []
+
+
+@pytest.mark.parametrize("flush_every", [1, 3, 10])
+def test_every_snapshot_of_runs_spanning_many_batches(flush_every):
+    """A run holds several batches (a flush of 3 or 10; joined runs): a snapshot taking the
+    whole run or none of it by the run's least and greatest numbers must still see exactly
+    the oracle's rows for every sequence limit, slice range and written-down cut."""
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    held = []
+    for i in range(1, 11):
+        part.add("a", i, i, DAYS[0], 2)
+        part.add("b", i, i, DAYS[0], 1)
+        rows = slice_rows(3, 3 * i, i % 2 == 0)
+        held += [("a", i, i, DAYS[0], rows.slice(0, 2)), ("b", i, i, DAYS[0], rows.slice(2, 1))]
+        pending.add([(part, 2), (part, 1)], rows)
+        if i % flush_every == 0:
+            pending.flush()
+    pending.flush()
+    for top in range(0, 12):
+        for lo, hi in ((1, 10), (4, 10), (1, 6), (3, 7)):
+            for cut_a, b_too in itertools.product(range(-1, 12), (False, True)):
+                b_top, b_picks, b_cut = (top, (lo, hi), cut_a) if b_too else (10, (1, 10), -1)
+                seqs, picks = {"a": top, "b": b_top}, {"a": (lo, hi), "b": b_picks}
+                cut = {DAYS[0]: {"a": cut_a, "b": b_cut}}
+                want = expected(held, seqs, picks, cut, ["n", "bid"])
+                got = pl.from_arrow(part.take(seqs, picks, cut, ["n", "bid"]))
+                assert isinstance(got, pl.DataFrame)
+                if want.height == 0:
+                    assert got.height == 0
+                    continue
+                same(got, want)

@@ -125,16 +125,16 @@ MUTANTS: list[Mutant] = [
            "another day's partition",
            (f"{ROUTE}::test_every_batch_routes_as_the_scheme_does",)),
     Mutant("live-days-joined-run-oldest", "live", "hfq/live/rows.py",
-           "        tops[k] = max(q, tops.get(k, q))\n",
-           "        tops[k] = min(q, tops.get(k, q))\n",
+           "        stats[k] = _spanning(stats.get(k, st), st)\n",
+           "        stats[k] = stats.get(k, st)\n",
            "two runs joined keep the older run's last sequence number per day and publisher: "
            "a day whose later rows are not written down is reported as written down, and a "
            "snapshot skips its live rows",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice")),
     Mutant("live-days-first-slice", "live", "hfq/live/rows.py",
-           "                tops[day, pub] = max(seq, tops.get((day, pub), seq))\n",
-           "                tops.setdefault((day, pub), seq)\n",
+           "                stats[day, pub] = _spanning(stats.get((day, pub), one), one)\n",
+           "                stats.setdefault((day, pub), one)\n",
            "a new run remembers the first slice's sequence number of each day and publisher, "
            "not the last: its later rows are taken for written down by a cut between them",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
@@ -147,4 +147,23 @@ MUTANTS: list[Mutant] = [
            "slices of it (two days, a table not partitioned by date): the read fails",
            (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
             f"{PUBLISH}::test_a_batch_of_two_days_in_a_partition_without_a_date_level")),
+    Mutant("live-run-whole-by-least-seq", "live", "hfq/live/rows.py",
+           "                every = every and s1 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and "
+           "s0 > cut_to\n",
+           "                every = every and s0 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and "
+           "s0 > cut_to\n",
+           "a run taken whole by a snapshot when its first batch is within the snapshot, "
+           "though later ones are not: rows of a batch not yet acknowledged everywhere are "
+           "half-visible",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
+    Mutant("live-run-none-by-cut-least", "live", "hfq/live/rows.py",
+           "                none = none and (s0 > top[p] or p1 < lo[p] or p0 > hi[p] or "
+           "s1 <= cut_to)\n",
+           "                none = none and (s0 > top[p] or p1 < lo[p] or p0 > hi[p] or "
+           "s0 <= cut_to)\n",
+           "a run skipped by a snapshot when its first batch is written down, though later "
+           "ones are not: live rows missing from the query",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
 ]
