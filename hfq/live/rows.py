@@ -97,16 +97,7 @@ class _Run:
         few numbers per run -- which days are live, whether it takes all of the run or none
         -- not at every row."""
         if self.stats is None:
-            key = self.day * (int(self.pub.max(initial=0)) + 1) + self.pub
-            order = np.argsort(key, kind="stable")
-            starts = np.flatnonzero(np.diff(key[order], prepend=-1)) if len(key) else order
-            first = order[starts]
-            seq, pseq = self.seq[order], self.pseq[order]
-            self.stats = {
-                (int(d), int(p)): (int(a), int(b), int(c), int(e)) for d, p, a, b, c, e in zip(
-                    self.day[first], self.pub[first], np.minimum.reduceat(seq, starts),
-                    np.maximum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),
-                    np.maximum.reduceat(pseq, starts))} if len(key) else {}
+            self.stats = _stats(self.day, self.pub, self.seq, self.pseq)
         return self.stats
 
 
@@ -121,6 +112,22 @@ def _joined(a: _Run, b: _Run) -> _Run:
         stats[k] = _spanning(stats.get(k, st), st)
     return _Run(table, np.concatenate([a.pub, b.pub]), np.concatenate([a.seq, b.seq]),
                 np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]), stats)
+
+
+def _stats(day: np.ndarray, pub: np.ndarray, seq: np.ndarray, pseq: np.ndarray
+           ) -> dict[tuple[int, int], Stat]:
+    """(day code, publisher code) -> the least and greatest ``seq`` and ``pseq`` of them."""
+    if not len(day):
+        return {}
+    key = day * (int(pub.max()) + 1) + pub
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.diff(key[order], prepend=-1))
+    first = order[starts]
+    seq, pseq = seq[order], pseq[order]
+    return {(int(d), int(p)): (int(a), int(b), int(c), int(e)) for d, p, a, b, c, e in zip(
+        day[first], pub[first], np.minimum.reduceat(seq, starts),
+        np.maximum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),
+        np.maximum.reduceat(pseq, starts))}
 
 
 def _spanning(a: Stat, b: Stat) -> Stat:
@@ -183,17 +190,14 @@ class PartRows:
         queries get the new rows (only they are converted)."""
         if not self.tail:
             return
-        sizes = np.array([s[4] for s in self.tail], dtype=np.int64)
+        tail = np.array(self.tail, dtype=np.int64)   # a slice a row: pub, seq, pseq, day, rows
+        sizes = tail[:, 4]
         if int(sizes.sum()) != table.num_rows:
             raise ValueError(f"live rows of partition {self.key}: {table.num_rows} rows for "
                              f"slices of {int(sizes.sum())}")
-        cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
-                for i in range(4)]
-        stats: dict[tuple[int, int], Stat] = {}
-        for pub, seq, pseq, day, n in self.tail:
-            if n:
-                one = (seq, seq, pseq, pseq)
-                stats[day, pub] = _spanning(stats.get((day, pub), one), one)
+        cols = [np.repeat(tail[:, i], sizes) for i in range(4)]
+        used = tail[sizes > 0]
+        stats = _stats(used[:, 3], used[:, 0], used[:, 1], used[:, 2])
         self.tail = []
         if not table.num_rows:
             return

@@ -132,13 +132,15 @@ MUTANTS: list[Mutant] = [
            "snapshot skips its live rows",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice")),
-    Mutant("live-days-first-slice", "live", "hfq/live/rows.py",
-           "                stats[day, pub] = _spanning(stats.get((day, pub), one), one)\n",
-           "                stats.setdefault((day, pub), one)\n",
-           "a new run remembers the first slice's sequence number of each day and publisher, "
-           "not the last: its later rows are taken for written down by a cut between them",
+    Mutant("live-stats-greatest-seq-least", "live", "hfq/live/rows.py",
+           "        np.maximum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),\n",
+           "        np.minimum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),\n",
+           "a run's greatest sequence number per day and publisher taken as its least: a day "
+           "whose later rows are not written down is reported as written down, and a run "
+           "cut through by a snapshot is taken whole",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
-            f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice")),
+            f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
     Mutant("live-flush-one-batch-two-days", "live", "hfq/live/rows.py",
            "        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == "
            "len(batches[0][0]):\n",
