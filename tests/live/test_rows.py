@@ -128,10 +128,14 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
         liverows.TAIL = saved
 
 
-def test_a_query_after_each_slice_converts_each_row_once():
+def test_a_query_after_each_slice_converts_each_row_once(monkeypatch):
     """The columns a query reads are kept as polars and only the new slice's rows are
-    converted: after 200 slices read one by one, the kept column holds every row once, in
-    few chunks."""
+    converted: after 200 slices read one by one, each row was converted once and the kept
+    column holds every row once, in few chunks."""
+    converted = []
+    convert = liverows._series
+    monkeypatch.setattr(liverows, "_series",
+                        lambda name, column: converted.append(len(column)) or convert(name, column))
     part = PartRows(["2024-01-02", 0])
     pending = Pending()
     for i in range(200):
@@ -140,8 +144,31 @@ def test_a_query_after_each_slice_converts_each_row_once():
         pending.flush()
         frame = part.take_frame({"a": i + 1}, {"a": (1, i + 1)}, {}, ["n"])
         assert frame is not None and frame["n"].to_list() == list(range(3 * i + 3))
-    assert part.columns["n"].n_chunks() <= liverows._CHUNKS + 1
-    assert len(part.body) <= 2 * 9   # a binary counter of runs: O(log n)
+    assert frame["n"].n_chunks() <= len(part.body) <= 2 * 9   # a binary counter: O(log n)
+    assert all(run.frames["n"].n_chunks() == 1 for run in part.body)
+    assert sum(converted) == 600
+
+
+def test_runs_stop_joining_past_their_size(monkeypatch):
+    """Past RUN_ROWS rows runs are no longer joined (a join never copies more), and a read
+    still sees every row once, in order, from the runs' kept polars columns."""
+    monkeypatch.setattr(liverows, "RUN_ROWS", 16)
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    for i in range(100):
+        part.add("a", i + 1, i + 1, DAYS[0], 3)
+        pending.add([(part, 3)], slice_rows(3, 3 * i, i % 2 == 0))
+        pending.flush()
+        if i % 7 == 0:
+            frame = part.take_frame({"a": i + 1}, {"a": (1, i + 1)}, {}, ["n", "symbol"])
+            assert frame is not None and frame["n"].to_list() == list(range(3 * i + 3))
+    assert all(run.rows <= 16 for run in part.body)
+    assert 300 // 16 <= len(part.body) <= 300 // 16 + 2 * 4
+    frame = part.take_frame({"a": 100}, {"a": (40, 100)}, {}, ["symbol", "n"])
+    want = expected([("a", q, q, DAYS[0], slice_rows(3, 3 * (q - 1), q % 2 == 1))
+                     for q in range(1, 101)], {"a": 100}, {"a": (40, 100)}, {}, ["symbol", "n"])
+    assert frame is not None
+    same(frame, want)
 
 
 def test_a_partition_read_before_its_rows_arrive_is_refused():

@@ -168,4 +168,18 @@ MUTANTS: list[Mutant] = [
            "ones are not: live rows missing from the query",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
+    Mutant("live-runs-joined-past-cap", "live", "hfq/live/rows.py",
+           "                runs[-2].rows + runs[-1].rows <= RUN_ROWS:\n",
+           "                True:\n",
+           "runs joined whatever their size: a publish or read that completes a binary "
+           "counter copies a whole partition (a stall of the ack growing with the day)",
+           (f"{ROWS}::test_runs_stop_joining_past_their_size",)),
+    Mutant("live-joined-run-forgets-series", "live", "hfq/live/rows.py",
+           "              for name in a.frames.keys() | b.frames.keys()}   # a read: a chunk "
+           "a run\n",
+           "              for name in a.frames.keys() & b.frames.keys()}   # a read: a chunk "
+           "a run\n",
+           "a joined run keeps only the polars columns both parts had: after a new batch's run "
+           "is joined, the next read converts the whole joined run again",
+           (f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once",)),
 ]
