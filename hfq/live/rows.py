@@ -212,8 +212,15 @@ class PartRows:
             raise ValueError(f"live rows of partition {self.key}: {table.num_rows} rows for "
                              f"slices of {int(sizes.sum())}")
         cols = [np.repeat(tail[:, i], sizes) for i in range(4)]
-        used = tail[sizes > 0]
-        stats = _stats(used[:, 3], used[:, 0], used[:, 1], used[:, 2])
+        if len(self.tail) <= 8:   # a batch or a few (a read after each): no numpy calls
+            stats: dict[tuple[int, int], Stat] = {}
+            for pub, seq, pseq, day, n in self.tail:
+                if n:
+                    one = (seq, seq, pseq, pseq)
+                    stats[day, pub] = _spanning(stats.get((day, pub), one), one)
+        else:
+            used = tail[sizes > 0]
+            stats = _stats(used[:, 3], used[:, 0], used[:, 1], used[:, 2])
         self.tail = []
         if not table.num_rows:
             return

@@ -36,7 +36,8 @@ MUTANTS: list[Mutant] = [
            "                pass\n",
            "a read of live rows ignoring its version's written-down cut: rows written down "
            "and still held are counted twice (files and live)",
-           (f"{WRITEDOWN}::test_a_query_planned_before_the_write_down_sees_each_row_once",)),
+           (f"{WRITEDOWN}::test_a_query_planned_before_the_write_down_sees_each_row_once",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
     Mutant("live-offset-off-by-one", "live", "hfq/live/subscribe.py",
            "            self._delivered[pub] = seq\n",
            "            self._delivered[pub] = seq - 1\n",
@@ -82,18 +83,12 @@ MUTANTS: list[Mutant] = [
            "rows read back with other rows' symbols",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
     Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
-           "            series.append(_series(name, table.column(name)))\n",
-           "            pass\n",
-           "the polars columns kept for queries not extended by a newly merged run: a query "
+           "    frames = {name: pl.concat([a.series(name), b.series(name)], rechunk=True)\n",
+           "    frames = {name: a.series(name)\n",
+           "the polars columns kept for queries not given a newly joined run's rows: a query "
            "after a batch misses the batch's rows (or reads rows out of step with the mask)",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once")),
-    Mutant("live-rows-kept-column-after-drop", "live", "hfq/live/rows.py",
-           "        self.columns = {}\n",
-           "        pass\n",
-           "the polars columns kept for queries outliving a write-down's drop: rows written "
-           "down and dropped are read again from the stale copy",
-           (f"{ROWS}::test_every_read_gives_the_oracles_rows",)),
     Mutant("live-conform-skipped-always", "live", "hfq/schema.py",
            "        if table.schema.equals(exact, check_metadata=True):",
            "        if True:",
@@ -182,4 +177,12 @@ MUTANTS: list[Mutant] = [
            "a joined run keeps only the polars columns both parts had: after a new batch's run "
            "is joined, the next read converts the whole joined run again",
            (f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once",)),
+    Mutant("live-days-first-slice", "live", "hfq/live/rows.py",
+           "                    stats[day, pub] = _spanning(stats.get((day, pub), one), one)\n",
+           "                    stats.setdefault((day, pub), one)\n",
+           "a new run of a few slices remembers the first slice's numbers of each day and "
+           "publisher, not the span: its later rows are taken for written down by a cut "
+           "between them",
+           (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
 ]
