@@ -6,7 +6,7 @@ partition and one day).  Each row carries its slice's publisher, sequence number
 publishers up to these sequence numbers, these slice numbers, not what the written-down cut
 holds" -- is one vectorised mask per run of the partition, not a loop over its slices.  A
 node's new batches wait (:class:`Pending`) and are given to their partitions together every
-:data:`TAIL` batches or :data:`TAIL_ROWS` rows, or when a query reads.
+:data:`TAIL` batches, or when a query reads.
 
 Examples
 --------
@@ -35,10 +35,6 @@ import pyarrow.compute as pc
 __all__ = ["PartRows", "Pending", "Runs", "columns_of", "same_rows"]
 
 TAIL = 128
-TAIL_ROWS = 1 << 14
-"""Rows past which a node's pending batches are given to their partitions too: the publish
-that fills the tail pays for the handover (~1 us a row), so it is bounded by rows as well as
-by batches (128 batches of 1,000 rows took one ack 100+ ms)."""
 """Batches a node holds before their rows are given to their partitions."""
 
 _CHUNKS = 32
@@ -382,14 +378,13 @@ def columns_of(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
 
 class Pending:
     """A node's batches held whose rows are not yet in their partitions' runs: every
-    :data:`TAIL` batches or :data:`TAIL_ROWS` rows, or before a read, they are combined at
-    once -- one concatenation of the batches, one compaction, one take that orders the rows
-    partition after partition -- and each partition gets its rows as one slice of that (not
-    16 small concatenations of slices a batch).  The caller holds the lock."""
+    :data:`TAIL` batches, or before a read, they are combined at once -- one concatenation
+    of the batches, one compaction, one take that orders the rows partition after
+    partition -- and each partition gets its rows as one slice of that (not 16 small
+    concatenations of slices a batch).  The caller holds the lock."""
 
     def __init__(self) -> None:
         self.batches: list[tuple[list[tuple[PartRows, int]], pa.Table]] = []
-        self.rows = 0
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -398,12 +393,11 @@ class Pending:
         """A batch's ``rows``, slice after slice: each slice's partition (that has had it
         :meth:`PartRows.add`-ed) and its rows."""
         self.batches.append((slices, rows))
-        self.rows += rows.num_rows
-        if len(self.batches) >= TAIL or self.rows >= TAIL_ROWS:
+        if len(self.batches) >= TAIL:
             self.flush()
 
     def flush(self) -> None:
-        batches, self.batches, self.rows = self.batches, [], 0
+        batches, self.batches = self.batches, []
         if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == len(batches[0][0]):
             # a read after each batch: its slices as they are (unless a partition has two
             # slices of it, of two days: the take below puts them together)

@@ -235,23 +235,3 @@ def test_every_snapshot_of_runs_spanning_many_batches(flush_every):
                     assert got.height == 0
                     continue
                 same(got, want)
-
-
-def test_pending_batches_are_handed_over_by_rows_too(monkeypatch):
-    """A node hands its pending batches to their partitions once they hold TAIL_ROWS rows,
-    even before TAIL batches (the publish that fills the tail pays for the handover), and
-    the rows read are the oracle's."""
-    monkeypatch.setattr(liverows, "TAIL_ROWS", 10)
-    part = PartRows(["2024-01-02", 0])
-    pending = Pending()
-    held = []
-    for i in range(1, 8):
-        part.add("a", i, i, DAYS[0], 4)
-        rows = slice_rows(4, 4 * i, True)
-        held.append(("a", i, i, DAYS[0], rows))
-        pending.add([(part, 4)], rows)
-        assert len(pending) == (0 if i % 3 == 0 else i % 3), i   # 12 rows >= 10: handed over
-    pending.flush()
-    got = part.take_frame({"a": 7}, {"a": (1, 7)}, {}, ["n", "symbol", "bid"])
-    assert got is not None
-    same(got, expected(held, {"a": 7}, {"a": (1, 7)}, {}, ["n", "symbol", "bid"]))

@@ -185,10 +185,4 @@ MUTANTS: list[Mutant] = [
            "between them",
            (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
             f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
-    Mutant("live-pending-rows-unbounded", "live", "hfq/live/rows.py",
-           "        if len(self.batches) >= TAIL or self.rows >= TAIL_ROWS:\n",
-           "        if len(self.batches) >= TAIL:\n",
-           "pending batches handed over by count only: 128 batches of 1,000 rows make one "
-           "publish pay 100+ ms for the handover",
-           (f"{ROWS}::test_pending_batches_are_handed_over_by_rows_too",)),
 ]
