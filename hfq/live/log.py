@@ -63,6 +63,8 @@ HEADER = b"HFQLOG01"
 FRAME = struct.Struct("<4sIQI")
 FRAME_MAGIC = b"HQLF"
 LOCK = "LOCK"
+_OPTIONS = ipc.IpcWriteOptions()
+"""Arrow's defaults, given (else each writer reads two environment variables)."""
 _IOV_MAX = 512
 """Buffers one ``writev`` is given (Linux takes up to 1024)."""
 
@@ -148,8 +150,10 @@ def encode(entry: Entry, rows: pa.Table) -> tuple[bytes, pa.Buffer]:
     header and meta) and its body, the Arrow IPC stream as Arrow wrote it (not copied: the
     writer hands both to one ``writev``)."""
     sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows, max_chunksize=max(1, rows.num_rows))
+    writer = ipc.RecordBatchStreamWriter(sink, rows.schema, options=_OPTIONS)
+    for batch in rows.to_batches(max_chunksize=max(1, rows.num_rows)):
+        writer.write_batch(batch)
+    writer.close()
     body = sink.getvalue()
     meta = entry.meta()
     crc = zlib.crc32(body, zlib.crc32(meta))

@@ -109,6 +109,7 @@ class Publisher:
                                 f"commas, not {self.name!r}", argument="name")
         self._lock = threading.Lock()
         self._targets: dict[str, list[str]] = {}
+        self._keys: dict[str, tuple[str, list[Any]]] = {}
         self._pseq: dict[str, int] = {}
         self._inflight: _Plan | None = None
         self._recent: OrderedDict[int, pa.Table] = OrderedDict()
@@ -277,9 +278,15 @@ class Publisher:
         return _Plan(seq, digest, rows, tuple(slices), self._now())
 
     def _key(self, key: tuple[Any, ...]) -> tuple[str, list[Any]]:
-        """A partition key's path and its JSON-safe values (the path remembered by the
-        router)."""
-        return self.router.path(key), [_plain(k) for k in key]
+        """A partition key's path and its JSON-safe values (remembered: a feed's batches
+        go to the same partitions all day)."""
+        text = repr(key)   # 0, 0.0, -0.0 and False apart
+        got = self._keys.get(text)
+        if got is None:
+            if len(self._keys) >= 1 << 16:
+                self._keys.clear()
+            got = self._keys[text] = (self.router.path(key), [_plain(k) for k in key])
+        return got
 
     def _now(self) -> float:
         self._at = max(self._at, time.time())

@@ -24,7 +24,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,15 @@ TAIL = 128
 """Batches a node holds before their rows are given to their partitions."""
 
 _CHUNKS = 32
-"""Chunks a kept polars column may have before it is made one again."""
+"""Chunks a run's table or kept polars column may have before it is made one again."""
+
+RUN_ROWS = 1 << 16
+"""Rows past which runs are no longer joined: a join copies at most this many rows (no
+stall of a publish or a read while a whole partition is copied), and a partition of ``n``
+rows has about ``n / RUN_ROWS + log2(RUN_ROWS)`` runs."""
+
+Stat = tuple[int, int, int, int]
+"""Least and greatest sequence number, least and greatest slice number."""
 
 
 class Runs:
@@ -81,20 +89,67 @@ class _Run:
     seq: np.ndarray
     pseq: np.ndarray
     day: np.ndarray
+    stats: dict[tuple[int, int], Stat] | None = None
+    """(day code, publisher code) -> the run's least and greatest sequence number and
+    slice number of them (None: not known yet, :meth:`stat`)."""
+    frames: dict[str, pl.Series] = field(default_factory=dict)
+    """The run's columns a query read, as polars (each row converted once: a joined run
+    gets its parts' series)."""
+
+    def series(self, name: str) -> pl.Series:
+        got = self.frames.get(name)
+        if got is None:
+            got = _series(name, self.table.column(name))
+            self.frames[name] = got = got.rechunk() if got.n_chunks() > 1 else got
+        return got
 
     @property
     def rows(self) -> int:
         return self.table.num_rows
 
+    def stat(self) -> dict[tuple[int, int], Stat]:
+        """:attr:`stats`, found once: a run's rows never change, so a snapshot looks at a
+        few numbers per run -- which days are live, whether it takes all of the run or none
+        -- not at every row."""
+        if self.stats is None:
+            self.stats = _stats(self.day, self.pub, self.seq, self.pseq)
+        return self.stats
+
 
 def _joined(a: _Run, b: _Run) -> _Run:
-    """Two neighbouring runs as one (their chunks made one only past :data:`_CHUNKS`: a
-    query reads the polars columns kept, not these)."""
+    """Two neighbouring runs as one (their Arrow chunks made one only past
+    :data:`_CHUNKS`; the polars columns kept, which a read uses, always)."""
     table = _concat([a.table, b.table])
     if table.column(0).num_chunks > _CHUNKS:
         table = table.combine_chunks()
+    frames = {name: pl.concat([a.series(name), b.series(name)], rechunk=True)
+              for name in a.frames.keys() | b.frames.keys()}   # a read: a chunk a run
+    stats = dict(a.stat())
+    for k, st in b.stat().items():
+        stats[k] = _spanning(stats.get(k, st), st)
     return _Run(table, np.concatenate([a.pub, b.pub]), np.concatenate([a.seq, b.seq]),
-                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]))
+                np.concatenate([a.pseq, b.pseq]), np.concatenate([a.day, b.day]), stats,
+                frames)
+
+
+def _stats(day: np.ndarray, pub: np.ndarray, seq: np.ndarray, pseq: np.ndarray
+           ) -> dict[tuple[int, int], Stat]:
+    """(day code, publisher code) -> the least and greatest ``seq`` and ``pseq`` of them."""
+    if not len(day):
+        return {}
+    key = day * (int(pub.max()) + 1) + pub
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.diff(key[order], prepend=-1))
+    first = order[starts]
+    seq, pseq = seq[order], pseq[order]
+    return {(int(d), int(p)): (int(a), int(b), int(c), int(e)) for d, p, a, b, c, e in zip(
+        day[first], pub[first], np.minimum.reduceat(seq, starts),
+        np.maximum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),
+        np.maximum.reduceat(pseq, starts))}
+
+
+def _spanning(a: Stat, b: Stat) -> Stat:
+    return min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3])
 
 
 def _series(name: str, column: pa.ChunkedArray | pa.Array) -> pl.Series:
@@ -114,9 +169,6 @@ class PartRows:
         """Slices added, their rows not given yet: (pub code, seq, pseq, day code, rows)."""
         self.body: list[_Run] = []
         """The rows in arrival order, in runs of falling sizes (see :meth:`extend`)."""
-        self.columns: dict[str, pl.Series] = {}
-        """The body's columns a query read, as polars: each row is converted once (a new
-        run's rows are appended as it is merged)."""
         self.rows = 0
         self.runs: dict[str, Runs] = {}
         self.last: dict[str, tuple[int, int, int]] = {}
@@ -149,28 +201,35 @@ class PartRows:
     def extend(self, table: pa.Table) -> None:
         """The rows of the slices added since the last call, in their order, as a new run
         of the body; then, as a binary counter, two neighbouring runs of like size become
-        one (a row is moved O(log n) times over the day), and the polars columns kept for
-        queries get the new rows (only they are converted)."""
+        one up to :data:`RUN_ROWS` rows (a row is moved O(log RUN_ROWS) times over the
+        day), the polars columns a query kept of them too (only a new run's rows are
+        converted at the next read)."""
         if not self.tail:
             return
-        sizes = np.array([s[4] for s in self.tail], dtype=np.int64)
+        tail = np.array(self.tail, dtype=np.int64)   # a slice a row: pub, seq, pseq, day, rows
+        sizes = tail[:, 4]
         if int(sizes.sum()) != table.num_rows:
             raise ValueError(f"live rows of partition {self.key}: {table.num_rows} rows for "
                              f"slices of {int(sizes.sum())}")
-        cols = [np.repeat(np.array([s[i] for s in self.tail], dtype=np.int64), sizes)
-                for i in range(4)]
+        cols = [np.repeat(tail[:, i], sizes) for i in range(4)]
+        if len(self.tail) <= 8:   # a batch or a few (a read after each): no numpy calls
+            stats: dict[tuple[int, int], Stat] = {}
+            for pub, seq, pseq, day, n in self.tail:
+                if n:
+                    one = (seq, seq, pseq, pseq)
+                    stats[day, pub] = _spanning(stats.get((day, pub), one), one)
+        else:
+            used = tail[sizes > 0]
+            stats = _stats(used[:, 3], used[:, 0], used[:, 1], used[:, 2])
         self.tail = []
         if not table.num_rows:
             return
         if any(c.num_chunks != 1 for c in table.columns):
             table = _combine([table])
         runs = self.body
-        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3]))
-        for name, series in self.columns.items():
-            series.append(_series(name, table.column(name)))
-            if series.n_chunks() > _CHUNKS:
-                self.columns[name] = series.rechunk()
-        while len(runs) > 1 and runs[-2].rows <= 2 * runs[-1].rows:
+        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3], stats))
+        while len(runs) > 1 and runs[-2].rows <= 2 * runs[-1].rows and \
+                runs[-2].rows + runs[-1].rows <= RUN_ROWS:
             last = runs.pop()
             runs[-1] = _joined(runs[-1], last)
 
@@ -208,6 +267,14 @@ class PartRows:
         limit = self._cut_limits(cut) if cut else None
         out = []
         for run in self.body:
+            every, none = True, True
+            for (d, p), (s0, s1, p0, p1) in run.stat().items():
+                cut_to = limit[d, p] if limit is not None else -1
+                every = every and s1 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and s0 > cut_to
+                none = none and (s0 > top[p] or p1 < lo[p] or p0 > hi[p] or s1 <= cut_to)
+            if every or none:   # the whole run or none of it: no row looked at
+                out.append((run, np.full(run.rows, every)))
+                continue
             keep = (run.seq <= top[run.pub]) & (run.pseq >= lo[run.pub]) \
                 & (run.pseq <= hi[run.pub])
             if limit is not None:
@@ -221,8 +288,7 @@ class PartRows:
         limit = self._cut_limits(cut)
         codes: set[int] = set()
         for run in self.body:
-            if run.rows:
-                codes.update(np.unique(run.day[run.seq > limit[run.day, run.pub]]).tolist())
+            codes.update(d for (d, p), st in run.stat().items() if st[1] > limit[d, p])
         for pub, seq, _, day, _ in self.tail:
             text = self.days[day]
             if text is not None and seq > cut.get(str(text), {}).get(self.pubs[pub], -1):
@@ -242,17 +308,15 @@ class PartRows:
     def take_frame(self, seqs: Mapping[str, int], picks: Mapping[str, tuple[int, int]],
                    cut: Mapping[str, Mapping[str, int]], columns: Sequence[str]
                    ) -> pl.DataFrame | None:
-        """:meth:`take` as a polars frame (None: no rows), each column converted once and
-        kept (:attr:`columns`)."""
-        masks = self.masks(seqs, picks, cut)
-        if not any(keep.any() for _, keep in masks):
+        """:meth:`take` as a polars frame (None: no rows), of the runs it keeps rows of,
+        each column converted once and kept by its run (:attr:`_Run.frames`)."""
+        masks = [(run, keep) for run, keep in self.masks(seqs, picks, cut) if keep.any()]
+        if not masks:
             return None
-        for name in columns:
-            if name not in self.columns:
-                self.columns[name] = _series(name, pa.chunked_array(
-                    [c for run in self.body for c in run.table.column(name).chunks],
-                    self.body[0].table.schema.field(name).type))
-        frame = pl.DataFrame([self.columns[name] for name in columns])
+        frame = pl.DataFrame([
+            masks[0][0].series(name) if len(masks) == 1 else
+            pl.concat([run.series(name) for run, _ in masks], rechunk=False)
+            for name in columns])
         if all(keep.all() for _, keep in masks):
             return frame
         return frame.filter(pl.Series(np.concatenate([keep for _, keep in masks])))
@@ -300,7 +364,6 @@ class PartRows:
         table = _concat([r.table for r in self.body]).filter(pa.array(keep))
         self.body = [_Run(_combine([table]), m.pub[keep], m.seq[keep], m.pseq[keep],
                           m.day[keep])]
-        self.columns = {}
         dropped = int(gone.sum())
         self.rows -= dropped
         return dropped
@@ -335,7 +398,9 @@ class Pending:
 
     def flush(self) -> None:
         batches, self.batches = self.batches, []
-        if len(batches) == 1:   # a read after each batch: its slices as they are
+        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == len(batches[0][0]):
+            # a read after each batch: its slices as they are (unless a partition has two
+            # slices of it, of two days: the take below puts them together)
             slices, rows = batches[0]
             offset = 0
             for part, n in slices:

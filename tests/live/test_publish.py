@@ -94,6 +94,25 @@ def test_a_publisher_reads_its_own_writes_at_once(tmp_path):
     assert seen == list(range(100, 1001, 100))
 
 
+def test_a_batch_of_two_days_in_a_partition_without_a_date_level(tmp_path):
+    """A table partitioned by symbol alone: each partition gets two slices (two days) of one
+    batch, read right after it (each batch on its own) and after several (together)."""
+    db = hfq.connect(str(tmp_path / "db"))
+    t = db.create_table("q", hfq.schemas.TAQ, partition_by=hfq.Hash("symbol", 2),
+                        sort_by=("symbol", "time"))
+    pub = t.publisher(name="feed")
+    live = pl.concat([pl.from_arrow(ticks()), pl.from_arrow(nasty())]).sample(
+        fraction=1.0, shuffle=True, seed=5).to_arrow()   # rows of both days in every batch
+    for i, start in enumerate(range(0, live.num_rows, 300)):
+        pub.publish(live.slice(start, 300))
+        if i < 3:
+            assert t.scan().count() == min(live.num_rows, start + 300)
+    assert canonical(t.scan().to_arrow()).equals(canonical(pl.from_arrow(live)))
+    by_day = db.sql("SELECT date, count(*) AS n FROM q GROUP BY date ORDER BY date").collect()
+    want = pl.from_arrow(live).group_by("date").agg(n=pl.len()).sort("date")
+    assert by_day["n"].to_list() == want["n"].to_list()
+
+
 def test_a_batch_that_does_not_conform_is_refused_whole(tmp_path):
     db, t = make(tmp_path)
     pub = t.publisher(name="feed")

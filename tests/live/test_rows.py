@@ -4,11 +4,13 @@ reading them (which flush the pending batches and keep the columns they read as 
 write-downs dropping a prefix, the rows a snapshot reads of each partition -- as Arrow
 (``take``) and as the polars frame the engine reads (``take_frame``) -- are exactly those of
 an oracle that keeps every slice in a plain list and filters it by the same rule
-(publisher's slice numbers and sequence numbers, the written-down cut), in arrival order.
-Ray-free.
+(publisher's slice numbers and sequence numbers, the written-down cut), in arrival order;
+and the days a snapshot is told a partition has live rows of are the oracle's.  Ray-free.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import polars as pl
 import pyarrow as pa
@@ -99,6 +101,9 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
                 cut = {DAYS[0]: {"a": cut_a}} if cut_a >= 0 else {}
                 pending.flush()
                 for part, mine in zip(parts, held):
+                    assert part.live_days(cut) == sorted(
+                        {day for pub, seq, _, day, rows in mine
+                         if rows.num_rows and seq > cut.get(day, {}).get(pub, -1)})
                     want = expected(mine, seqs, picks, cut, columns)
                     frame = part.take_frame(seqs, picks, cut, columns)
                     if want.height == 0:
@@ -117,14 +122,20 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
                     gone = part.dropped.get("a", (0, 0))[0]
                     held[i] = [h for h in held[i] if not (h[0] == "a" and h[2] <= gone)]
                     assert part.rows == sum(h[4].num_rows for h in held[i])
+                    assert part.live_days({}) == sorted(
+                        {h[3] for h in held[i] if h[4].num_rows})
     finally:
         liverows.TAIL = saved
 
 
-def test_a_query_after_each_slice_converts_each_row_once():
+def test_a_query_after_each_slice_converts_each_row_once(monkeypatch):
     """The columns a query reads are kept as polars and only the new slice's rows are
-    converted: after 200 slices read one by one, the kept column holds every row once, in
-    few chunks."""
+    converted: after 200 slices read one by one, each row was converted once and the kept
+    column holds every row once, in few chunks."""
+    converted = []
+    convert = liverows._series
+    monkeypatch.setattr(liverows, "_series",
+                        lambda name, column: converted.append(len(column)) or convert(name, column))
     part = PartRows(["2024-01-02", 0])
     pending = Pending()
     for i in range(200):
@@ -133,8 +144,31 @@ def test_a_query_after_each_slice_converts_each_row_once():
         pending.flush()
         frame = part.take_frame({"a": i + 1}, {"a": (1, i + 1)}, {}, ["n"])
         assert frame is not None and frame["n"].to_list() == list(range(3 * i + 3))
-    assert part.columns["n"].n_chunks() <= liverows._CHUNKS + 1
-    assert len(part.body) <= 2 * 9   # a binary counter of runs: O(log n)
+    assert frame["n"].n_chunks() <= len(part.body) <= 2 * 9   # a binary counter: O(log n)
+    assert all(run.frames["n"].n_chunks() == 1 for run in part.body)
+    assert sum(converted) == 600
+
+
+def test_runs_stop_joining_past_their_size(monkeypatch):
+    """Past RUN_ROWS rows runs are no longer joined (a join never copies more), and a read
+    still sees every row once, in order, from the runs' kept polars columns."""
+    monkeypatch.setattr(liverows, "RUN_ROWS", 16)
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    for i in range(100):
+        part.add("a", i + 1, i + 1, DAYS[0], 3)
+        pending.add([(part, 3)], slice_rows(3, 3 * i, i % 2 == 0))
+        pending.flush()
+        if i % 7 == 0:
+            frame = part.take_frame({"a": i + 1}, {"a": (1, i + 1)}, {}, ["n", "symbol"])
+            assert frame is not None and frame["n"].to_list() == list(range(3 * i + 3))
+    assert all(run.rows <= 16 for run in part.body)
+    assert 300 // 16 <= len(part.body) <= 300 // 16 + 2 * 4
+    frame = part.take_frame({"a": 100}, {"a": (40, 100)}, {}, ["symbol", "n"])
+    want = expected([("a", q, q, DAYS[0], slice_rows(3, 3 * (q - 1), q % 2 == 1))
+                     for q in range(1, 101)], {"a": 100}, {"a": (40, 100)}, {}, ["symbol", "n"])
+    assert frame is not None
+    same(frame, want)
 
 
 def test_a_partition_read_before_its_rows_arrive_is_refused():
@@ -144,3 +178,60 @@ def test_a_partition_read_before_its_rows_arrive_is_refused():
         part.take({"a": 1}, {"a": (1, 1)}, {}, ["n"])
     with pytest.raises(ValueError, match="2 rows for slices of 3"):
         part.extend(slice_rows(2, 0, False))
+
+
+@pytest.mark.parametrize("flush_every", [1, 3, 10])
+def test_a_day_is_live_until_the_cut_holds_its_last_slice(flush_every):
+    """A snapshot is told a partition has live rows of a day while any slice of it is newer
+    than the written-down cut -- one publisher's ten slices of one day (another's of the
+    next day beside them), their runs made by flushes of 1, 3 or 10 batches, joined, and
+    rebuilt by a drop: the oracle is the list of slices."""
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    for i in range(1, 11):
+        part.add("a", i, i, DAYS[0], 2)
+        part.add("b", i, i, DAYS[1], 1)
+        pending.add([(part, 2), (part, 1)], slice_rows(3, 3 * i, True))
+        if i % flush_every == 0:
+            pending.flush()
+    pending.flush()
+    for dropped in (0, 4):
+        if dropped:
+            part.drop({DAYS[0]: {"a": dropped}}, 3)   # a run rebuilt from the rows kept
+        for k in range(12):
+            want = ([DAYS[0]] if k < 10 else []) + [DAYS[1]]
+            assert part.live_days({DAYS[0]: {"a": k}}) == want, (dropped, k)
+        assert part.live_days({DAYS[0]: {"a": 10}, DAYS[1]: {"b": 9}}) == [DAYS[1]]
+        assert part.live_days({DAYS[0]: {"a": 10}, DAYS[1]: {"b": 10}}) == []
+
+
+@pytest.mark.parametrize("flush_every", [1, 3, 10])
+def test_every_snapshot_of_runs_spanning_many_batches(flush_every):
+    """A run holds several batches (a flush of 3 or 10; joined runs): a snapshot taking the
+    whole run or none of it by the run's least and greatest numbers must still see exactly
+    the oracle's rows for every sequence limit, slice range and written-down cut."""
+    part = PartRows(["2024-01-02", 0])
+    pending = Pending()
+    held = []
+    for i in range(1, 11):
+        part.add("a", i, i, DAYS[0], 2)
+        part.add("b", i, i, DAYS[0], 1)
+        rows = slice_rows(3, 3 * i, i % 2 == 0)
+        held += [("a", i, i, DAYS[0], rows.slice(0, 2)), ("b", i, i, DAYS[0], rows.slice(2, 1))]
+        pending.add([(part, 2), (part, 1)], rows)
+        if i % flush_every == 0:
+            pending.flush()
+    pending.flush()
+    for top in range(0, 12):
+        for lo, hi in ((1, 10), (4, 10), (1, 6), (3, 7)):
+            for cut_a, b_too in itertools.product(range(-1, 12), (False, True)):
+                b_top, b_picks, b_cut = (top, (lo, hi), cut_a) if b_too else (10, (1, 10), -1)
+                seqs, picks = {"a": top, "b": b_top}, {"a": (lo, hi), "b": b_picks}
+                cut = {DAYS[0]: {"a": cut_a, "b": b_cut}}
+                want = expected(held, seqs, picks, cut, ["n", "bid"])
+                got = pl.from_arrow(part.take(seqs, picks, cut, ["n", "bid"]))
+                assert isinstance(got, pl.DataFrame)
+                if want.height == 0:
+                    assert got.height == 0
+                    continue
+                same(got, want)

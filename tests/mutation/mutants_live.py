@@ -36,7 +36,8 @@ MUTANTS: list[Mutant] = [
            "                pass\n",
            "a read of live rows ignoring its version's written-down cut: rows written down "
            "and still held are counted twice (files and live)",
-           (f"{WRITEDOWN}::test_a_query_planned_before_the_write_down_sees_each_row_once",)),
+           (f"{WRITEDOWN}::test_a_query_planned_before_the_write_down_sees_each_row_once",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
     Mutant("live-offset-off-by-one", "live", "hfq/live/subscribe.py",
            "            self._delivered[pub] = seq\n",
            "            self._delivered[pub] = seq - 1\n",
@@ -82,18 +83,12 @@ MUTANTS: list[Mutant] = [
            "rows read back with other rows' symbols",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
     Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
-           "            series.append(_series(name, table.column(name)))\n",
-           "            pass\n",
-           "the polars columns kept for queries not extended by a newly merged run: a query "
+           "    frames = {name: pl.concat([a.series(name), b.series(name)], rechunk=True)\n",
+           "    frames = {name: a.series(name)\n",
+           "the polars columns kept for queries not given a newly joined run's rows: a query "
            "after a batch misses the batch's rows (or reads rows out of step with the mask)",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once")),
-    Mutant("live-rows-kept-column-after-drop", "live", "hfq/live/rows.py",
-           "        self.columns = {}\n",
-           "        pass\n",
-           "the polars columns kept for queries outliving a write-down's drop: rows written "
-           "down and dropped are read again from the stale copy",
-           (f"{ROWS}::test_every_read_gives_the_oracles_rows",)),
     Mutant("live-conform-skipped-always", "live", "hfq/schema.py",
            "        if table.schema.equals(exact, check_metadata=True):",
            "        if True:",
@@ -124,4 +119,70 @@ MUTANTS: list[Mutant] = [
            "order while the codes count days in order of appearance: rows filed under "
            "another day's partition",
            (f"{ROUTE}::test_every_batch_routes_as_the_scheme_does",)),
+    Mutant("live-days-joined-run-oldest", "live", "hfq/live/rows.py",
+           "        stats[k] = _spanning(stats.get(k, st), st)\n",
+           "        stats[k] = stats.get(k, st)\n",
+           "two runs joined keep the older run's last sequence number per day and publisher: "
+           "a day whose later rows are not written down is reported as written down, and a "
+           "snapshot skips its live rows",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice")),
+    Mutant("live-stats-greatest-seq-least", "live", "hfq/live/rows.py",
+           "        np.maximum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),\n",
+           "        np.minimum.reduceat(seq, starts), np.minimum.reduceat(pseq, starts),\n",
+           "a run's greatest sequence number per day and publisher taken as its least: a day "
+           "whose later rows are not written down is reported as written down, and a run "
+           "cut through by a snapshot is taken whole",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
+    Mutant("live-flush-one-batch-two-days", "live", "hfq/live/rows.py",
+           "        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == "
+           "len(batches[0][0]):\n",
+           "        if len(batches) == 1:\n",
+           "a batch read on its own handed over slice by slice even when a partition has two "
+           "slices of it (two days, a table not partitioned by date): the read fails",
+           (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
+            f"{PUBLISH}::test_a_batch_of_two_days_in_a_partition_without_a_date_level")),
+    Mutant("live-run-whole-by-least-seq", "live", "hfq/live/rows.py",
+           "                every = every and s1 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and "
+           "s0 > cut_to\n",
+           "                every = every and s0 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and "
+           "s0 > cut_to\n",
+           "a run taken whole by a snapshot when its first batch is within the snapshot, "
+           "though later ones are not: rows of a batch not yet acknowledged everywhere are "
+           "half-visible",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
+    Mutant("live-run-none-by-cut-least", "live", "hfq/live/rows.py",
+           "                none = none and (s0 > top[p] or p1 < lo[p] or p0 > hi[p] or "
+           "s1 <= cut_to)\n",
+           "                none = none and (s0 > top[p] or p1 < lo[p] or p0 > hi[p] or "
+           "s0 <= cut_to)\n",
+           "a run skipped by a snapshot when its first batch is written down, though later "
+           "ones are not: live rows missing from the query",
+           (f"{ROWS}::test_every_read_gives_the_oracles_rows",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
+    Mutant("live-runs-joined-past-cap", "live", "hfq/live/rows.py",
+           "                runs[-2].rows + runs[-1].rows <= RUN_ROWS:\n",
+           "                True:\n",
+           "runs joined whatever their size: a publish or read that completes a binary "
+           "counter copies a whole partition (a stall of the ack growing with the day)",
+           (f"{ROWS}::test_runs_stop_joining_past_their_size",)),
+    Mutant("live-joined-run-forgets-series", "live", "hfq/live/rows.py",
+           "              for name in a.frames.keys() | b.frames.keys()}   # a read: a chunk "
+           "a run\n",
+           "              for name in a.frames.keys() & b.frames.keys()}   # a read: a chunk "
+           "a run\n",
+           "a joined run keeps only the polars columns both parts had: after a new batch's run "
+           "is joined, the next read converts the whole joined run again",
+           (f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once",)),
+    Mutant("live-days-first-slice", "live", "hfq/live/rows.py",
+           "                    stats[day, pub] = _spanning(stats.get((day, pub), one), one)\n",
+           "                    stats.setdefault((day, pub), one)\n",
+           "a new run of a few slices remembers the first slice's numbers of each day and "
+           "publisher, not the span: its later rows are taken for written down by a cut "
+           "between them",
+           (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
+            f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
 ]
