@@ -18,7 +18,8 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from mutants import MUTANTS  # noqa: E402
+import run  # noqa: E402
+from mutants import MUTANTS, Mutant  # noqa: E402
 from run import REPO, stale  # noqa: E402
 
 #: the areas issue 14 named; later issues add their own (``mutants_<area>.py``)
@@ -50,6 +51,23 @@ def test_every_named_test_exists():
                 function = name.split("[")[0]
                 assert f"def {function}(" in (REPO / path).read_text(), \
                     f"{m.id}: no test {function} in {path}"
+
+
+def test_a_baseline_that_cannot_collect_stops_the_check(monkeypatch, tmp_path):
+    """pytest's exit 2 (a collection error: two ``conftest`` modules once hid each other) is no
+    verdict on any mutant: the check stops; a failing test or file makes its mutants INVALID."""
+    named = [Mutant("a", "x", "f.py", "1", "2", "why", ("tests/x.py::test_a",)),
+             Mutant("b", "x", "f.py", "3", "4", "why", ("tests/y.py::test_b",))]
+    answers: list[tuple[int, str]] = []
+    monkeypatch.setattr(run, "pytest", lambda *a, **k: (*answers.pop(0), 0.0))
+    answers.append((2, "ERROR tests/x.py\nInterrupted: 1 error during collection"))
+    assert run.baseline(tmp_path, named, 1) is None
+    answers.append((1, "FAILED tests/x.py::test_a - assert 0"))
+    assert [o.mutant.id for o in run.baseline(tmp_path, named, 1) or []] == ["a"]
+    answers.append((1, "ERROR tests/y.py"))   # a whole file failing covers its tests
+    assert [o.mutant.id for o in run.baseline(tmp_path, named, 1) or []] == ["b"]
+    answers.append((0, ""))
+    assert run.baseline(tmp_path, named, 1) == []
 
 
 @pytest.mark.timeout(2100)   # ~260 mutants: ~14 min on 2 quiet cores, 19+ beside other work
