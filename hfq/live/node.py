@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from hfq import faults
 from hfq.errors import HfqError
 from hfq.live.log import Entry, Slice, StreamWriter, encode, read_frames, segments, stream_alive
-from hfq.live.rows import PartRows, Pending, same_rows
+from hfq.live.rows import PartRows, Pending, prepare, same_rows
 from hfq.partition import Compo, Scheme, matcher
 from hfq.runtime.task import NodeContext
 
@@ -116,7 +116,9 @@ class LiveTable:
         self.changed = threading.Condition(self.lock)
         self.writer: StreamWriter | None = None
         self.parts: dict[str, PartRows] = {}
-        self.pending = Pending()
+        self.pending = Pending(threading.Condition(self.lock))
+        self.handover: threading.Thread | None = None
+        self._wake = threading.Event()
         self.held: dict[tuple[str, int], _Held] = {}
         self.pubs: dict[str, list[Any]] = {}       # pub -> [max seq, nodes of that batch]
         self.feed: list[tuple[str, int]] = []      # entries in arrival order
@@ -179,6 +181,8 @@ class LiveTable:
             part.add(entry.pub, entry.seq, s.pseq, s.day, s.rows)
             slices.append((part, s.rows))
         self.pending.add(slices, rows)
+        if self.pending.due():
+            self._wake_handover()
         self.held[(entry.pub, entry.seq)] = _Held(entry, rows, stream, segment,
                                                   len(entry.slices))
         st = self.streams.setdefault(stream, _Stream())
@@ -203,6 +207,42 @@ class LiveTable:
         positions.insert(k, len(self.feed) - 1)
         seqs.insert(k, entry.seq)
         self.changed.notify_all()
+
+    # -- the handover of held batches to their partitions, off the acknowledgement path -------
+    def _wake_handover(self) -> None:
+        if self.handover is None or not self.handover.is_alive():
+            self.handover = threading.Thread(target=self._handovers, daemon=True,
+                                              name=f"hfq-live-handover-{self.spec.table}")
+            self.handover.start()
+        self._wake.set()
+
+    def _handovers(self) -> None:
+        while not self.closed:
+            self._wake.wait()
+            self._wake.clear()
+            if self.closed:
+                return
+            self.hand_over()
+
+    def hand_over(self) -> None:
+        """Give the batches held to their partitions when :data:`~hfq.live.rows.TAIL` are
+        due: the rows are put together without the lock (a publish's :meth:`log` does
+        not wait for it; a read waits only for the batches it needs, see
+        :class:`~hfq.live.rows.Pending`)."""
+        with self.lock:
+            if not self.pending.due():
+                return        # a read handed them over already
+            batches = self.pending.take()
+        try:
+            ready = prepare(batches)
+        except Exception:
+            log.exception("table %s: handing %d live batch(es) over to their partitions "
+                          "failed; the next read does it", self.spec.table, len(batches))
+            with self.lock:
+                self.pending.give_back(batches)
+            return
+        with self.lock:
+            self.pending.install(ready)
 
     def catch_up(self) -> int:
         """Read what other processes appended to their streams since the last look; returns
@@ -522,6 +562,7 @@ class LiveTable:
                 self.writer.close()
                 self.writer = None
             self.closed = True
+        self._wake.set()
 
 
 def _same_slices(held: _Held, entry: Entry, rows: pa.Table) -> bool:

@@ -6,7 +6,8 @@ partition and one day).  Each row carries its slice's publisher, sequence number
 publishers up to these sequence numbers, these slice numbers, not what the written-down cut
 holds" -- is one vectorised mask per run of the partition, not a loop over its slices.  A
 node's new batches wait (:class:`Pending`) and are given to their partitions together every
-:data:`TAIL` batches, or when a query reads.
+:data:`TAIL` batches (by a thread of the node, off the acknowledgement path), or when a query
+reads.
 
 Examples
 --------
@@ -23,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +34,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartRows", "Pending", "Runs", "columns_of", "same_rows"]
+__all__ = ["PartRows", "Pending", "Runs", "columns_of", "prepare", "same_rows"]
 
 TAIL = 128
 """Batches a node holds before their rows are given to their partitions."""
@@ -198,30 +200,31 @@ class PartRows:
         elif seq == last[0]:   # a second slice of the same batch (another day)
             self.last[pub] = (seq, max(pseq, last[1]), last[2])
 
-    def extend(self, table: pa.Table) -> None:
-        """The rows of the slices added since the last call, in their order, as a new run
-        of the body; then, as a binary counter, two neighbouring runs of like size become
-        one up to :data:`RUN_ROWS` rows (a row is moved O(log RUN_ROWS) times over the
-        day), the polars columns a query kept of them too (only a new run's rows are
-        converted at the next read)."""
-        if not self.tail:
+    def extend(self, table: pa.Table, slices: int | None = None) -> None:
+        """The rows of the first ``slices`` slices added and not extended yet (None: all
+        of them), in their order, as a new run of the body; then, as a binary counter, two
+        neighbouring runs of like size become one up to :data:`RUN_ROWS` rows (a row is
+        moved O(log RUN_ROWS) times over the day), the polars columns a query kept of them
+        too (only a new run's rows are converted at the next read)."""
+        given = self.tail if slices is None else self.tail[:slices]
+        if not given:
             return
-        tail = np.array(self.tail, dtype=np.int64)   # a slice a row: pub, seq, pseq, day, rows
+        tail = np.array(given, dtype=np.int64)   # a slice a row: pub, seq, pseq, day, rows
         sizes = tail[:, 4]
         if int(sizes.sum()) != table.num_rows:
             raise ValueError(f"live rows of partition {self.key}: {table.num_rows} rows for "
                              f"slices of {int(sizes.sum())}")
         cols = [np.repeat(tail[:, i], sizes) for i in range(4)]
-        if len(self.tail) <= 8:   # a batch or a few (a read after each): no numpy calls
+        if len(given) <= 8:   # a batch or a few (a read after each): no numpy calls
             stats: dict[tuple[int, int], Stat] = {}
-            for pub, seq, pseq, day, n in self.tail:
+            for pub, seq, pseq, day, n in given:
                 if n:
                     one = (seq, seq, pseq, pseq)
                     stats[day, pub] = _spanning(stats.get((day, pub), one), one)
         else:
             used = tail[sizes > 0]
             stats = _stats(used[:, 3], used[:, 0], used[:, 1], used[:, 2])
-        self.tail = []
+        del self.tail[:len(given)]
         if not table.num_rows:
             return
         if any(c.num_chunks != 1 for c in table.columns):
@@ -377,57 +380,115 @@ def columns_of(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
 
 
 class Pending:
-    """A node's batches held whose rows are not yet in their partitions' runs: every
-    :data:`TAIL` batches, or before a read, they are combined at once -- one concatenation
-    of the batches, one compaction, one take that orders the rows partition after
-    partition -- and each partition gets its rows as one slice of that (not 16 small
-    concatenations of slices a batch).  The caller holds the lock."""
+    """A node's batches held whose rows are not yet in their partitions' runs.  They are
+    handed over together -- one concatenation of the batches, one compaction, one take that
+    orders the rows partition after partition, and each partition gets its rows as one
+    slice of that (not 16 small concatenations of slices a batch) -- in three steps, so that
+    a node does the costly middle one off its acknowledgement path, without its lock
+    (:class:`hfq.live.node.LiveTable` hands over every :data:`TAIL` batches in a thread of
+    its own): :meth:`take` the batches (under the lock), :func:`prepare` their rows (no
+    lock: Arrow tables never change), :meth:`install` them in their partitions (under the
+    lock).  While batches are out, their slices stay in their partitions' tails, and a
+    read's :meth:`flush` waits for them to be installed before it hands over the rest: a
+    read sees every batch held, in order (read-your-writes).
 
-    def __init__(self) -> None:
+    ``cond``'s lock (by default one of its own, reentrant) is the node's: the caller of
+    :meth:`add` and :meth:`flush` holds it.
+    """
+
+    def __init__(self, cond: threading.Condition | None = None) -> None:
         self.batches: list[tuple[list[tuple[PartRows, int]], pa.Table]] = []
+        self.cond = cond if cond is not None else threading.Condition(threading.RLock())
+        self.moving = False
+        """Batches were taken by a handover and are not installed yet."""
 
     def __len__(self) -> int:
         return len(self.batches)
 
     def add(self, slices: list[tuple[PartRows, int]], rows: pa.Table) -> None:
         """A batch's ``rows``, slice after slice: each slice's partition (that has had it
-        :meth:`PartRows.add`-ed) and its rows."""
+        :meth:`PartRows.add`-ed) and its rows.  Nothing is handed over here (see
+        :meth:`due`)."""
         self.batches.append((slices, rows))
-        if len(self.batches) >= TAIL:
-            self.flush()
+
+    def due(self) -> bool:
+        """Are :data:`TAIL` batches or more held, and none out?"""
+        return len(self.batches) >= TAIL and not self.moving
+
+    def take(self) -> list[tuple[list[tuple[PartRows, int]], pa.Table]]:
+        """Every batch held, for a handover that :meth:`install` s them (or
+        :meth:`give_back` s); waits while another handover's batches are out."""
+        with self.cond:
+            while self.moving:
+                self.cond.wait()
+            batches, self.batches = self.batches, []
+            self.moving = bool(batches)
+            return batches
+
+    def install(self, ready: list[tuple[PartRows, pa.Table, int]]) -> None:
+        """Give each partition its rows :func:`prepare` made of the batches taken."""
+        with self.cond:
+            try:
+                for part, table, count in ready:
+                    part.extend(table, count)
+            finally:
+                self.moving = False
+                self.cond.notify_all()
+
+    def give_back(self, batches: list[tuple[list[tuple[PartRows, int]], pa.Table]]) -> None:
+        """Batches taken whose handover failed: held again, first."""
+        with self.cond:
+            self.batches[:0] = batches
+            self.moving = False
+            self.cond.notify_all()
 
     def flush(self) -> None:
-        batches, self.batches = self.batches, []
-        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == len(batches[0][0]):
-            # a read after each batch: its slices as they are (unless a partition has two
-            # slices of it, of two days: the take below puts them together)
-            slices, rows = batches[0]
-            offset = 0
-            for part, n in slices:
-                part.extend(rows.slice(offset, n))
-                offset += n
-            return
+        """Hand over every batch held, here (a read; the caller holds the lock)."""
+        batches = self.take()
         if not batches:
             return
-        table = _combine([rows for _, rows in batches])
-        index: dict[int, int] = {}
-        parts: list[PartRows] = []
-        codes, sizes = [], []
-        for slices, _ in batches:
-            for part, n in slices:
-                code = index.get(id(part))
-                if code is None:
-                    code = index[id(part)] = len(parts)
-                    parts.append(part)
-                codes.append(code)
-                sizes.append(n)
-        of_row = np.repeat(np.array(codes, np.int64), np.array(sizes, np.int64))
-        counts = np.bincount(of_row, minlength=len(parts))
-        ordered = table.take(pa.array(np.argsort(of_row, kind="stable")))
-        offset = 0
-        for part, n in zip(parts, counts.tolist()):
-            part.extend(ordered.slice(offset, n))
+        try:
+            ready = prepare(batches)
+        except BaseException:
+            self.give_back(batches)
+            raise
+        self.install(ready)
+
+
+def prepare(batches: list[tuple[list[tuple[PartRows, int]], pa.Table]]
+            ) -> list[tuple[PartRows, pa.Table, int]]:
+    """Each partition the ``batches`` have slices of, with their rows in order and how many
+    slices they are (for :meth:`PartRows.extend`).  Reads no state that changes: runs
+    without the node's lock."""
+    if len(batches) == 1:   # a read after each batch: its slices as they are (a
+        # partition with two slices of it, of two days, gets them one after the other)
+        slices, rows = batches[0]
+        out, offset = [], 0
+        for part, n in slices:
+            out.append((part, rows.slice(offset, n), 1))
             offset += n
+        return out
+    table = _combine([rows for _, rows in batches])
+    index: dict[int, int] = {}
+    parts: list[PartRows] = []
+    codes, sizes = [], []
+    for slices, _ in batches:
+        for part, n in slices:
+            code = index.get(id(part))
+            if code is None:
+                code = index[id(part)] = len(parts)
+                parts.append(part)
+            codes.append(code)
+            sizes.append(n)
+    of_row = np.repeat(np.array(codes, np.int64), np.array(sizes, np.int64))
+    counts = np.bincount(of_row, minlength=len(parts))
+    slices_of = np.bincount(np.array(codes, np.int64), minlength=len(parts))
+    ordered = table.take(pa.array(np.argsort(of_row, kind="stable")))
+    out, offset = [], 0
+    for part, n, k in zip(parts, counts.tolist(), slices_of.tolist()):
+        out.append((part, ordered.slice(offset, n), k))
+        offset += n
+    return out
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:

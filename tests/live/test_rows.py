@@ -1,6 +1,8 @@
 """A node's live rows by partition (:mod:`hfq.live.rows`): whatever the order of batches
-arriving (each with slices of two partitions, given to them together by ``Pending``), queries
-reading them (which flush the pending batches and keep the columns they read as polars), and
+arriving (each with slices of two partitions, given to them together by ``Pending``: taken by
+a handover every ``TAIL`` batches and installed after more batches came), queries reading them
+(which wait for that handover, flush the pending batches and keep the columns they read as
+polars), and
 write-downs dropping a prefix, the rows a snapshot reads of each partition -- as Arrow
 (``take``) and as the polars frame the engine reads (``take_frame``) -- are exactly those of
 an oracle that keeps every slice in a plain list and filters it by the same rule
@@ -11,6 +13,7 @@ and the days a snapshot is told a partition has live rows of are the oracle's.  
 from __future__ import annotations
 
 import itertools
+import threading
 
 import polars as pl
 import pyarrow as pa
@@ -19,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hfq.live import rows as liverows
-from hfq.live.rows import PartRows, Pending
+from hfq.live.rows import PartRows, Pending, prepare
 
 SYMBOLS = ["", "IBM", "MSFT", "\x00", "🙂", "a" * 40]
 DAYS = ["2024-01-02", "2024-01-03"]
@@ -69,7 +72,8 @@ step = st.one_of(
     st.tuples(st.just("read"), st.integers(0, 40), st.integers(0, 40), st.integers(-1, 40),
               st.lists(st.sampled_from(["symbol", "bid", "n"]), min_size=1, max_size=3,
                        unique=True)),
-    st.tuples(st.just("drop"), st.integers(0, 40)))
+    st.tuples(st.just("drop"), st.integers(0, 40)),
+    st.tuples(st.just("install")))
 
 
 @settings(max_examples=60, deadline=None)
@@ -83,6 +87,13 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
         held: list[list[tuple[str, int, int, str, pa.Table]]] = [[], []]
         seq = {"a": 0, "b": 0}
         start = 0
+        out: list = []   # a handover's batches taken, not installed yet (a node's thread)
+
+        def settle():   # a read waits for the handover out, then hands over the rest
+            if out:
+                pending.install(out.pop())
+            pending.flush()
+
         for s in steps:
             if s[0] == "add":   # a batch: a slice of each partition (sizes 0 to 9)
                 _, pub, first, second, day, wide = s
@@ -94,12 +105,17 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
                     held[i].append((pub, seq[pub], seq[pub], day,
                                     rows.slice(0 if i == 0 else first, n)))
                 pending.add([(parts[0], first), (parts[1], second)], rows)
+                if pending.due():   # taken now; installed after more batches came
+                    out.append(prepare(pending.take()))
+            elif s[0] == "install":
+                if out:
+                    pending.install(out.pop())
             elif s[0] == "read":
                 _, top_a, lo, cut_a, columns = s
                 seqs = {"a": top_a, "b": 40}
                 picks = {"a": (lo, 40), "b": (1, 40)}
                 cut = {DAYS[0]: {"a": cut_a}} if cut_a >= 0 else {}
-                pending.flush()
+                settle()
                 for part, mine in zip(parts, held):
                     assert part.live_days(cut) == sorted(
                         {day for pub, seq, _, day, rows in mine
@@ -116,7 +132,7 @@ def test_every_read_gives_the_oracles_rows(steps, tail):
                     same(got, want)
             else:
                 _, upto = s
-                pending.flush()
+                settle()
                 for i, part in enumerate(parts):
                     part.drop({day: {"a": upto} for day in DAYS}, 7)
                     gone = part.dropped.get("a", (0, 0))[0]
@@ -235,3 +251,52 @@ def test_every_snapshot_of_runs_spanning_many_batches(flush_every):
                     assert got.height == 0
                     continue
                 same(got, want)
+
+
+def test_a_read_waits_for_the_handover_out_and_pairs_each_slice_with_its_rows():
+    """A handover takes two batches and puts their rows together without the lock; a third
+    batch comes; a read then waits for that handover to be installed before it hands over
+    the third: every slice gets its own rows, in order (sizes 3, 4, 5: a slice paired with
+    another's rows would not add up)."""
+    lock = threading.RLock()
+    waited = threading.Event()
+
+    class Watched(threading.Condition):
+        def wait(self, timeout=None):
+            waited.set()
+            return super().wait(timeout)
+
+    pending = Pending(Watched(lock))
+    part = PartRows(["2024-01-02", 0])
+    batches = [slice_rows(n, start, True) for n, start in ((3, 0), (4, 3), (5, 7))]
+
+    def publish(i):
+        with lock:
+            part.add("a", i + 1, i + 1, DAYS[0], batches[i].num_rows)
+            pending.add([(part, batches[i].num_rows)], batches[i])
+
+    publish(0)
+    publish(1)
+    with lock:
+        taken = pending.take()
+    publish(2)
+    ready = prepare(taken)            # the handover's thread, without the lock
+
+    def install():
+        waited.wait(60)
+        with lock:
+            pending.install(ready)
+
+    handover = threading.Thread(target=install)
+    handover.start()
+    try:
+        with lock:
+            pending.flush()           # the read: waits for the handover out
+    finally:
+        waited.set()
+        handover.join(60)
+    same(part.take_frame({"a": 9}, {"a": (1, 9)}, {}, ["symbol", "bid", "n"]),
+         expected([("a", i + 1, i + 1, DAYS[0], b) for i, b in enumerate(batches)],
+                  {"a": 9}, {"a": (1, 9)}, {}, ["symbol", "bid", "n"]))
+    assert part.take({"a": 2}, {"a": (1, 9)}, {}, ["n"]).column("n").to_pylist() == \
+        list(range(7))

@@ -13,6 +13,7 @@ ENGINES = "tests/live/test_engines.py"
 ROUTE = "tests/live/test_route.py"
 ROWS = "tests/live/test_rows.py"
 PUBLISH = "tests/live/test_publish.py"
+HANDOVER = "tests/live/test_handover.py"
 
 MUTANTS: list[Mutant] = [
     Mutant("live-ack-before-fsync", "live", "hfq/live/log.py",
@@ -136,14 +137,6 @@ MUTANTS: list[Mutant] = [
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
             f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
-    Mutant("live-flush-one-batch-two-days", "live", "hfq/live/rows.py",
-           "        if len(batches) == 1 and len({id(p) for p, _ in batches[0][0]}) == "
-           "len(batches[0][0]):\n",
-           "        if len(batches) == 1:\n",
-           "a batch read on its own handed over slice by slice even when a partition has two "
-           "slices of it (two days, a table not partitioned by date): the read fails",
-           (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
-            f"{PUBLISH}::test_a_batch_of_two_days_in_a_partition_without_a_date_level")),
     Mutant("live-run-whole-by-least-seq", "live", "hfq/live/rows.py",
            "                every = every and s1 <= top[p] and lo[p] <= p0 and p1 <= hi[p] and "
            "s0 > cut_to\n",
@@ -185,4 +178,39 @@ MUTANTS: list[Mutant] = [
            "between them",
            (f"{ROWS}::test_a_day_is_live_until_the_cut_holds_its_last_slice",
             f"{ROWS}::test_every_snapshot_of_runs_spanning_many_batches")),
+    Mutant("live-handover-on-the-ack-path", "live", "hfq/live/node.py",
+           "        if self.pending.due():\n            self._wake_handover()\n",
+           "        if self.pending.due():\n            self.pending.flush()\n",
+           "the held batches handed over to their partitions by the publish that fills the "
+           "tail, before it answers: every 128th acknowledgement waits for the rows of 128 "
+           "batches to be put together (the ack p99)",
+           (f"{HANDOVER}::test_a_publish_never_hands_over_on_its_own_thread",)),
+    Mutant("live-read-does-not-wait-for-handover", "live", "hfq/live/rows.py",
+           "            while self.moving:\n                self.cond.wait()\n",
+           "            while False:\n                self.cond.wait()\n",
+           "a read hands over the batches held while a handover's are out: the partitions' "
+           "slices are paired with the wrong rows, or the read misses acknowledged rows",
+           (f"{ROWS}::test_a_read_waits_for_the_handover_out_and_pairs_each_slice_with_its_"
+            "rows",)),
+    Mutant("live-handover-under-the-lock", "live", "hfq/live/node.py",
+           "            batches = self.pending.take()\n        try:\n"
+           "            ready = prepare(batches)\n",
+           "            batches = self.pending.take()\n            ready = prepare(batches)\n"
+           "        try:\n            pass\n",
+           "the handover puts the rows together holding the node's lock: a publish arriving "
+           "meanwhile waits for it (the stall moved, not removed)",
+           (f"{HANDOVER}::test_a_read_waits_for_the_handover_out_and_a_publish_does_not",)),
+    Mutant("live-failed-handover-loses-batches", "live", "hfq/live/node.py",
+           "            with self.lock:\n                self.pending.give_back(batches)\n",
+           "            with self.lock:\n                self.pending.moving = False\n",
+           "a handover that fails forgets the batches it took: their rows are never given to "
+           "their partitions (acknowledged rows lost, or every later read fails)",
+           (f"{HANDOVER}::test_a_handover_that_fails_is_done_by_the_next_read",)),
+    Mutant("live-handover-takes-later-slices", "live", "hfq/live/rows.py",
+           "        given = self.tail if slices is None else self.tail[:slices]\n",
+           "        given = self.tail\n",
+           "a handover's rows paired with every slice its partition holds, including those "
+           "of batches that came after it took its batches",
+           (f"{ROWS}::test_a_read_waits_for_the_handover_out_and_pairs_each_slice_with_its_"
+            "rows", f"{ROWS}::test_every_read_gives_the_oracles_rows")),
 ]
