@@ -69,6 +69,9 @@ log = logging.getLogger(__name__)
 _RECENT = 8
 """The last batches acknowledged, kept to check that a retry of one sends the same rows."""
 
+_HELD = pa.system_memory_pool()
+"""Where the rows a node holds are allocated (see :meth:`Publisher._send`)."""
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -314,8 +317,12 @@ class Publisher:
         parts: dict[str, tuple[Entry, pa.Table]] = {}
         for n, mine in by_node.items():
             idx = np.concatenate([i for _, i in mine])
+            # the rows a node holds are freed by its handover thread: not from mimalloc
+            # (Arrow's default), which makes the allocating thread -- this one, the ack
+            # path -- collect other threads' frees (a p99 of 10 ms CPU a batch, 3 without)
             body = plan.rows if len(idx) == plan.rows.num_rows and \
-                np.array_equal(idx, np.arange(len(idx))) else plan.rows.take(pa.array(idx))
+                np.array_equal(idx, np.arange(len(idx))) else \
+                pc.take(plan.rows, pa.array(idx), memory_pool=_HELD)
             here = {s.partition for s, _ in mine}
             parts[n] = (Entry(self.name, plan.seq, everyone, plan.digest,
                               tuple(s for s, _ in mine), plan.at,
