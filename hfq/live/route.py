@@ -57,9 +57,22 @@ class _Memo:
         self.type: pa.DataType | None = None
         self.values = pa.array([], pa.null())
         self.codes = np.zeros(0, np.int64)
+        self.last: tuple[pa.Array, np.ndarray] | None = None
+        """The last dictionary looked up and its buckets: a feed's batches often carry the
+        same dictionary (slices of one table, a handler's fixed symbol list), and comparing
+        it (one memcmp) costs far less than a lookup, which hashes the remembered values."""
 
     def buckets(self, dictionary: pa.Array) -> np.ndarray:
         """The bucket of each value of ``dictionary`` (distinct, no nulls)."""
+        last = self.last
+        if last is not None and dictionary.equals(last[0]):
+            return last[1]
+        got = self._buckets(dictionary)
+        got.flags.writeable = False   # handed out again: nobody changes it
+        self.last = (dictionary, got)
+        return got
+
+    def _buckets(self, dictionary: pa.Array) -> np.ndarray:
         if self.type is None or not dictionary.type.equals(self.type) \
                 or len(self.values) > MAX_REMEMBERED:
             self.type = dictionary.type

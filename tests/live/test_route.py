@@ -121,3 +121,21 @@ def test_a_symbol_published_first_mid_day_is_found_by_a_pruned_scan(tmp_path):
         assert got.column("symbol").to_pylist() == [symbol], symbol
     want = rows.column("symbol").to_pylist().count("IBM") + 1
     assert t.scan(symbols=["IBM"]).count() == want
+
+
+@pytest.mark.parametrize("same_type", [True, False])
+def test_a_dictionary_like_the_last_is_not_taken_for_it(same_type):
+    """The router remembers the last dictionary and its buckets: a batch with the same
+    dictionary is routed from them, and one whose dictionary differs only in a value, in the
+    order of its values or in its type, is looked up afresh."""
+    scheme = hfq.Hash("symbol", 16)
+    router = Router(scheme)
+    first = ["IBM", "MSFT", "AAPL", ""]
+    for values in (first, first, ["IBM", "MSFT", "AAPM", ""], ["MSFT", "IBM", "AAPL", ""],
+                   first):
+        dictionary = pa.array(values, pa.string() if same_type else pa.large_string())
+        rows = pa.table({"symbol": pa.DictionaryArray.from_arrays(
+            pa.array([0, 1, 2, 3, 1, 0], pa.int32()), dictionary)})
+        codes, _ = router.route(rows)
+        assert codes.tolist() == [scheme.bucket(s) for s in rows.column(0).to_pylist()]
+        same_type = not same_type

@@ -213,4 +213,10 @@ MUTANTS: list[Mutant] = [
            "of batches that came after it took its batches",
            (f"{ROWS}::test_a_read_waits_for_the_handover_out_and_pairs_each_slice_with_its_"
             "rows", f"{ROWS}::test_every_read_gives_the_oracles_rows")),
+    Mutant("live-route-last-dictionary-by-size", "live", "hfq/live/route.py",
+           "        if last is not None and dictionary.equals(last[0]):\n",
+           "        if last is not None and len(dictionary) == len(last[0]):\n",
+           "the router takes a batch's dictionary for the last one when it has as many "
+           "values: a symbol renamed or reordered is routed to another symbol's partition",
+           (f"{ROUTE}::test_a_dictionary_like_the_last_is_not_taken_for_it",)),
 ]
