@@ -350,13 +350,22 @@ def _durations_to_times(col: pa.ChunkedArray, target: pa.DataType) -> pa.Chunked
     return ticks.cast(integer).cast(target)
 
 
+_CHARS_OK: list[pa.Array] = []
+"""The last CHAR dictionary found within the limit: a feed's batches (``publish``) often
+carry the same one, and comparing it costs less than measuring it again."""
+
+
 def _check_chars(col: pa.ChunkedArray) -> None:
     """CHAR holds at most one character; checks each chunk's dictionary, not every row."""
     for chunk in col.chunks:
-        longest = pc.max(pc.utf8_length(chunk.dictionary)).as_py() if len(chunk.dictionary) \
-            else None
+        dictionary = chunk.dictionary
+        known = _CHARS_OK[:1]
+        if known and dictionary.equals(known[0]):
+            continue
+        longest = pc.max(pc.utf8_length(dictionary)).as_py() if len(dictionary) else None
         if longest is not None and longest > 1:
             raise ValueError("CHAR values must be at most one character")
+        _CHARS_OK[:] = [dictionary]
 
 
 def _columns(*pairs: tuple[str, ColumnType]) -> list[tuple[str, ColumnType]]:

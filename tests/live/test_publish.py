@@ -156,6 +156,28 @@ def test_a_batch_already_in_the_tables_schema_is_still_checked(tmp_path):
     assert canonical(got).equals(canonical(want), null_equal=True)
 
 
+def test_a_char_dictionary_like_the_last_good_one_is_still_measured():
+    """The last CHAR dictionary within the limit is remembered (a feed's batches carry the
+    same one): a dictionary of as many values with one too long, or one refused before, is
+    still refused, every time."""
+    exact = nasty()
+    where = exact.schema.get_field_index("ex")
+
+    def with_ex(values: list) -> pa.Table:
+        ex = pa.DictionaryArray.from_arrays(pa.array([i % len(values) for i in range(8)],
+                                                     pa.int32()), pa.array(values))
+        return exact.set_column(where, "ex", ex)
+
+    good, bad = with_ex(["N", "", "T"]), with_ex(["N", "", "TT"])
+    for table, ok in ((good, True), (bad, False), (good, True), (bad, False), (bad, False),
+                      (with_ex(["T", "", "N"]), True), (with_ex(["🙂🙂", "", "N"]), False)):
+        if ok:
+            assert hfq.schemas.TAQ.conform(table) is table
+        else:
+            with pytest.raises(SchemaMismatchError, match="at most one character"):
+                hfq.schemas.TAQ.conform(table)
+
+
 def test_retries_never_duplicate_and_a_changed_retry_is_refused(tmp_path):
     db, t = make(tmp_path)
     pub = t.publisher(name="feed")

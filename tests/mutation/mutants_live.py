@@ -219,4 +219,17 @@ MUTANTS: list[Mutant] = [
            "the router takes a batch's dictionary for the last one when it has as many "
            "values: a symbol renamed or reordered is routed to another symbol's partition",
            (f"{ROUTE}::test_a_dictionary_like_the_last_is_not_taken_for_it",)),
+    Mutant("live-chars-last-dictionary-by-size", "live", "hfq/schema.py",
+           "        if known and dictionary.equals(known[0]):\n",
+           "        if known and len(dictionary) == len(known[0]):\n",
+           "the CHAR limit skipped for a dictionary of as many values as the last good one: "
+           "a two-character exchange code is published",
+           (f"{PUBLISH}::test_a_char_dictionary_like_the_last_good_one_is_still_measured",)),
+    Mutant("live-chars-remembered-before-measured", "live", "hfq/schema.py",
+           "        dictionary = chunk.dictionary\n        known = _CHARS_OK[:1]\n",
+           "        dictionary = chunk.dictionary\n        known = _CHARS_OK[:1]\n"
+           "        _CHARS_OK[:] = [dictionary]\n",
+           "a CHAR dictionary remembered as good before it is measured: a batch refused once "
+           "is accepted when sent again",
+           (f"{PUBLISH}::test_a_char_dictionary_like_the_last_good_one_is_still_measured",)),
 ]
