@@ -46,6 +46,13 @@ def seen(t) -> pl.DataFrame:
         pl.len().alias("n"), pl.col("bid").sum()).sort("symbol")
 
 
+def feed(tmp_path):
+    """A table (made after the test's patches: its node state is new) and its publisher."""
+    db = hfq.connect(str(tmp_path / "db"))
+    t = db.create_table("q", hfq.schemas.TAQ, partition_by=SCHEME, sort_by=("symbol", "time"))
+    return t, t.publisher(name="feed")
+
+
 def test_a_publish_never_hands_over_on_its_own_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(liverows, "TAIL", TAIL)
     where: list[tuple[int, bool]] = []
@@ -58,9 +65,7 @@ def test_a_publish_never_hands_over_on_its_own_thread(tmp_path, monkeypatch):
 
     monkeypatch.setattr(liverows, "prepare", watched)
     monkeypatch.setattr(livenode, "prepare", watched)
-    db = hfq.connect(str(tmp_path / "db"))
-    t = db.create_table("q", hfq.schemas.TAQ, partition_by=SCHEME, sort_by=("symbol", "time"))
-    pub = t.publisher(name="feed")
+    t, pub = feed(tmp_path)
     sent = batches(6 * TAIL)
     me = threading.get_ident()
     publishing.set()
@@ -98,9 +103,7 @@ def test_a_read_waits_for_the_handover_out_and_a_publish_does_not(tmp_path, monk
 
     monkeypatch.setattr(livenode, "Pending", _Gate)
     monkeypatch.setattr(livenode, "prepare", held)
-    db = hfq.connect(str(tmp_path / "db"))
-    t = db.create_table("q", hfq.schemas.TAQ, partition_by=SCHEME, sort_by=("symbol", "time"))
-    pub = t.publisher(name="feed")
+    t, pub = feed(tmp_path)
     sent = batches(TAIL + 3)
     try:
         for b in sent[:TAIL]:
@@ -135,9 +138,7 @@ def test_a_handover_that_fails_is_done_by_the_next_read(tmp_path, monkeypatch, f
             done.set()
 
     monkeypatch.setattr(livenode, "prepare", broken)
-    db = hfq.connect(str(tmp_path / "db"))
-    t = db.create_table("q", hfq.schemas.TAQ, partition_by=SCHEME, sort_by=("symbol", "time"))
-    pub = t.publisher(name="feed")
+    t, pub = feed(tmp_path)
     sent = batches(TAIL + 2)
     for b in sent:
         pub.publish(b)
