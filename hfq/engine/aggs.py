@@ -110,6 +110,7 @@ class _Builder:
         self.count = itertools.count()
         self.seen: dict[str, str] = {}     # a leaf's tree -> its final column
         self.values: dict[str, str] = {}   # an input's tree -> its partial column of values
+        self.partials: dict[str, str] = {}   # a partial state's tree -> its column
 
     def leaf(self, kind: str, body: Any, tree: Tree) -> Tree | None:
         """Register one aggregate leaf; the tree that reads its final column, or None.
@@ -128,6 +129,7 @@ class _Builder:
         if made is None:
             return None
         partial, merge, final = made
+        partial, merge = self._shared(partial, merge)
         self.plan.partial += partial
         self.plan.merge += merge
         self.plan.final.append(final.alias(name))
@@ -136,6 +138,25 @@ class _Builder:
             signature(body["function"]) if kind == "Function" else kind
         self.plan.kinds.append(what.lower())
         return {"Column": name}
+
+    def _shared(self, partial: list[pl.Expr], merge: list[pl.Expr]
+                ) -> tuple[list[pl.Expr], list[pl.Expr]]:
+        """A leaf's partial states without those another leaf computes already (a variance's
+        count and a count, a min of the same input): its merge reads that column instead --
+        each partial state is one more pass over the group's rows."""
+        renames: dict[str, str] = {}
+        kept = []
+        for e in partial:
+            key = json.dumps(to_tree(e.meta.undo_aliases()), sort_keys=True, default=str)
+            if key in self.partials:
+                renames[e.meta.output_name()] = self.partials[key]
+            else:
+                self.partials[key] = e.meta.output_name()
+                kept.append(e)
+        if not renames:
+            return partial, merge
+        return kept, [from_tree(_renamed(to_tree(m), renames)).alias(m.meta.output_name())
+                      for m in merge]
 
     def _values(self, e: pl.Expr, tree: Tree, p: str) -> tuple[list[pl.Expr], pl.Expr]:
         """The partial state holding every value of ``e`` (one list per group), shared by
@@ -164,7 +185,8 @@ class _Builder:
             e, ddof = self._input(inner[0]), inner[1]
             if e is None:
                 return None
-            e = e.cast(F64)
+            if _dtype(e, self.schema) != F64:
+                e = e.cast(F64)
             n, m, q = col(p + "n"), col(p + "m"), col(p + "q")
             big_n = n.sum()
             mean = (n * m).sum() / big_n
@@ -319,6 +341,17 @@ class _Builder:
             [pick(col(n).filter(kept).sort_by(by_cols, **kw)).alias(n) for n in names] + \
             [col(p + "c").sum().alias(p + "c")]
         return partial, merge, col(p + "v")
+
+
+def _renamed(tree: Tree, names: dict[str, str]) -> Tree:
+    """``tree`` reading column ``names[c]`` wherever it read a column ``c`` of ``names``."""
+    if isinstance(tree, dict):
+        if set(tree) == {"Column"} and tree["Column"] in names:
+            return {"Column": names[tree["Column"]]}
+        return {k: _renamed(v, names) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_renamed(v, names) for v in tree]
+    return tree
 
 
 def _numeric(dtype: pl.DataType) -> bool:

@@ -167,7 +167,13 @@ class Agg(Plain):
             x = x.cast(_F64)
         return pl.when(x.count() > 0).then(x.sum())
 
-    def _avg(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
+    def _avg(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
+             order: exp.Order | None, node: exp.Expression) -> pl.Expr:
+        if self.dtype(x) == pl.Int64 and args and narrow_column(self, args[0], x):
+            n = x.count()   # 32-bit values: fewer than 2^32 of them sum exactly in BIGINT
+            total = self.fail(x.sum(), n >= 2**32, node, "an avg of 2^32 values or more of a "
+                              "32-bit column (its sum could leave BIGINT)")
+            return pl.when(n > 0).then(total.cast(_F64) / n)
         if self.dtype(x).is_integer():   # summed exactly in 128 bits (DuckDB's HUGEINT),
             n = x.count()                 # then divided: a mean in doubles loses 2^63's
             return pl.when(n > 0).then(x.cast(pl.Decimal(38, 0)).sum().cast(_F64) / n)
@@ -182,7 +188,7 @@ class Agg(Plain):
 
     def _moment(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         dtype = self.dtype(x)
-        x = x.cast(_F64)
+        x = x if dtype == _F64 else x.cast(_F64)
         ddof = _SAMPLE[name]
         # DuckDB's deviation is the root of its variance (inf past DOUBLE's range: inf)
         var = _variance(x, ddof, dtype=dtype)
