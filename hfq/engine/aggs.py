@@ -34,9 +34,15 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["AggPlan", "decompose", "widen"]
+__all__ = ["LIGHT", "SCALED", "AggPlan", "decompose", "widen"]
 
 F64 = pl.Float64
+SCALED = 2.0 ** -600
+"""The factor a variance's values are scaled by when their squares would leave DOUBLE's range
+(an exact power of two: values past 2^-422 stay normal); see ``AggPlan.light``."""
+LIGHT = 2.0 ** 480
+"""Values at most this in magnitude: their squares, their sums and the merges of their
+variance states stay far inside DOUBLE's range."""
 
 
 @dataclass
@@ -49,9 +55,20 @@ class AggPlan:
     final: list[pl.Expr] = field(default_factory=list)
     outputs: list[pl.Expr] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
+    light: dict[str, pl.Expr] = field(default_factory=dict)
+    heavy: list[pl.Expr] = field(default_factory=list)
 
     def describe(self) -> str:
         return ", ".join(self.kinds)
+
+    def partial_for(self, frame: pl.DataFrame) -> list[pl.Expr]:
+        """The partial states to compute over ``frame``: with the light forms of the scaled
+        variances' states (:data:`light`) unless a value of ``frame`` is past ``LIGHT`` in
+        magnitude (:data:`heavy`), or an inf."""
+        if not self.light or frame.select(pl.any_horizontal(self.heavy).fill_null(False)).item():
+            return self.partial
+        return [self.light[name].alias(name) if (name := e.meta.output_name()) in self.light
+                else e for e in self.partial]
 
 
 def _dtype(expr: pl.Expr, schema: pl.Schema) -> pl.DataType:
@@ -167,6 +184,32 @@ class _Builder:
         self.values[key] = p + "v"
         return [e.implode().alias(p + "v")], pl.col(p + "v")
 
+    def _scaled(self, tree: Tree) -> pl.Expr | None:
+        """``x`` when ``tree`` is the DOUBLE ``x * SCALED`` (the values of a variance scaled
+        down so that their squares stay in DOUBLE's range), else None."""
+        kind, body = node_kind(tree)
+        if kind != "BinaryExpr" or body["op"] != "Multiply" or \
+                body["right"] != to_tree(pl.lit(SCALED)) or not _group_input_ok(body["left"]):
+            return None
+        x = from_tree(body["left"])
+        return x if _dtype(x, self.schema) == F64 else None
+
+    def _light(self, x: pl.Expr, states: list[pl.Expr], p: str) -> None:
+        """Register the light forms of the mean and centred second moment of ``x * SCALED``:
+        the unscaled ones (the same partial states as the variance of ``x``, computed once)
+        scaled exactly, used on a frame whose values are all at most ``LIGHT`` in magnitude.
+
+        Exact enough: there the unscaled states are finite, as is any merge of such states, so
+        the scaled variance is read (where the unscaled one is NaN) only for a group with a
+        value above ``LIGHT`` in another partition -- and whose second moment, unless the group
+        is constant, is at least 2^855 (two distinct doubles there are 2^428 apart), against
+        which what the scaling rounds away (below 2^-1074 in scaled units, 2^126 in real
+        units) is nothing."""
+        mean, moment = states
+        self.plan.light[mean.meta.output_name()] = x.mean() * SCALED
+        self.plan.light[moment.meta.output_name()] = x.var(ddof=0) * x.count() * SCALED * SCALED
+        self.plan.heavy.append(x.abs().max() > LIGHT)
+
     def _input(self, tree: Tree) -> pl.Expr | None:
         cols = columns_of(tree)
         if not cols or not _group_input_ok(tree):   # a literal alone aggregates differently
@@ -192,9 +235,13 @@ class _Builder:
             mean = (n * m).sum() / big_n
             merged_q = q.sum() + (n * (m - mean) ** 2).sum()
             var = pl.when(col(p + "N") > ddof).then(col(p + "Q") / (col(p + "N") - ddof))
-            return ([e.count().cast(pl.Int64).alias(p + "n"), e.mean().alias(p + "m"),
-                     (e.var(ddof=0) * e.count()).alias(p + "q")],
-                    [big_n.alias(p + "N"), merged_q.alias(p + "Q")],
+            states = [e.count().cast(pl.Int64).alias(p + "n"), e.mean().alias(p + "m"),
+                      (e.var(ddof=0) * e.count()).alias(p + "q")]
+            scaled = self._scaled(inner[0])
+            if scaled is not None:   # the unscaled input's count is the same (and shared)
+                states[0] = scaled.count().cast(pl.Int64).alias(p + "n")
+                self._light(scaled, states[1:], p)
+            return (states, [big_n.alias(p + "N"), merged_q.alias(p + "Q")],
                     var.sqrt() if agg == "Std" else var)
         if agg in ("Min", "Max"):
             e = self._input(inner["input"])

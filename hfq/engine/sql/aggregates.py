@@ -18,6 +18,7 @@ from collections.abc import Callable
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.aggs import SCALED
 from hfq.engine.exprs import every_row
 from hfq.engine.sql.casts import narrow_column
 from hfq.engine.sql.errors import error, unsupported
@@ -32,7 +33,7 @@ _SAMPLE = {"stddev": 1, "stddev_samp": 1, "stddev_pop": 0, "variance": 1, "var_s
 _SAMPLE_COVAR = {"covar_pop": 0, "covar_samp": 1}
 _NAN = pl.lit("NaN").cast(_F64)   # (a NaN literal does not survive the engine's expression
 #   serialisation to JSON)
-_DOWN, _UP = 2.0 ** -600, 2.0 ** 600   # exact scalings (values past 2^-422 stay normal)
+_DOWN, _UP = SCALED, 1 / SCALED   # exact scalings (the engine knows _DOWN: AggPlan.light)
 _REGR = ("regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx", "regr_avgy",
          "regr_sxx", "regr_syy", "regr_sxy")
 _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "quantile_cont",
