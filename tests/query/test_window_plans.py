@@ -69,7 +69,9 @@ def test_grouped_variance_of_integers_and_floats_is_duckdbs(db, duck):
     sql = ("SELECT symbol, var_pop(bidsiz) AS a, stddev_samp(small) AS b, var_samp(big) AS c, "
            "stddev_pop(CAST(bidsiz AS DECIMAL(10, 2))) AS d, var_samp(f) AS e, "
            "stddev_samp(bid) AS g, var_pop(bidsiz * 1.0) AS h, avg(bidsiz) AS i, avg(small) AS j, "
-           "avg(big) AS k, avg(bidsiz + 0) AS l FROM w GROUP BY symbol")
+           "avg(big) AS k, avg(bidsiz + 0) AS l, sum(bidsiz + small) AS m, sum(-bidsiz - 7) AS n, "
+           "avg(bidsiz - small + 3) AS o, sum((small) + 1000000) AS p, "
+           "sum(big - bidsiz) AS q FROM w GROUP BY symbol")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
     for t in ("m", "m1"):
         q = sql.replace("FROM w", f"FROM {t}")
