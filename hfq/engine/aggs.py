@@ -34,9 +34,15 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["AggPlan", "decompose", "widen"]
+__all__ = ["LIGHT", "SCALED", "AggPlan", "decompose", "widen"]
 
 F64 = pl.Float64
+SCALED = 2.0 ** -600
+"""The factor a variance's values are scaled by when their squares would leave DOUBLE's range
+(an exact power of two: values past 2^-422 stay normal); see ``AggPlan.light``."""
+LIGHT = 2.0 ** 480
+"""Values at most this in magnitude: their squares, their sums and the merges of their
+variance states stay far inside DOUBLE's range."""
 
 
 @dataclass
@@ -49,9 +55,20 @@ class AggPlan:
     final: list[pl.Expr] = field(default_factory=list)
     outputs: list[pl.Expr] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
+    light: dict[str, pl.Expr] = field(default_factory=dict)
+    heavy: list[pl.Expr] = field(default_factory=list)
 
     def describe(self) -> str:
         return ", ".join(self.kinds)
+
+    def partial_for(self, frame: pl.DataFrame) -> list[pl.Expr]:
+        """The partial states to compute over ``frame``: with the light forms of the scaled
+        variances' states (:data:`light`) unless a value of ``frame`` is past ``LIGHT`` in
+        magnitude (:data:`heavy`), or an inf."""
+        if not self.light or frame.select(pl.any_horizontal(self.heavy).fill_null(False)).item():
+            return self.partial
+        return [self.light[name].alias(name) if (name := e.meta.output_name()) in self.light
+                else e for e in self.partial]
 
 
 def _dtype(expr: pl.Expr, schema: pl.Schema) -> pl.DataType:
@@ -110,6 +127,7 @@ class _Builder:
         self.count = itertools.count()
         self.seen: dict[str, str] = {}     # a leaf's tree -> its final column
         self.values: dict[str, str] = {}   # an input's tree -> its partial column of values
+        self.partials: dict[str, str] = {}   # a partial state's tree -> its column
 
     def leaf(self, kind: str, body: Any, tree: Tree) -> Tree | None:
         """Register one aggregate leaf; the tree that reads its final column, or None.
@@ -128,6 +146,7 @@ class _Builder:
         if made is None:
             return None
         partial, merge, final = made
+        partial, merge = self._shared(partial, merge)
         self.plan.partial += partial
         self.plan.merge += merge
         self.plan.final.append(final.alias(name))
@@ -137,6 +156,25 @@ class _Builder:
         self.plan.kinds.append(what.lower())
         return {"Column": name}
 
+    def _shared(self, partial: list[pl.Expr], merge: list[pl.Expr]
+                ) -> tuple[list[pl.Expr], list[pl.Expr]]:
+        """A leaf's partial states without those another leaf computes already (a variance's
+        count and a count, a min of the same input): its merge reads that column instead --
+        each partial state is one more pass over the group's rows."""
+        renames: dict[str, str] = {}
+        kept = []
+        for e in partial:
+            key = json.dumps(to_tree(e.meta.undo_aliases()), sort_keys=True, default=str)
+            if key in self.partials:
+                renames[e.meta.output_name()] = self.partials[key]
+            else:
+                self.partials[key] = e.meta.output_name()
+                kept.append(e)
+        if not renames:
+            return partial, merge
+        return kept, [from_tree(_renamed(to_tree(m), renames)).alias(m.meta.output_name())
+                      for m in merge]
+
     def _values(self, e: pl.Expr, tree: Tree, p: str) -> tuple[list[pl.Expr], pl.Expr]:
         """The partial state holding every value of ``e`` (one list per group), shared by
         the leaves over the same input: (the partial to add, the column to read at merge)."""
@@ -145,6 +183,32 @@ class _Builder:
             return [], pl.col(self.values[key])
         self.values[key] = p + "v"
         return [e.implode().alias(p + "v")], pl.col(p + "v")
+
+    def _scaled(self, tree: Tree) -> pl.Expr | None:
+        """``x`` when ``tree`` is the DOUBLE ``x * SCALED`` (the values of a variance scaled
+        down so that their squares stay in DOUBLE's range), else None."""
+        kind, body = node_kind(tree)
+        if kind != "BinaryExpr" or body["op"] != "Multiply" or \
+                body["right"] != to_tree(pl.lit(SCALED)) or not _group_input_ok(body["left"]):
+            return None
+        x = from_tree(body["left"])
+        return x if _dtype(x, self.schema) == F64 else None
+
+    def _light(self, x: pl.Expr, states: list[pl.Expr], p: str) -> None:
+        """Register the light forms of the mean and centred second moment of ``x * SCALED``:
+        the unscaled ones (the same partial states as the variance of ``x``, computed once)
+        scaled exactly, used on a frame whose values are all at most ``LIGHT`` in magnitude.
+
+        Exact enough: there the unscaled states are finite, as is any merge of such states, so
+        the scaled variance is read (where the unscaled one is NaN) only for a group with a
+        value above ``LIGHT`` in another partition -- and whose second moment, unless the group
+        is constant, is at least 2^855 (two distinct doubles there are 2^428 apart), against
+        which what the scaling rounds away (below 2^-1074 in scaled units, 2^126 in real
+        units) is nothing."""
+        mean, moment = states
+        self.plan.light[mean.meta.output_name()] = x.mean() * SCALED
+        self.plan.light[moment.meta.output_name()] = x.var(ddof=0) * x.count() * SCALED * SCALED
+        self.plan.heavy.append(x.abs().max() > LIGHT)
 
     def _input(self, tree: Tree) -> pl.Expr | None:
         cols = columns_of(tree)
@@ -164,15 +228,20 @@ class _Builder:
             e, ddof = self._input(inner[0]), inner[1]
             if e is None:
                 return None
-            e = e.cast(F64)
+            if _dtype(e, self.schema) != F64:
+                e = e.cast(F64)
             n, m, q = col(p + "n"), col(p + "m"), col(p + "q")
             big_n = n.sum()
             mean = (n * m).sum() / big_n
             merged_q = q.sum() + (n * (m - mean) ** 2).sum()
             var = pl.when(col(p + "N") > ddof).then(col(p + "Q") / (col(p + "N") - ddof))
-            return ([e.count().cast(pl.Int64).alias(p + "n"), e.mean().alias(p + "m"),
-                     (e.var(ddof=0) * e.count()).alias(p + "q")],
-                    [big_n.alias(p + "N"), merged_q.alias(p + "Q")],
+            states = [e.count().cast(pl.Int64).alias(p + "n"), e.mean().alias(p + "m"),
+                      (e.var(ddof=0) * e.count()).alias(p + "q")]
+            scaled = self._scaled(inner[0])
+            if scaled is not None:   # the unscaled input's count is the same (and shared)
+                states[0] = scaled.count().cast(pl.Int64).alias(p + "n")
+                self._light(scaled, states[1:], p)
+            return (states, [big_n.alias(p + "N"), merged_q.alias(p + "Q")],
                     var.sqrt() if agg == "Std" else var)
         if agg in ("Min", "Max"):
             e = self._input(inner["input"])
@@ -319,6 +388,17 @@ class _Builder:
             [pick(col(n).filter(kept).sort_by(by_cols, **kw)).alias(n) for n in names] + \
             [col(p + "c").sum().alias(p + "c")]
         return partial, merge, col(p + "v")
+
+
+def _renamed(tree: Tree, names: dict[str, str]) -> Tree:
+    """``tree`` reading column ``names[c]`` wherever it read a column ``c`` of ``names``."""
+    if isinstance(tree, dict):
+        if set(tree) == {"Column"} and tree["Column"] in names:
+            return {"Column": names[tree["Column"]]}
+        return {k: _renamed(v, names) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_renamed(v, names) for v in tree]
+    return tree
 
 
 def _numeric(dtype: pl.DataType) -> bool:

@@ -203,7 +203,11 @@ class PartialAgg(Op):
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         keys = self.keys or (pl.lit(0).alias(GROUP),)
-        return lf.group_by(keys, maintain_order=self.ordered).agg(self.plan.partial)
+        partial = self.plan.partial
+        if self.plan.light:   # which states depends on the values: looked at first
+            frame = lf.collect()
+            lf, partial = frame.lazy(), self.plan.partial_for(frame)
+        return lf.group_by(keys, maintain_order=self.ordered).agg(partial)
 
     def describe(self) -> str:
         by = f" by {_show(self.keys)}" if self.keys else ""

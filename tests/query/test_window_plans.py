@@ -68,8 +68,32 @@ def test_running_range_frames_over_null_keys_of_extremes(db, duck, table):
 def test_grouped_variance_of_integers_and_floats_is_duckdbs(db, duck):
     sql = ("SELECT symbol, var_pop(bidsiz) AS a, stddev_samp(small) AS b, var_samp(big) AS c, "
            "stddev_pop(CAST(bidsiz AS DECIMAL(10, 2))) AS d, var_samp(f) AS e, "
-           "stddev_samp(bid) AS g, var_pop(bidsiz * 1.0) AS h FROM w GROUP BY symbol")
+           "stddev_samp(bid) AS g, var_pop(bidsiz * 1.0) AS h, avg(bidsiz) AS i, avg(small) AS j, "
+           "avg(big) AS k, avg(bidsiz + 0) AS l, sum(bidsiz + small) AS m, sum(-bidsiz - 7) AS n, "
+           "avg(bidsiz - small + 3) AS o, sum((small) + 1000000) AS p, "
+           "sum(big - bidsiz) AS q FROM w GROUP BY symbol")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
     for t in ("m", "m1"):
         q = sql.replace("FROM w", f"FROM {t}")
         assert_same(db.sql(q).collect(), duck.sql(q).pl(), what=q)
+
+
+# huge values on one day only: the batch of partitions holding it computes the variance of the
+# scaled-down values, the others derive it from their unscaled states (AggPlan.light); 1e153
+# makes values past LIGHT (2^480) whose squares overflow, 1e140 values below it whose squares
+# do not, 1e300 values whose squares overflow, 1e306 values whose sums (so their means)
+# overflow: there the unscaled states merge to NaN and the scaled ones answer (inf, as DuckDB;
+# NaN if that day's batch took the light form)
+_HUGE = ("SELECT {by}var_pop(CASE WHEN date = DATE '2016-11-15' THEN bid * 1e300 ELSE bid END)"
+         " AS a, stddev_samp(CASE WHEN date = DATE '2016-11-15' THEN bid * 1e153 ELSE bid END) "
+         "AS b, var_samp(CASE WHEN date = DATE '2016-11-13' THEN bid * -1e153 ELSE bid * 1e140 "
+         "END) AS c, var_pop(bid) AS d, stddev_pop(CASE WHEN symbol = 'A' THEN bid * 1e200 ELSE"
+         " bid END) AS e, var_pop(CASE WHEN date = DATE '2016-11-15' THEN bid * 1e306 ELSE bid "
+         "END) AS g FROM w WHERE bid < 1000{group}")
+
+
+@pytest.mark.parametrize("by", ["symbol", "date", ""])
+def test_grouped_variance_of_huge_doubles_in_some_partitions_is_duckdbs(db, duck, by):
+    sql = _HUGE.format(by=f"{by}, " if by else "", group=f" GROUP BY {by}" if by else "")
+    assert "partial aggregate" in db.sql(sql).explain()
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
