@@ -76,7 +76,28 @@ def make_copy(dest: pathlib.Path) -> pathlib.Path:
             shutil.copytree(src, dest / name, ignore=IGNORE)
         else:
             shutil.copy2(src, dest / name)
+    # numba's on-disk caches of the kernels compiled so far (the suite's own run made them):
+    # keyed by a hash of the source, so a copy reuses them only for unchanged files
+    for cache in REPO.glob("hfq/**/__pycache__/*.nb[ic]"):
+        target = dest / cache.relative_to(REPO)
+        target.parent.mkdir(exist_ok=True)
+        shutil.copy2(cache, target)
     return dest
+
+
+def numba_caches(path: pathlib.Path) -> dict[pathlib.Path, bytes]:
+    """numba's cached kernels of the module at ``path`` (index and data files)."""
+    return {f: f.read_bytes() for f in path.parent.glob(f"__pycache__/{path.stem}.*.nb[ic]")}
+
+
+def restore_numba_caches(path: pathlib.Path, saved: dict[pathlib.Path, bytes]) -> None:
+    """Put back the cached kernels of the unmutated module: a mutant's run replaced them by its
+    own (numba keeps one source's kernels per function), and every later run would compile
+    the whole module again."""
+    for f in set(numba_caches(path)) - set(saved):
+        f.unlink(missing_ok=True)
+    for f, data in saved.items():
+        f.write_bytes(data)
 
 
 def environment(copy: pathlib.Path) -> dict[str, str]:
@@ -172,6 +193,7 @@ def run_mutant(mutant: Mutant, copies: queue.Queue, timeout: float) -> Outcome:
         original = path.read_text()
         if original.count(mutant.old) != 1:
             return Outcome(mutant, "STALE", detail=stale(mutant, copy) or "")
+        caches = numba_caches(path)
         path.write_text(original.replace(mutant.old, mutant.new))
         try:
             code, output, seconds = pytest(copy, list(mutant.tests), timeout)
@@ -181,6 +203,7 @@ def run_mutant(mutant: Mutant, copies: queue.Queue, timeout: float) -> Outcome:
                 code, output, seconds = pytest(copy, list(mutant.tests), timeout, cold=True)
         finally:
             path.write_text(original)
+            restore_numba_caches(path, caches)
         if code is None:
             return Outcome(mutant, "killed (timeout)", seconds)
         if code == 0:
