@@ -61,17 +61,20 @@ def njit(**options: Any) -> Callable[[F], F]:
 
 
 def _compile(namespace: dict[str, Any]) -> None:
-    """Make numba dispatchers of every kernel named in ``namespace`` (a module's globals) and
-    of the modules those kernels come from, and put them in place of the kernels."""
+    """Make numba dispatchers of every kernel named in ``namespace`` (a module's globals), the
+    kernels it imported from other modules first (by compiling those modules), and put them in
+    place of the kernels.  A kernel's ``dispatcher`` is set last, once every name its code may
+    call is a dispatcher: a thread that finds it set compiles against dispatchers only."""
     import numba  # the one place hfq.storage imports numba: on first use
 
     with _lock:
         found = [(name, v) for name, v in list(namespace.items()) if isinstance(v, Kernel)]
-        for name, kernel in found:
-            if kernel.dispatcher is None:
-                kernel.dispatcher = numba.njit(**kernel.options)(kernel.func)
-            namespace[name] = kernel.dispatcher
         for _, kernel in found:
             home = kernel.func.__globals__
-            if home is not namespace:
+            if home is not namespace and kernel.dispatcher is None:
                 _compile(home)
+        made = {name: kernel.dispatcher or numba.njit(**kernel.options)(kernel.func)
+                for name, kernel in found}
+        namespace.update(made)
+        for name, kernel in found:
+            kernel.dispatcher = made[name]
