@@ -151,26 +151,28 @@ def main(argv=None) -> int:
     spawn = multiprocessing.get_context("spawn")
     done, failed = 0, []
     shared = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) if args.quick else None
-    for (shape, _), group in itertools.groupby(steps, lambda s: (s[0], FAMILY.get(s[1], s[1]))):
-        names = [name for _, name in group]
-        bench.shape = shape
-        pool = shared or concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
-        try:
-            bench.results, bench.summary = pool.submit(
-                run_steps, bench, names, args.out, done, len(steps),
-                time.perf_counter() - began).result()
-        except concurrent.futures.process.BrokenProcessPool:   # killed: go on with the rest
-            failed.append(f"{', '.join(names)} ({SHAPES[shape][0]})")
-            bench.log(f"  the process running {failed[-1]} died (out of memory?); going on")
-            if shared is not None:
-                shared.shutdown()
-                shared = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
-        finally:
-            if pool is not shared:
-                pool.shutdown()
-        done += len(names)
-    if shared is not None:
-        shared.shutdown()
+    try:
+        for (shape, _), group in itertools.groupby(steps, lambda s: (s[0], FAMILY.get(s[1], s[1]))):
+            names = [name for _, name in group]
+            bench.shape = shape
+            pool = shared or concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
+            try:
+                bench.results, bench.summary = pool.submit(
+                    run_steps, bench, names, args.out, done, len(steps),
+                    time.perf_counter() - began).result()
+            except concurrent.futures.process.BrokenProcessPool:   # killed: go on with the rest
+                failed.append(f"{', '.join(names)} ({SHAPES[shape][0]})")
+                bench.log(f"  the process running {failed[-1]} died (out of memory?); going on")
+                if shared is not None:
+                    shared.shutdown()
+                    shared = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
+            finally:
+                if pool is not shared:
+                    pool.shutdown()
+            done += len(names)
+    finally:
+        if shared is not None:
+            shared.shutdown()
     bench.shape = args.shapes[0]
     bench.seconds = time.perf_counter() - began
     text = report.write(bench, args.out)
