@@ -145,34 +145,20 @@ def main(argv=None) -> int:
     # each group of scenarios that share data runs in a process of its own: what a group's
     # stores and peers (DuckDB, ArcticDB, the allocator's arenas) keep in memory cannot add
     # to the next group's peak (a 20 M-row day's point stores were OOM-killed after read)
-    # (--quick: tiny data, so one process runs every group, one after another, each still
-    # with its own bench.cache and cluster session; it saves a Python start and the imports
-    # of hfq, DuckDB, ArcticDB... per group)
     spawn = multiprocessing.get_context("spawn")
     done, failed = 0, []
-    shared = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) if args.quick else None
-    try:
-        for (shape, _), group in itertools.groupby(steps, lambda s: (s[0], FAMILY.get(s[1], s[1]))):
-            names = [name for _, name in group]
-            bench.shape = shape
-            pool = shared or concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
-            try:
+    for (shape, _), group in itertools.groupby(steps, lambda s: (s[0], FAMILY.get(s[1], s[1]))):
+        names = [name for _, name in group]
+        bench.shape = shape
+        try:
+            with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
                 bench.results, bench.summary = pool.submit(
                     run_steps, bench, names, args.out, done, len(steps),
                     time.perf_counter() - began).result()
-            except concurrent.futures.process.BrokenProcessPool:   # killed: go on with the rest
-                failed.append(f"{', '.join(names)} ({SHAPES[shape][0]})")
-                bench.log(f"  the process running {failed[-1]} died (out of memory?); going on")
-                if shared is not None:
-                    shared.shutdown()
-                    shared = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
-            finally:
-                if pool is not shared:
-                    pool.shutdown()
-            done += len(names)
-    finally:
-        if shared is not None:
-            shared.shutdown()
+        except concurrent.futures.process.BrokenProcessPool:   # killed: go on with the rest
+            failed.append(f"{', '.join(names)} ({SHAPES[shape][0]})")
+            bench.log(f"  the process running {failed[-1]} died (out of memory?); going on")
+        done += len(names)
     bench.shape = args.shapes[0]
     bench.seconds = time.perf_counter() - began
     text = report.write(bench, args.out)
