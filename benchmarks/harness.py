@@ -172,6 +172,8 @@ def measure(bench: Bench, scenario: str,
     evicting the page cache for a cold row: ``cache="cold"``).  ``same_answer=False``: the
     contenders do different work (the caller checks what can be compared)."""
     repeats = repeats or bench.repeats
+    if bench.quick:   # a smoke test: one run of each contender, checked (and timed, unwarmed)
+        repeats, warmup = 1, False
     scenario = bench.name(scenario)
     names = list(contenders)
     times: dict[str, list[float]] = {n: [] for n in names}

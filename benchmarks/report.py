@@ -45,12 +45,14 @@ def markdown(bench: Bench, plots: dict[str, str]) -> str:
     lines += [f"{bench.days} day(s) x {bench.rows:,} rows of synthetic TAQ in two shapes "
               f"({shapes}; scenarios on the second shape are marked with it); "
               f"{os.cpu_count()} cores; Python {platform.python_version()}; "
-              f"{bench.repeats} timed runs per contender after a warm-up, in alternating "
-              "order; median, min and max seconds. Page cache: warm unless a table says "
+              + ("one run per contender, checked and timed, no warm-up (a smoke test); "
+                 if bench.quick else f"{bench.repeats} timed runs per contender after a "
+                 "warm-up, in alternating order; ")
+              + "median, min and max seconds. Page cache: warm unless a table says "
               "cold (then every file of every contender is evicted with "
               "`posix_fadvise(DONTNEED)` before each run and each store is opened afresh). "
               "Every contender's whole answer (every value of every row, or the query's "
-              "numbers) was checked against the others on its warm-up run, and rows are "
+              "numbers) was checked against the others on its first run, and rows are "
               "counted from the answers. A speed-up whose run ranges overlap is marked "
               f"(tie). Whole run: {bench.seconds / 60:.1f} min.", ""]
     for scenario, rows in scenarios(bench).items():

@@ -33,7 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from hfq.storage.jit import njit
 
 __all__ = ["BLOCK", "decode_stream", "plan_stream", "write_stream"]
 

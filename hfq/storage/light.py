@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from hfq.storage import bitpack
 from hfq.storage.bitpack import decode_stream, plan_stream, write_stream
+from hfq.storage.jit import njit
 
 __all__ = ["FORMAT", "KEY", "blob_column", "decode_array", "decode_into", "dictionary_bytes",
            "dictionary_of", "encode_columns", "is_light"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -76,12 +77,20 @@ def cluster(tmp_path_factory):
                        capture_output=True, timeout=60)
 
 
-def _submit(cluster, *args: str, job: str, timeout: float = 150) -> dict:
+def _submit_all(cluster, *jobs: tuple[str, ...], timeout: float = 150) -> dict[str, dict]:
+    """One ``ray job submit`` running the jobs ``(name, *args)`` one after another (each its own
+    ``python jobs/<name>.py``: one upload and one job driver for all): their results by name."""
+    script = " && ".join(shlex.join(["python", f"jobs/{name}.py", *args])
+                         for name, *args in jobs)
     proc = _run([RAY, "job", "submit", "--address", cluster.dashboard,
                  "--working-dir", str(REPO), "--runtime-env-json",
-                 json.dumps({"excludes": EXCLUDES}), "--", "python", f"jobs/{job}.py", *args],
-                timeout=timeout, cwd=REPO)
-    return _result(proc.stdout, job)
+                 json.dumps({"excludes": EXCLUDES}), "--", "bash", "-c", script],
+                timeout=timeout * len(jobs), cwd=REPO)
+    return {name: _result(proc.stdout, name) for name, *_ in jobs}
+
+
+def _submit(cluster, *args: str, job: str, timeout: float = 150) -> dict:
+    return _submit_all(cluster, (job, *args), timeout=timeout)[job]
 
 
 @pytest.fixture(scope="module")
@@ -147,23 +156,37 @@ def test_each_partition_is_intact_on_two_distinct_nodes(cluster, ingested):
                 assert zlib.crc32(data) == fragment.crc32, (path, node)
 
 
-def test_scan_agg_job_matches_polars(cluster, ingested, oracle):
+@pytest.fixture(scope="module")
+def submitted(cluster, ingested) -> dict[str, dict]:
+    """The query and analytics jobs on the cluster, submitted once, one after another."""
+    return _submit_all(cluster, ("scan_agg", "--dates", DAYS[1], DAYS[1]), ("spread",),
+                       ("minute_bars", "--dest", "quotes_1m"), ("ols", "--robust", "HC1"))
+
+
+@pytest.fixture(scope="module")
+def embedded(ingested, tmp_path_factory) -> SimpleNamespace:
+    """The same CSV files loaded by the ingest job embedded (``--address local``), once."""
+    root = str(tmp_path_factory.mktemp("embedded") / "db")
+    files = [str(f) for f in sorted(ingested.csv_dir.glob("*.csv"))]
+    loaded = _result(_run([sys.executable, "jobs/ingest.py", "--address", "local", "--root",
+                           root, "--csv", *files], timeout=120, cwd=REPO).stdout, "ingest")
+    return SimpleNamespace(root=root, loaded=loaded)
+
+
+def test_scan_agg_job_matches_polars(submitted, ingested, oracle):
     day = DAYS[1]
-    got = _submit(cluster, "--dates", day, day, job="scan_agg")
+    got = submitted["scan_agg"]
     _check_aggregates(got, oracle.filter(pl.col("date") == day.replace("-", "")))
     assert got["dates"] == [day, day]
     assert got["partitions"] == 8 and got["nodes"] == 2
     assert got["version"] == ingested.result["version"]
 
 
-def test_jobs_run_embedded_with_address_local(ingested, oracle, tmp_path):
-    root = str(tmp_path / "db")
-    files = [str(f) for f in sorted(ingested.csv_dir.glob("*.csv"))]
-    loaded = _result(_run([sys.executable, "jobs/ingest.py", "--address", "local", "--root",
-                           root, "--csv", *files], timeout=120, cwd=REPO).stdout, "ingest")
+def test_jobs_run_embedded_with_address_local(embedded, oracle):
+    loaded = embedded.loaded
     assert loaded["rows"] == oracle.height and loaded["min_copies"] == 1
     got = _result(_run([sys.executable, "jobs/scan_agg.py", "--address", "local", "--root",
-                        root], timeout=120, cwd=REPO).stdout, "scan_agg")
+                        embedded.root], timeout=120, cwd=REPO).stdout, "scan_agg")
     _check_aggregates(got, oracle)
     assert got["partitions"] == len(DAYS) * 8 and got["nodes"] == 1
 
@@ -202,20 +225,14 @@ def _check_analytics(spread: dict, bars: dict, ols: dict, df: pl.DataFrame) -> N
     assert ols["r2"] == pytest.approx(ref.rsquared, rel=1e-8)
 
 
-def test_analytics_jobs_on_the_cluster(cluster, ingested, quotes_oracle):
-    spread = _submit(cluster, job="spread")
-    bars = _submit(cluster, "--dest", "quotes_1m", job="minute_bars")
-    ols = _submit(cluster, "--robust", "HC1", job="ols")
+def test_analytics_jobs_on_the_cluster(submitted, ingested, quotes_oracle):
+    spread, bars, ols = submitted["spread"], submitted["minute_bars"], submitted["ols"]
     _check_analytics(spread, bars, ols, quotes_oracle)
     assert bars["version"] == 1 and bars["partitions"] == ingested.result["partitions"]
 
 
-def test_analytics_jobs_embedded(ingested, quotes_oracle, tmp_path):
-    root = str(tmp_path / "db")
-    files = [str(f) for f in sorted(ingested.csv_dir.glob("*.csv"))]
-    _run([sys.executable, "jobs/ingest.py", "--address", "local", "--root", root, "--csv",
-          *files], timeout=120, cwd=REPO)
-    local = ["--address", "local", "--root", root]
+def test_analytics_jobs_embedded(embedded, quotes_oracle, tmp_path):
+    local = ["--address", "local", "--root", embedded.root]
     png = tmp_path / "spread.png"
     spread = _result(_run([sys.executable, "jobs/spread.py", *local, "--plot", str(png)],
                           timeout=120, cwd=REPO).stdout, "spread")

@@ -76,7 +76,28 @@ def make_copy(dest: pathlib.Path) -> pathlib.Path:
             shutil.copytree(src, dest / name, ignore=IGNORE)
         else:
             shutil.copy2(src, dest / name)
+    # numba's on-disk caches of the kernels compiled so far (the suite's own run made them):
+    # keyed by a hash of the source, so a copy reuses them only for unchanged files
+    for cache in REPO.glob("hfq/**/__pycache__/*.nb[ic]"):
+        target = dest / cache.relative_to(REPO)
+        target.parent.mkdir(exist_ok=True)
+        shutil.copy2(cache, target)
     return dest
+
+
+def numba_caches(path: pathlib.Path) -> dict[pathlib.Path, bytes]:
+    """numba's cached kernels of the module at ``path`` (index and data files)."""
+    return {f: f.read_bytes() for f in path.parent.glob(f"__pycache__/{path.stem}.*.nb[ic]")}
+
+
+def restore_numba_caches(path: pathlib.Path, saved: dict[pathlib.Path, bytes]) -> None:
+    """Put back the cached kernels of the unmutated module: a mutant's run replaced them by its
+    own (numba keeps one source's kernels per function), and every later run would compile
+    the whole module again."""
+    for f in set(numba_caches(path)) - set(saved):
+        f.unlink(missing_ok=True)
+    for f, data in saved.items():
+        f.write_bytes(data)
 
 
 def environment(copy: pathlib.Path) -> dict[str, str]:
@@ -125,6 +146,12 @@ class Warm:
 #: each copy's warm pytest (none: every run is a new ``python -m pytest``, ``--cold``)
 WARM: dict[pathlib.Path, Warm] = {}
 
+#: mutant id -> the test that killed it in the last recorded run (``--record``): run first,
+#: it usually kills at once, where the named tests in their order could run minutes before
+#: reaching it.  Only an order: a killer that no longer kills changes no verdict.
+KILLERS_FILE = pathlib.Path(__file__).resolve().parent / "killers.json"
+KILLERS: dict[str, str] = json.loads(KILLERS_FILE.read_text()) if KILLERS_FILE.exists() else {}
+
 
 def pytest(copy: pathlib.Path, tests: list[str], timeout: float, *, first: bool = True,
            cold: bool = False) -> tuple[int | None, str, float]:
@@ -172,15 +199,26 @@ def run_mutant(mutant: Mutant, copies: queue.Queue, timeout: float) -> Outcome:
         original = path.read_text()
         if original.count(mutant.old) != 1:
             return Outcome(mutant, "STALE", detail=stale(mutant, copy) or "")
+        caches = numba_caches(path)
         path.write_text(original.replace(mutant.old, mutant.new))
         try:
-            code, output, seconds = pytest(copy, list(mutant.tests), timeout)
+            tests = list(mutant.tests)
+            killer = KILLERS.get(mutant.id)
+            if killer and killer not in tests and any(covers(t, killer) for t in tests):
+                # the test that killed it last time first: -x stops there if it still does;
+                # if not, the named tests run after it as ever (any other exit: without it)
+                code, output, seconds = pytest(copy, [killer, *tests], timeout)
+                if code not in (0, 1, None):
+                    code, output, seconds = pytest(copy, tests, timeout)
+            else:
+                code, output, seconds = pytest(copy, tests, timeout)
             if code is None and copy in WARM:
                 # a hang in a forked child is the mutant's, or a lock the fork copied held:
                 # only a new process's timeout counts
-                code, output, seconds = pytest(copy, list(mutant.tests), timeout, cold=True)
+                code, output, seconds = pytest(copy, tests, timeout, cold=True)
         finally:
             path.write_text(original)
+            restore_numba_caches(path, caches)
         if code is None:
             return Outcome(mutant, "killed (timeout)", seconds)
         if code == 0:
@@ -229,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--cold", action="store_true",
                         help="a new python process per run, no warm pytest (warm.py)")
+    parser.add_argument("--record", action="store_true",
+                        help=f"write each killed mutant's killing test to {KILLERS_FILE.name} "
+                             "(run first next time)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip checking that the named tests pass unmutated (only where "
                              "they just ran on the same tree: the suite's own run in CI)")
@@ -274,6 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     order = {m.id: i for i, m in enumerate(mutants)}
     outcomes.sort(key=lambda o: order[o.mutant.id])
     bad = [o for o in outcomes if not o.status.startswith("killed")]
+    if args.record:
+        found = {o.mutant.id: o.detail for o in outcomes
+                 if o.status == "killed" and "::" in o.detail}
+        KILLERS_FILE.write_text(json.dumps({**KILLERS, **found}, indent=0, sort_keys=True)
+                                + "\n")
     print(f"\nmutation check: {len(outcomes) - len(bad)} of {len(outcomes)} mutants killed "
           f"in {time.perf_counter() - started:.0f} s")
     by_area: dict[str, list[int]] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import queue
 import subprocess
 import sys
 
@@ -81,3 +82,32 @@ def test_the_suite_kills_every_mutant():
                            "--no-baseline"], capture_output=True, text=True, timeout=2050)
     print(done.stdout[-20000:], done.stderr[-5000:])
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+
+
+def test_the_last_killer_runs_first_and_changes_no_verdict(monkeypatch, tmp_path):
+    """A recorded killer (killers.json) covered by the mutant's tests runs before them, -x
+    stopping at it; one that pytest cannot run (renamed: exit 4) gives way to the named tests
+    alone; one outside the named tests is never run."""
+    (tmp_path / "f.py").write_text("x = 1\n")
+    m = Mutant("m", "x", "f.py", "x = 1", "x = 2", "why", ("tests/a.py", "tests/b.py::t"))
+    calls: list[list[str]] = []
+    answers: list[int] = []
+    monkeypatch.setattr(run, "pytest", lambda copy, tests, *a, **k: (
+        calls.append(tests) or answers.pop(0), "FAILED tests/a.py::k - assert 0", 0.0))
+    copies: queue.Queue = queue.Queue()
+    copies.put(tmp_path)
+    monkeypatch.setattr(run, "KILLERS", {"m": "tests/a.py::k"})
+    answers[:] = [1]
+    assert run.run_mutant(m, copies, 10).status == "killed"
+    assert calls == [["tests/a.py::k", "tests/a.py", "tests/b.py::t"]]
+    calls.clear()
+    answers[:] = [4, 0]
+    assert run.run_mutant(m, copies, 10).status == "SURVIVED"
+    assert calls == [["tests/a.py::k", "tests/a.py", "tests/b.py::t"],
+                     ["tests/a.py", "tests/b.py::t"]]
+    calls.clear()
+    monkeypatch.setattr(run, "KILLERS", {"m": "tests/c.py::k"})
+    answers[:] = [1]
+    assert run.run_mutant(m, copies, 10).status == "killed"
+    assert calls == [["tests/a.py", "tests/b.py::t"]]
+    assert (tmp_path / "f.py").read_text() == "x = 1\n"
