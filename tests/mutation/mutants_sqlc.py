@@ -592,4 +592,11 @@ MUTANTS: list[Mutant] = [
            "continuous quantiles of a DECIMAL of 19+ digits by the BIGINT-backed rule (the sum "
            "truncated): median(0.5 * l0) of -1.0, -1.5 was -1.2, DuckDB -1.3 (F92)",
            ("tests/sql/test_findings.py::test_finding[F92]",)),
+    Mutant("sqlc-cte-items-on-kept-rows", AREA, SQL + "select.py",
+           "            if self.derived and is_rowwise(to_tree(out)):",
+           "            if False:",
+           "a CTE's items evaluated only on the rows the outer WHERE keeps (polars pushed the "
+           "filter below them): DuckDB fails on a row of the CTE that does not convert (F93)",
+           ("tests/sql/test_findings.py::test_finding[F93]",
+            "tests/sql/test_findings.py::test_finding[F93b]")),
 ]

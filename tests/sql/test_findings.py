@@ -165,6 +165,18 @@ CASES: list[Case] = [
          note="DuckDB interpolates a DECIMAL of 19+ digits (HUGEINT) as lo + trunc((hi - lo) "
               "* d): median(0.5 * l0) of -1.0, -1.5 is -1.3; of 18 digits or fewer trunc(lo + "
               "(hi - lo) * d), -1.2 (fuzz seed 29)"),
+    Case("F93", "WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c1 FROM t) "
+                "SELECT c1 - id AS k, c1 FROM s WHERE (CASE id WHEN 2 THEN id END > (id + 1))",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", float("-inf")), (2, D1, "A", 2.5), (3, D2, "B", 1.0)])],
+         note="a CTE's CAST fails on a row the outer WHERE drops: DuckDB (optimized or not) "
+              "evaluates the CTE's items on all its rows and fails; polars pushed the outer "
+              "filter below the CTE's projection and hfq answered (fuzz e17)"),
+    Case("F93b", "SELECT k FROM (SELECT sym, CAST(sum(d0) AS BIGINT) AS k FROM t GROUP BY sym) "
+                 "AS s WHERE abs(length(s.sym) - 2) = 0",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e300), (2, D1, "A", 2.5), (3, D2, "BB", 1.0)])],
+         note="the same for a grouped subquery in FROM: DuckDB casts every group's sum"),
 ]
 
 

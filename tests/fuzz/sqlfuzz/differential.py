@@ -17,6 +17,9 @@ Outcomes (:class:`Outcome.status`):
   filter drops them (the SQL standard leaves whether such an "inessential" evaluation raises
   to the implementation).  Not a mismatch; counted and listed apart.  When unoptimized DuckDB
   raises too (a CTE's CAST over every row, filtered afterwards), it stays ``answered_error``.
+  The other way round too: hfq's data raised (a CTE's items are evaluated on all its rows,
+  finding F93), DuckDB answered, and DuckDB with its optimizer off raises as well (its plan
+  pushed the outer filter below the CTE's items).
 * ``refused``   -- hfq raised an :class:`~hfq.errors.HfqError` where DuckDB answered: not a
   mismatch, counted by the construct the message names (:func:`construct`); ``leaked`` when
   that message is in polars' words (:func:`polars_words`: a plan, or a polars message such as
@@ -46,7 +49,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 import hfq
-from hfq.errors import HfqError
+from hfq.errors import HfqError, SqlError
 from sqlfuzz.compare import Answer, answer_from_arrow, answer_from_polars, differ
 
 __all__ = ["APART", "MISMATCHES", "Outcome", "construct", "duckdb_text", "order_keys",
@@ -248,16 +251,30 @@ def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
         others = [run_duckdb(c, sql, params) for c in cons[1:]]
         out = classify(got, want, ordered=ordered, others=others, keys=keys)
     elif out.status == "answered_error" and isinstance(got, Answer):
-        cons[0].execute("PRAGMA disable_optimizer")
-        try:
-            plain = run_duckdb(cons[0], sql, params)
-        finally:
-            cons[0].execute("PRAGMA enable_optimizer")
+        plain = _unoptimized(cons[0], sql, params)
         if isinstance(plain, Answer) and differ(got, plain, ordered=ordered,
                                                 keys=keys) is None:
             out = Outcome("plan_error", f"{out.detail} (DuckDB without its optimizer answers "
                           "as hfq)", hfq=got)
+    elif out.status == "refused" and isinstance(got, HfqError) and not isinstance(
+            got, SqlError):   # the data raised in hfq (not a construct refused by name)
+        plain = _unoptimized(cons[0], sql, params)
+        if isinstance(plain, BaseException) and not isinstance(plain, _INVALID):
+            out = Outcome("plan_error", f"hfq raised as DuckDB without its optimizer: "
+                          f"{_line(plain)} (DuckDB's plan skipped the rows)", duck=want,
+                          error=_line(got))
     return out
+
+
+def _unoptimized(con: duckdb.DuckDBPyConnection, sql: str, params: tuple[Any, ...]
+                 ) -> Answer | BaseException:
+    """``sql`` on DuckDB with its optimizer off: every expression evaluated where the
+    statement writes it (a CTE's items on all its rows)."""
+    con.execute("PRAGMA disable_optimizer")
+    try:
+        return run_duckdb(con, sql, params)
+    finally:
+        con.execute("PRAGMA enable_optimizer")
 
 
 def _line(exc: Any) -> str:
