@@ -373,6 +373,16 @@ def _greatest(c: Compiles, args: list[pl.Expr], node: exp.Expression, *, most: b
     return pl.when(best.is_null() & nan).then(pl.lit(float("nan"))).otherwise(best)
 
 
+def _power(base: pl.Expr, exponent: pl.Expr) -> pl.Expr:
+    """``base ^ exponent`` as C's ``pow`` (DuckDB's): polars computes a constant exponent
+    0.5 as sqrt (power(-inf, 0.5) NaN, DuckDB +inf; -0.0 for 0.0) and 2, 3, 4 by
+    multiplying (an ulp off pow's); an exponent that is a column takes the element-wise pow
+    (F94)."""
+    if not exponent.meta.root_names():   # a constant: made a column of base's rows
+        exponent = pl.when(base.is_null()).then(None).otherwise(exponent)
+    return base.pow(exponent)
+
+
 def _sign(c: Compiles, x: pl.Expr) -> pl.Expr:
     """-1, 0 or 1 (0 for NaN and -0.0), as DuckDB."""
     nan = x.is_nan() if c.dtype(x).is_float() else pl.lit(False)
@@ -414,7 +424,7 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
             digits = (count_of(d.this if neg else d, "round's digits") or 0) * (-1 if neg else 1)
         return _round(c, c.expr(args[0]), digits)
     if name in ("pow", "power") and len(args) == 2:
-        return c.expr(args[0]).cast(pl.Float64).pow(c.expr(args[1]).cast(pl.Float64))
+        return _power(c.expr(args[0]).cast(pl.Float64), c.expr(args[1]).cast(pl.Float64))
     if name in ("greatest", "least") and args:
         return _greatest(c, c.exprs(args), node, most=name == "greatest")
     if name in ("substr", "substring") and len(args) in (2, 3):
