@@ -254,6 +254,8 @@ def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
     if out.status == "wrong" and len(cons) > 1:
         others = [run_duckdb(c, sql, params) for c in cons[1:]]
         out = classify(got, want, ordered=ordered, others=others, keys=keys)
+        if out.status == "wrong" and isinstance(got, Answer):
+            out = _limited(db, cons, sql, params, got, out)
     elif out.status == "answered_error" and isinstance(got, Answer):
         plain = _unoptimized(cons[0], sql, params)
         if isinstance(plain, Answer) and differ(got, plain, ordered=ordered,
@@ -268,6 +270,108 @@ def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
                           f"{_line(plain)} (DuckDB's plan skipped the rows)", duck=want,
                           error=_line(got))
     return out
+
+
+def _limited(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
+             params: tuple[Any, ...], got: Answer, out: Outcome) -> Outcome:
+    """``unstable`` for a difference that DuckDB's instability explains row by row, else
+    ``out``.  DuckDB's float values move with the row order (a group's sum of 1e300, DBL_MAX
+    and -inf is NaN on one order, -inf on another) and two groups may swap their values, so
+    no one order's answer is hfq's, and under ORDER BY ... LIMIT which rows are kept moves
+    too.  All of (on the statement without its LIMIT/OFFSET): DuckDB's answers on the three
+    row orders differ; hfq's rows, without their float columns, are DuckDB's (as a multiset);
+    each row of hfq is a row of one of DuckDB's answers (:func:`_row_mix`); and, with an ORDER
+    BY, hfq's rows stand in its order (DuckDB's rules: NULLS LAST, NaN above every number)
+    and hfq's limited answer is exactly their slice."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except SqlglotError:
+        return out
+    if not isinstance(tree, exp.Select):
+        return out
+    order, limit, offset = (tree.args.get(k) for k in ("order", "limit", "offset"))
+    try:
+        start = int(offset.expression.this) if offset is not None else 0
+        count = int(limit.expression.this) if limit is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return out
+    terms: list[tuple[int, bool, bool]] = []
+    if order is not None:
+        columns = _order_columns(sql)
+        if columns is None or len(columns) != len(order.expressions):
+            return out
+        terms = [(i, bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
+                 for i, o in zip(columns, order.expressions)]
+    elif limit is not None or offset is not None:
+        return out   # which rows a LIMIT without ORDER BY keeps is open
+    if limit is not None or offset is not None:
+        whole = tree.copy()
+        whole.set("limit", None)
+        whole.set("offset", None)
+        text = whole.sql("duckdb")
+        mine = run_hfq(db, text, params)
+        theirs = [run_duckdb(c, text, params) for c in cons]
+    else:
+        mine, theirs = got, [out.duck] + [run_duckdb(c, sql, params) for c in cons[1:]]
+    if not isinstance(mine, Answer) or not all(isinstance(t, Answer) for t in theirs):
+        return out
+    if not _row_mix(mine, theirs):   # type: ignore[arg-type]
+        return out
+    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):
+        return out
+    end = None if count is None else start + count
+    part = Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow)
+    if differ(got, part, ordered=bool(terms)) is not None:
+        return out
+    return Outcome("unstable", f"each row of hfq is a row of DuckDB on one of the row orders; "
+                   f"{out.detail}", hfq=got, duck=out.duck)
+
+
+def _row_mix(got: Answer, answers: list[Answer]) -> bool:
+    """DuckDB's ``answers`` (on several row orders) differ from each other, hfq's rows
+    without the float columns are DuckDB's first answer's, and each row of hfq is a row of
+    one of the ``answers``."""
+    want = answers[0]
+    if any(len(a.rows) != len(got.rows) or a.kinds != got.kinds for a in answers):
+        return False
+    if all(differ(a, want, ordered=False) is None for a in answers[1:]):
+        return False   # DuckDB agrees with itself: nothing to explain
+    fixed = [i for i, k in enumerate(got.kinds) if k != "float"]
+
+    def only(a: Answer, rows: list[tuple[Any, ...]], cols: list[int]) -> Answer:
+        return Answer([a.names[i] for i in cols], [a.kinds[i] for i in cols],
+                      [tuple(r[i] for i in cols) for r in rows], [a.narrow[i] for i in cols])
+
+    if differ(only(got, got.rows, fixed), only(want, want.rows, fixed),
+              ordered=False) is not None:
+        return False
+    every = list(range(len(got.kinds)))
+    return all(any(differ(only(got, [row], every), only(a, [r], every), ordered=False) is None
+                   for a in answers for r in a.rows) for row in got.rows)
+
+
+def _in_order(a: tuple[Any, ...], b: tuple[Any, ...],
+              terms: list[tuple[int, bool, bool]]) -> bool:
+    """Row ``a`` may stand before row ``b`` under ORDER BY ``terms`` (column, descending,
+    nulls first)."""
+    for i, desc, nulls_first in terms:
+        x, y = a[i], b[i]
+        if x is None or y is None:
+            if x is None and y is None:
+                continue
+            return (x is None) == nulls_first
+        c = _compare(x, y)
+        if c:
+            return (c < 0) != desc
+    return True
+
+
+def _compare(x: Any, y: Any) -> int:
+    """DuckDB's order of two values (NaN above every number, -0.0 equal to 0.0)."""
+    nx, ny = isinstance(x, float) and x != x, isinstance(y, float) and y != y
+    if nx or ny:
+        return int(nx) - int(ny)
+    return (x > y) - (x < y)
 
 
 def _order_columns(sql: str) -> list[int] | None:
