@@ -605,4 +605,10 @@ MUTANTS: list[Mutant] = [
            "power(x, 0.5) by polars' sqrt path: power(-inf, 0.5) NaN where DuckDB's pow gives "
            "+inf (F94)",
            ("tests/sql/test_findings.py::test_finding[F94]",)),
+    Mutant("sqlc-lag-default-decimal-sum-wide", AREA, SQL + "windows.py",
+           "            return _decimal_arithmetic(node, left, right)   # (F95)",
+           "            return None",
+           "2.0 + 0.1 typed as hfq's DECIMAL(38, 1) for a lag/lead default: lead(2.0 + 0.1, 1, "
+           "100.25) answered, DuckDB fails casting 100.25 to DECIMAL(3, 1) (F95)",
+           ("tests/sql/test_findings.py::test_finding[F95]",)),
 ]

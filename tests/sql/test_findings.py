@@ -189,6 +189,15 @@ CASES: list[Case] = [
          note="polars' pow with a constant exponent: 0.5 by sqrt (power(-inf, 0.5) NaN, DuckDB "
               "+inf; power(-0.0, 0.5) -0.0, so 1 / it -inf, DuckDB +inf) and 2, 3, 4 by "
               "multiplying (an ulp off C's pow) (fuzz seed 31: min(power(d0, 0.5)))"),
+    Case("F95", "SELECT id, lead((2.0 + 0.1), 1, 100.25) OVER (ORDER BY id) AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="DuckDB types 2.0 + 0.1 DECIMAL(3, 1) and fails casting the default 100.25 to "
+              "it; hfq's DECIMAL(38, 1) took it (fuzz seed 31, 31723)"),
+    Case("F95b", "SELECT id, lead(2.0 + 0.1, 1, 99.25) OVER (ORDER BY id) AS a, "
+                 "lag(12.5 * 0.1, 1, 1.255) OVER (ORDER BY id) AS b, "
+                 "lag(2.0 - 0.15, 1, 9.999) OVER (ORDER BY id) AS c FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="the default rounded to DuckDB's scale: 99.3, 1.26, 10.00"),
 ]
 
 
