@@ -314,6 +314,33 @@ def test_float_values_two_groups_swap_between_row_orders_are_unstable_row_by_row
             assert got.status == "wrong", (text, got.detail)
 
 
+def test_a_column_duckdb_answers_otherwise_alone_is_unstable(tmp_path):
+    # DuckDB's OVER () sum adds in the order another window sorted the rows to: 1e300,
+    # -1e300, 1 by id is 1.0, by id DESC 0.0 -- with row_number() OVER (ORDER BY id DESC)
+    # beside it DuckDB says 0.0, alone 1.0, hfq (the stored order) 1.0 (fuzz7 7252)
+    d = dt.date(2024, 1, 5)
+    t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
+                        ("d0", "DOUBLE")], ("date",), (),
+                  [(1, d, "A", 1e300), (2, d, "A", -1e300), (3, d, "A", 1.0)])
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t])
+    load_hfq(db, dataset)
+    cons = duckdb_connections(3)
+    for con in cons:
+        load_duckdb(con, db, dataset)
+    sql = "SELECT id, sum(d0) OVER () AS s, row_number() OVER (ORDER BY id DESC) AS r FROM t"
+    assert run_duckdb(cons[0], sql).rows[0][1] == 0.0
+    out = run_query(db, cons, sql, ordered=False)
+    assert out.status == "unstable" and not out.mismatch, out.detail
+    # planted: a value DuckDB gives in neither statement, or another column wrong too
+    for bug in (lambda text, df: df.with_columns(s=pl.lit(2.0)),
+                lambda text, df: df.with_columns(s=pl.lit(1.0), r=pl.col("r") + 1)):
+        engine = _Engine(bug=bug)
+        register(engine.con, t)
+        got = run_query(engine, cons, sql, ordered=False)
+        assert got.status == "wrong", got.detail
+
+
 def test_refusals_are_counted_by_the_construct_they_name():
     assert construct(SqlError("unsupported SQL: QUALIFY", line=1, column=8)) == "QUALIFY"
     assert construct(SqlError("unknown column 'x'; columns: a")) == "unknown column …; columns: a"

@@ -256,6 +256,8 @@ def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
         out = classify(got, want, ordered=ordered, others=others, keys=keys)
         if out.status == "wrong" and isinstance(got, Answer):
             out = _limited(db, cons, sql, params, got, out)
+        if out.status == "wrong" and isinstance(got, Answer):
+            out = _alone(cons, sql, params, got, out)
     elif out.status == "answered_error" and isinstance(got, Answer):
         plain = _unoptimized(cons[0], sql, params)
         if isinstance(plain, Answer) and differ(got, plain, ordered=ordered,
@@ -325,6 +327,59 @@ def _limited(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
         return out
     return Outcome("unstable", f"each row of hfq is a row of DuckDB on one of the row orders; "
                    f"{out.detail}", hfq=got, duck=out.duck)
+
+
+def _alone(cons: list[duckdb.DuckDBPyConnection], sql: str, params: tuple[Any, ...],
+           got: Answer, out: Outcome) -> Outcome:
+    """``unstable`` when DuckDB's value of a column moves with the *other* items of the
+    SELECT, else ``out``: an ``OVER ()`` sum of 1e300, -1e300 and small numbers adds in the
+    order another window sorted the rows to (fuzz7 7252), so DuckDB answers that column
+    otherwise when the statement names it alone.  For ``SELECT id, ...`` (one row per row of
+    the table, no ORDER BY, LIMIT, GROUP BY, DISTINCT or QUALIFY): hfq's other columns are
+    DuckDB's, and for each column c where hfq differs, DuckDB's ``SELECT id, c`` (same FROM
+    and WHERE) differs from its own column c in the whole statement and equals hfq's (id, c)
+    on one of the row orders."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except SqlglotError:
+        return out
+    want = out.duck
+    if not isinstance(tree, exp.Select) or want is None or any(
+            tree.args.get(k) for k in ("order", "limit", "offset", "group", "distinct",
+                                       "qualify", "having", "with_")):
+        return out
+    items = tree.expressions
+    first = items[0] if items else None
+    if not isinstance(first, exp.Column) or first.name != "id" or len(items) < 3 or any(
+            isinstance(i, exp.Star) for i in items):
+        return out
+    if len(got.kinds) != len(items) or len(got.rows) != len(want.rows):
+        return out
+    moving = sorted(_columns_apart(got, want) - {0})
+    rest = [i for i in range(len(items)) if i not in moving]
+    if not moving or differ(_only(got, rest), _only(want, rest), ordered=False) is not None:
+        return out
+    for c in moving:
+        alone = tree.copy()
+        alone.set("expressions", [items[0].copy(), items[c].copy()])
+        text = alone.sql("duckdb")
+        theirs = [run_duckdb(con, text, params) for con in cons]
+        if not all(isinstance(t, Answer) for t in theirs):
+            return out
+        if all(differ(t, _only(want, [0, c]), ordered=False) is None   # type: ignore[arg-type]
+               for t in theirs):
+            return out   # DuckDB's column does not move with the other items
+        if not any(differ(_only(got, [0, c]), t, ordered=False) is None   # type: ignore[arg-type]
+                   for t in theirs):
+            return out
+    return Outcome("unstable", f"DuckDB's columns {[c + 1 for c in moving]} move with the "
+                   f"other items of the SELECT (hfq's are DuckDB's for the item alone): "
+                   f"{out.detail}", hfq=got, duck=want)
+
+
+def _only(a: Answer, cols: list[int]) -> Answer:
+    return Answer([a.names[i] for i in cols], [a.kinds[i] for i in cols],
+                  [tuple(r[i] for i in cols) for r in a.rows], [a.narrow[i] for i in cols])
 
 
 def _row_mix(got: Answer, answers: list[Answer]) -> bool:
