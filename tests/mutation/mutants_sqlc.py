@@ -611,4 +611,10 @@ MUTANTS: list[Mutant] = [
            "2.0 + 0.1 typed as hfq's DECIMAL(38, 1) for a lag/lead default: lead(2.0 + 0.1, 1, "
            "100.25) answered, DuckDB fails casting 100.25 to DECIMAL(3, 1) (F95)",
            ("tests/sql/test_findings.py::test_finding[F95]",)),
+    Mutant("sqlc-power-half-one-row-sqrt", AREA, SQL + "functions.py",
+           "        if half:",
+           "        if False:",
+           "power(x, 0.5) on a one-row frame by polars' sqrt: power(-inf, 0.5) NaN, DuckDB +inf "
+           "(F94b)",
+           ("tests/sql/test_findings.py::test_finding[F94b]",)),
 ]

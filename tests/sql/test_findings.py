@@ -189,6 +189,12 @@ CASES: list[Case] = [
          note="polars' pow with a constant exponent: 0.5 by sqrt (power(-inf, 0.5) NaN, DuckDB "
               "+inf; power(-0.0, 0.5) -0.0, so 1 / it -inf, DuckDB +inf) and 2, 3, 4 by "
               "multiplying (an ulp off C's pow) (fuzz seed 31: min(power(d0, 0.5)))"),
+    Case("F94b", "SELECT id, power(d0, 0.5) AS a, 1 / power(d0, 0.5) AS b, "
+                 "min(power(d0, 0.5)) OVER (PARTITION BY sym) AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", float("-inf")), (2, D2, "B", -0.0)])],
+         note="one row per partition: polars takes sqrt for a constant 0.5 even as a column "
+              "(fuzz seed 31, 31120: min(power(d0, 0.5)) over one row)"),
     Case("F95", "SELECT id, lead((2.0 + 0.1), 1, 100.25) OVER (ORDER BY id) AS a FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="DuckDB types 2.0 + 0.1 DECIMAL(3, 1) and fails casting the default 100.25 to "

@@ -376,10 +376,18 @@ def _greatest(c: Compiles, args: list[pl.Expr], node: exp.Expression, *, most: b
 def _power(base: pl.Expr, exponent: pl.Expr) -> pl.Expr:
     """``base ^ exponent`` as C's ``pow`` (DuckDB's): polars computes a constant exponent
     0.5 as sqrt (power(-inf, 0.5) NaN, DuckDB +inf; -0.0 for 0.0) and 2, 3, 4 by
-    multiplying (an ulp off pow's); an exponent that is a column takes the element-wise pow
-    (F94)."""
+    multiplying (an ulp off pow's); an exponent that is a column takes the element-wise pow,
+    except on a one-row frame or in the streaming engine (there 0.5 is fixed at -inf and
+    -0.0; 2, 3, 4 may stay an ulp off) (F94)."""
     if not exponent.meta.root_names():   # a constant: made a column of base's rows
+        try:
+            half = pl.select(exponent).to_series().to_list() == [0.5]
+        except pl.exceptions.PolarsError:
+            half = False
         exponent = pl.when(base.is_null()).then(None).otherwise(exponent)
+        if half:   # a one-row frame (or streaming) still takes sqrt: C's values at -inf, -0.0
+            return pl.when(base.is_infinite() & (base < 0)).then(-base).otherwise(
+                base.pow(exponent) + 0.0)   # (no inf literal: plans are serialized as JSON)
     return base.pow(exponent)
 
 
