@@ -617,4 +617,11 @@ MUTANTS: list[Mutant] = [
            "power(x, 0.5) on a one-row frame by polars' sqrt: power(-inf, 0.5) NaN, DuckDB +inf "
            "(F94b)",
            ("tests/sql/test_findings.py::test_finding[F94b]",)),
+    Mutant("sqlc-log10-subnormal-power", AREA, SQL + "functions.py",
+           "    return pl.when(r.is_finite() & near & (pl.lit(10.0).pow(n) == x)).then(n)"
+           ".otherwise(r)",
+           "    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)",
+           "log10 of a subnormal rounded to the integer when 10^n rounds to the same "
+           "subnormal: log10(9.9e-324) -323.0, DuckDB -323.005 (F96)",
+           ("tests/sql/test_findings.py::test_finding[F96]",)),
 ]

@@ -195,6 +195,12 @@ CASES: list[Case] = [
                     [(1, D1, "A", float("-inf")), (2, D2, "B", -0.0)])],
          note="one row per partition: polars takes sqrt for a constant 0.5 even as a column "
               "(fuzz seed 31, 31120: min(power(d0, 0.5)) over one row)"),
+    Case("F96", "SELECT id, log10(d0 + d0) AS a, log(d0) AS b, floor(log10(d0)) AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 5e-324), (2, D1, "A", 1e-308), (3, D2, "B", 1e-310),
+                     (4, D2, "B", 1e3)])],
+         note="F81's rule (n when 10^n == x) took 9.9e-324 (d0 + d0 of the smallest subnormal) "
+              "for 10^-323: log10 -323.0, DuckDB -323.005 (fuzz seed 31, 32006)"),
     Case("F95", "SELECT id, lead((2.0 + 0.1), 1, 100.25) OVER (ORDER BY id) AS a FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="DuckDB types 2.0 + 0.1 DECIMAL(3, 1) and fails casting the default 100.25 to "
