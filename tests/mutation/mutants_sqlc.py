@@ -520,7 +520,8 @@ MUTANTS: list[Mutant] = [
            "a true division on one): one timestamp made two GROUP BY keys (F78)",
            ("tests/sql/test_findings.py::test_finding[F78]",)),
     Mutant("sqlc-log10-by-ln", AREA, SQL + "functions.py",
-           "    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)",
+           "    return pl.when(r.is_finite() & near & (pl.lit(10.0).pow(n) == x)).then(n)"
+           ".otherwise(r)",
            "    return r",
            "log10 as polars' ln(x) / ln(10): log10(1000) = 2.9999999999999996, floor 2, "
            "DuckDB 3 (F81)", ("tests/sql/test_findings.py::test_finding[F81]",)),
