@@ -188,4 +188,23 @@ MUTANTS += [
            "any reordering of the same rows accepted under ORDER BY, not only rows an ulp "
            "apart in a float key",
            (FUZZER.format("test_rows_an_ulp_apart_in_a_sort_key_may_stand_in_either_order"),)),
+    Mutant("fuzz-row-mix-any-group", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "    if differ(only(got, got.rows, fixed), only(want, want.rows, fixed),",
+           "    if False and differ(only(got, got.rows, fixed), only(want, want.rows, fixed),",
+           "hfq's rows accepted as a mix of DuckDB's answers on several orders even when a "
+           "group is there twice and another missing",
+           (FUZZER.format("test_float_values_two_groups_swap_between_row_orders_are_unstable_"
+                          "row_by_row"),)),
+    Mutant("fuzz-row-mix-any-order", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):",
+           "    if False:",
+           "hfq's rows accepted as a mix of DuckDB's answers whatever their order under ORDER "
+           "BY",
+           (FUZZER.format("test_float_values_two_groups_swap_between_row_orders_are_unstable_"
+                          "row_by_row"),)),
+    Mutant("fuzz-alone-any-value", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "        if not any(differ(_only(got, [0, c]), t, ordered=False) is None",
+           "        if False and not any(differ(_only(got, [0, c]), t, ordered=False) is None",
+           "a column DuckDB answers otherwise alone accepted whatever hfq's value in it",
+           (FUZZER.format("test_a_column_duckdb_answers_otherwise_alone_is_unstable"),)),
 ]

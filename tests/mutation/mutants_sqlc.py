@@ -520,7 +520,8 @@ MUTANTS: list[Mutant] = [
            "a true division on one): one timestamp made two GROUP BY keys (F78)",
            ("tests/sql/test_findings.py::test_finding[F78]",)),
     Mutant("sqlc-log10-by-ln", AREA, SQL + "functions.py",
-           "    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)",
+           "    return pl.when(r.is_finite() & near & (pl.lit(10.0).pow(n) == x)).then(n)"
+           ".otherwise(r)",
            "    return r",
            "log10 as polars' ln(x) / ln(10): log10(1000) = 2.9999999999999996, floor 2, "
            "DuckDB 3 (F81)", ("tests/sql/test_findings.py::test_finding[F81]",)),
@@ -592,4 +593,36 @@ MUTANTS: list[Mutant] = [
            "continuous quantiles of a DECIMAL of 19+ digits by the BIGINT-backed rule (the sum "
            "truncated): median(0.5 * l0) of -1.0, -1.5 was -1.2, DuckDB -1.3 (F92)",
            ("tests/sql/test_findings.py::test_finding[F92]",)),
+    Mutant("sqlc-cte-items-on-kept-rows", AREA, SQL + "select.py",
+           "            if self.derived and is_rowwise(to_tree(out)):",
+           "            if False:",
+           "a CTE's items evaluated only on the rows the outer WHERE keeps (polars pushed the "
+           "filter below them): DuckDB fails on a row of the CTE that does not convert (F93)",
+           ("tests/sql/test_findings.py::test_finding[F93]",
+            "tests/sql/test_findings.py::test_finding[F93b]")),
+    Mutant("sqlc-power-constant-exponent-polars", AREA, SQL + "functions.py",
+           "    if not exponent.meta.root_names():   # a constant: made a column of base's rows",
+           "    if False:",
+           "power(x, 0.5) by polars' sqrt path: power(-inf, 0.5) NaN where DuckDB's pow gives "
+           "+inf (F94)",
+           ("tests/sql/test_findings.py::test_finding[F94]",)),
+    Mutant("sqlc-lag-default-decimal-sum-wide", AREA, SQL + "windows.py",
+           "            return _decimal_arithmetic(node, left, right)   # (F95)",
+           "            return None",
+           "2.0 + 0.1 typed as hfq's DECIMAL(38, 1) for a lag/lead default: lead(2.0 + 0.1, 1, "
+           "100.25) answered, DuckDB fails casting 100.25 to DECIMAL(3, 1) (F95)",
+           ("tests/sql/test_findings.py::test_finding[F95]",)),
+    Mutant("sqlc-power-half-one-row-sqrt", AREA, SQL + "functions.py",
+           "        if half:",
+           "        if False:",
+           "power(x, 0.5) on a one-row frame by polars' sqrt: power(-inf, 0.5) NaN, DuckDB +inf "
+           "(F94b)",
+           ("tests/sql/test_findings.py::test_finding[F94b]",)),
+    Mutant("sqlc-log10-subnormal-power", AREA, SQL + "functions.py",
+           "    return pl.when(r.is_finite() & near & (pl.lit(10.0).pow(n) == x)).then(n)"
+           ".otherwise(r)",
+           "    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)",
+           "log10 of a subnormal rounded to the integer when 10^n rounds to the same "
+           "subnormal: log10(9.9e-324) -323.0, DuckDB -323.005 (F96)",
+           ("tests/sql/test_findings.py::test_finding[F96]",)),
 ]

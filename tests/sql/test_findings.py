@@ -165,6 +165,51 @@ CASES: list[Case] = [
          note="DuckDB interpolates a DECIMAL of 19+ digits (HUGEINT) as lo + trunc((hi - lo) "
               "* d): median(0.5 * l0) of -1.0, -1.5 is -1.3; of 18 digits or fewer trunc(lo + "
               "(hi - lo) * d), -1.2 (fuzz seed 29)"),
+    Case("F93", "WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c1 FROM t) "
+                "SELECT c1 - id AS k, c1 FROM s WHERE (CASE id WHEN 2 THEN id END > (id + 1))",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", float("-inf")), (2, D1, "A", 2.5), (3, D2, "B", 1.0)])],
+         note="a CTE's CAST fails on a row the outer WHERE drops: DuckDB (optimized or not) "
+              "evaluates the CTE's items on all its rows and fails; polars pushed the outer "
+              "filter below the CTE's projection and hfq answered (fuzz e17)"),
+    Case("F93b", "SELECT k FROM (SELECT sym, CAST(sum(d0) AS BIGINT) AS k FROM t GROUP BY sym) "
+                 "AS s WHERE abs(length(s.sym) - 2) = 0",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e300), (2, D1, "A", 2.5), (3, D2, "BB", 1.0)])],
+         note="the same for a grouped subquery in FROM: DuckDB casts every group's sum"),
+    Case("F94", "SELECT id, power(d0, 0.5) AS a, 1 / power(d0, 0.5) AS b, power(d0, 2) AS c, "
+                "power(d0, 3) AS d, power(d0, 4.0) AS e, min(power(d0, 0.5)) OVER () AS f, "
+                "d0 ^ 0.5 AS g, d0 ** 2 AS h "
+                "FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", float("-inf")), (2, D1, "A", -0.0),
+                     (3, D1, "A", 605.4230616007137), (4, D2, "B", -731.2715117751975),
+                     (5, D2, "B", -9.129825816118114), (6, D2, "B", None),
+                     (7, D2, "B", float("inf"))])],
+         note="polars' pow with a constant exponent: 0.5 by sqrt (power(-inf, 0.5) NaN, DuckDB "
+              "+inf; power(-0.0, 0.5) -0.0, so 1 / it -inf, DuckDB +inf) and 2, 3, 4 by "
+              "multiplying (an ulp off C's pow) (fuzz seed 31: min(power(d0, 0.5)))"),
+    Case("F94b", "SELECT id, power(d0, 0.5) AS a, 1 / power(d0, 0.5) AS b, "
+                 "min(power(d0, 0.5)) OVER (PARTITION BY sym) AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", float("-inf")), (2, D2, "B", -0.0)])],
+         note="one row per partition: polars takes sqrt for a constant 0.5 even as a column "
+              "(fuzz seed 31, 31120: min(power(d0, 0.5)) over one row)"),
+    Case("F96", "SELECT id, log10(d0 + d0) AS a, log(d0) AS b, floor(log10(d0)) AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 5e-324), (2, D1, "A", 1e-308), (3, D2, "B", 1e-310),
+                     (4, D2, "B", 1e3)])],
+         note="F81's rule (n when 10^n == x) took 9.9e-324 (d0 + d0 of the smallest subnormal) "
+              "for 10^-323: log10 -323.0, DuckDB -323.005 (fuzz seed 31, 32006)"),
+    Case("F95", "SELECT id, lead((2.0 + 0.1), 1, 100.25) OVER (ORDER BY id) AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="DuckDB types 2.0 + 0.1 DECIMAL(3, 1) and fails casting the default 100.25 to "
+              "it; hfq's DECIMAL(38, 1) took it (fuzz seed 31, 31723)"),
+    Case("F95b", "SELECT id, lead(2.0 + 0.1, 1, 99.25) OVER (ORDER BY id) AS a, "
+                 "lag(12.5 * 0.1, 1, 1.255) OVER (ORDER BY id) AS b, "
+                 "lag(2.0 - 0.15, 1, 9.999) OVER (ORDER BY id) AS c FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="the default rounded to DuckDB's scale: 99.3, 1.26, 10.00"),
 ]
 
 

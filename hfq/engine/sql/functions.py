@@ -192,14 +192,16 @@ def log10(value: pl.Expr) -> pl.Expr:
 
     Examples
     --------
-    >>> pl.select(log10(pl.lit(pl.Series([1000.0, 1e300, 1e-300, 0.001, 0.0, None])))
+    >>> pl.select(log10(pl.lit(pl.Series([1000.0, 1e300, 1e-300, 0.001, 0.0, None, 1e-323])))
     ...           ).to_series().to_list()
-    [3.0, 300.0, -300.0, -3.0, -inf, None]
+    [3.0, 300.0, -300.0, -3.0, -inf, None, -323.0051853474518]
     """
     x = value.cast(pl.Float64)
     r = x.log10()
     n = r.round()
-    return pl.when(r.is_finite() & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)
+    # (and r is an ulp from n: a subnormal such as 9.9e-324 rounds 10^-323 to itself, F96)
+    near = (r - n).abs() <= 1e-12 * n.abs().clip(lower_bound=1.0)
+    return pl.when(r.is_finite() & near & (pl.lit(10.0).pow(n) == x)).then(n).otherwise(r)
 
 
 def _log(c: Compiles, node: exp.Expression) -> pl.Expr:
@@ -373,6 +375,24 @@ def _greatest(c: Compiles, args: list[pl.Expr], node: exp.Expression, *, most: b
     return pl.when(best.is_null() & nan).then(pl.lit(float("nan"))).otherwise(best)
 
 
+def _power(base: pl.Expr, exponent: pl.Expr) -> pl.Expr:
+    """``base ^ exponent`` as C's ``pow`` (DuckDB's): polars computes a constant exponent
+    0.5 as sqrt (power(-inf, 0.5) NaN, DuckDB +inf; -0.0 for 0.0) and 2, 3, 4 by
+    multiplying (an ulp off pow's); an exponent that is a column takes the element-wise pow,
+    except on a one-row frame or in the streaming engine (there 0.5 is fixed at -inf and
+    -0.0; 2, 3, 4 may stay an ulp off) (F94)."""
+    if not exponent.meta.root_names():   # a constant: made a column of base's rows
+        try:
+            half = pl.select(exponent).to_series().to_list() == [0.5]
+        except pl.exceptions.PolarsError:
+            half = False
+        exponent = pl.when(base.is_null()).then(None).otherwise(exponent)
+        if half:   # a one-row frame (or streaming) still takes sqrt: C's values at -inf, -0.0
+            return pl.when(base.is_infinite() & (base < 0)).then(-base).otherwise(
+                base.pow(exponent) + 0.0)   # (no inf literal: plans are serialized as JSON)
+    return base.pow(exponent)
+
+
 def _sign(c: Compiles, x: pl.Expr) -> pl.Expr:
     """-1, 0 or 1 (0 for NaN and -0.0), as DuckDB."""
     nan = x.is_nan() if c.dtype(x).is_float() else pl.lit(False)
@@ -414,7 +434,7 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
             digits = (count_of(d.this if neg else d, "round's digits") or 0) * (-1 if neg else 1)
         return _round(c, c.expr(args[0]), digits)
     if name in ("pow", "power") and len(args) == 2:
-        return c.expr(args[0]).cast(pl.Float64).pow(c.expr(args[1]).cast(pl.Float64))
+        return _power(c.expr(args[0]).cast(pl.Float64), c.expr(args[1]).cast(pl.Float64))
     if name in ("greatest", "least") and args:
         return _greatest(c, c.exprs(args), node, most=name == "greatest")
     if name in ("substr", "substring") and len(args) in (2, 3):

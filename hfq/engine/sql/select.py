@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from hfq.engine.exprs import every_row, is_rowwise, to_tree
 from hfq.engine.query import FrameSource, Query
 from hfq.engine.rowid import ROWID
 from hfq.engine.sql import subqueries
@@ -32,10 +33,15 @@ class Compiler:
     """Compiles SELECT statements against a catalog (the :class:`~hfq.engine.sql.scope.Env`
     the rules call back into)."""
 
-    def __init__(self, catalog: Catalog, ctes: dict[str, Query]) -> None:
+    def __init__(self, catalog: Catalog, ctes: dict[str, Query], *,
+                 derived: bool = False) -> None:
         self.catalog = catalog
         self.ctes = dict(ctes)
         self.counter = itertools.count()
+        #: compiling a CTE or a subquery in FROM: its items that can raise are evaluated on
+        #: all its rows (F93), as DuckDB's plan does -- polars would push an outer filter
+        #: below them and skip the rows it drops
+        self.derived = derived
 
     # -- statements -----------------------------------------------------------------------
     def select(self, node: exp.Expression) -> Query:
@@ -44,8 +50,8 @@ class Compiler:
         with_ = node.args.get("with_")
         if with_ is not None:
             for cte in with_.expressions:
-                self.ctes[cte.alias_or_name] = Compiler(self.catalog, self.ctes).select(
-                    cte.this)
+                self.ctes[cte.alias_or_name] = Compiler(self.catalog, self.ctes,
+                                                        derived=True).select(cte.this)
         if isinstance(node, exp.SetOperation):
             q = compile_setop(self, node)
             return self.order_limit(node, q, q.columns)
@@ -102,7 +108,7 @@ class Compiler:
                 alias = node.alias_or_name
                 return Scope(inner.query, {alias: {c: c for c in inner.query.columns}}
                              if alias else {})
-            q = Compiler(self.catalog, self.ctes).select(node.this)
+            q = Compiler(self.catalog, self.ctes, derived=True).select(node.this)
             alias = node.alias_or_name
             return Scope(q, {alias: {c: c for c in q.columns}} if alias else {})
         raise unsupported(node, f"{node.key.upper()} in FROM")
@@ -132,7 +138,11 @@ class Compiler:
         # windows are computed before the projection (they see every row)
         outputs: list[pl.Expr] = []
         for name, (_, e) in zip(names, items):
-            outputs.append(post.expr(e).alias(name))
+            out = post.expr(e)
+            if self.derived and is_rowwise(to_tree(out)):   # every row's errors, whatever
+                out = every_row(out, out)   # filter the outer query adds (a window: polars
+                #                             pushes no filter below it anyway)
+            outputs.append(out.alias(name))
         if having is not None:
             predicate = post.predicate(having.this, "HAVING")
             with at(having):

@@ -236,6 +236,9 @@ def duck_type(node: exp.Expression) -> str | None:
         return max(types, key=lambda t: _INT_WIDTH[t or ""])
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.IntDiv)):
         left, right = duck_type(node.this), duck_type(node.expression)
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul)) and left and right and \
+                left.startswith("DECIMAL") and right.startswith("DECIMAL"):
+            return _decimal_arithmetic(node, left, right)   # (F95)
         if left not in _INT_WIDTH or right not in _INT_WIDTH:
             return None
         bare = [isinstance(n, exp.Literal) for n in (node.this, node.expression)]
@@ -243,6 +246,19 @@ def duck_type(node: exp.Expression) -> str | None:
             return right if bare[0] else left
         return max(left, right, key=_INT_WIDTH.__getitem__)
     return None
+
+
+def _decimal_arithmetic(node: exp.Expression, left: str, right: str) -> str | None:
+    """DuckDB's DECIMAL of ``+ - *`` of two DECIMALs: a sum keeps the larger scale and the
+    wider integer part plus one digit (2.0 + 0.1 is DECIMAL(3, 1)), a product adds
+    precisions and scales; None past 38 digits."""
+    (p1, s1), (p2, s2) = (map(int, t[8:-1].split(",")) for t in (left, right))
+    if isinstance(node, exp.Mul):
+        p, s = p1 + p2, s1 + s2
+    else:
+        s = max(s1, s2)
+        p = max(p1 - s1, p2 - s2) + s + 1
+    return f"DECIMAL({p}, {s})" if p <= 38 else None
 
 
 def _bounds(spec: exp.WindowSpec | None, c: Compiles) -> tuple[str, Any, Any]:

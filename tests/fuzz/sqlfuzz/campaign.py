@@ -20,7 +20,7 @@ import duckdb
 
 import hfq
 from sqlfuzz import metamorphic
-from sqlfuzz.data import Dataset, load_duckdb, load_hfq, random_dataset
+from sqlfuzz.data import Dataset, load_duckdb_orders, load_hfq, random_dataset
 from sqlfuzz.differential import APART, Outcome, run_query
 from sqlfuzz.known import KNOWN, Known, explain, skip
 from sqlfuzz.queries import QueryGen
@@ -157,8 +157,7 @@ class Campaign:
 
     def load(self, dataset: Dataset) -> None:
         load_hfq(self.db, dataset, replicas=self.replicas)
-        for con, order in zip(self.cons, ("stored", "reversed", "shuffled")):
-            load_duckdb(con, self.db, dataset, order=order)
+        load_duckdb_orders(self.cons, self.db, dataset)
 
     def run(self, *, queries: int, seconds: float | None = None, progress: Any = None,
             first_round: int = 0, rounds: int | None = None,

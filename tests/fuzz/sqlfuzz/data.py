@@ -35,8 +35,8 @@ import hfq
 from hfq import schema
 from hfq.testing.strategies import EDGE_VALUES
 
-__all__ = ["KIND", "Dataset", "TableSpec", "load_duckdb", "load_hfq", "random_dataset",
-           "register", "register_hfq_table", "to_arrow", "widened"]
+__all__ = ["KIND", "Dataset", "TableSpec", "load_duckdb", "load_duckdb_orders", "load_hfq",
+           "random_dataset", "register", "register_hfq_table", "to_arrow", "widened"]
 
 #: the SQL kind of each hfq type, as the query grammar sees it
 KIND = {"DOUBLE": "float", "FLOAT": "float", "INT": "int", "LONG": "int", "SHORT": "int",
@@ -241,9 +241,18 @@ def load_duckdb(con: duckdb.DuckDBPyConnection, db: hfq.Database, dataset: Datas
                 *, order: str = "stored") -> None:
     """Register in ``con`` the rows ``db`` holds for each table of ``dataset`` (see
     :func:`register_hfq_table`)."""
+    load_duckdb_orders([con], db, dataset, orders=(order,))
+
+
+def load_duckdb_orders(cons: list[duckdb.DuckDBPyConnection], db: hfq.Database,
+                       dataset: Dataset, *,
+                       orders: tuple[str, ...] = ("stored", "reversed", "shuffled")) -> None:
+    """Register the rows ``db`` holds for each table of ``dataset`` in each of ``cons``, the
+    i-th in ``orders[i]`` -- each table (and version) read from hfq once for all of them."""
     for spec in dataset.tables:
-        register_hfq_table(con, db, spec.name, versions=len(spec.chunks()), order=order,
-                           seed=dataset.seed)
+        read = _HfqRows(db, spec.name, versions=len(spec.chunks()))
+        for con, order in zip(cons, orders):
+            read.register(con, order=order, seed=dataset.seed)
 
 
 def register_hfq_table(con: duckdb.DuckDBPyConnection, db: hfq.Database, name: str, *,
@@ -252,13 +261,27 @@ def register_hfq_table(con: duckdb.DuckDBPyConnection, db: hfq.Database, name: s
     (hfq's scan order), ``reversed`` or ``shuffled`` (a float answer that depends on the
     order of the rows is checked against several).  Each version (one per append, 0 the empty
     table) is registered too, as ``<name>_v<k>``: the oracle of hfq's time travel."""
-    for k in range(versions + 1):
-        con.register(f"{name}_v{k}", widened(db[name].scan(version=k).to_arrow()))
-    table = widened(db[name].to_arrow())
-    if order == "reversed" and table.num_rows:
-        table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))
-    elif order == "shuffled" and table.num_rows:
-        idx = list(range(table.num_rows))
-        random.Random(seed).shuffle(idx)
-        table = table.take(pa.array(idx))
-    con.register(name, table)
+    _HfqRows(db, name, versions=versions).register(con, order=order, seed=seed)
+
+
+class _HfqRows:
+    """The rows of table ``name`` of ``db`` as hfq reads them back: every version and the
+    whole table (widened to DuckDB's 64-bit types), read once."""
+
+    def __init__(self, db: hfq.Database, name: str, *, versions: int) -> None:
+        self.name = name
+        self.versions = [widened(db[name].scan(version=k).to_arrow())
+                         for k in range(versions + 1)]
+        self.table = widened(db[name].to_arrow())
+
+    def register(self, con: duckdb.DuckDBPyConnection, *, order: str, seed: int) -> None:
+        for k, version in enumerate(self.versions):
+            con.register(f"{self.name}_v{k}", version)
+        table = self.table
+        if order == "reversed" and table.num_rows:
+            table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))
+        elif order == "shuffled" and table.num_rows:
+            idx = list(range(table.num_rows))
+            random.Random(seed).shuffle(idx)
+            table = table.take(pa.array(idx))
+        con.register(self.name, table)

@@ -17,6 +17,9 @@ Outcomes (:class:`Outcome.status`):
   filter drops them (the SQL standard leaves whether such an "inessential" evaluation raises
   to the implementation).  Not a mismatch; counted and listed apart.  When unoptimized DuckDB
   raises too (a CTE's CAST over every row, filtered afterwards), it stays ``answered_error``.
+  The other way round too: hfq's data raised (a CTE's items are evaluated on all its rows,
+  finding F93), DuckDB answered, and DuckDB with its optimizer off raises as well (its plan
+  pushed the outer filter below the CTE's items).
 * ``refused``   -- hfq raised an :class:`~hfq.errors.HfqError` where DuckDB answered: not a
   mismatch, counted by the construct the message names (:func:`construct`); ``leaked`` when
   that message is in polars' words (:func:`polars_words`: a plan, or a polars message such as
@@ -46,7 +49,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 import hfq
-from hfq.errors import HfqError
+from hfq.errors import HfqError, SqlError
 from sqlfuzz.compare import Answer, answer_from_arrow, answer_from_polars, differ
 
 __all__ = ["APART", "MISMATCHES", "Outcome", "construct", "duckdb_text", "order_keys",
@@ -241,23 +244,205 @@ def run_query(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
     the answers differ; ``cons[0]`` without its optimizer when DuckDB alone raised)."""
     want = run_duckdb(cons[0], sql, params)
     got = run_hfq(db, sql, params)
-    named = order_keys(sql) if ordered else None   # (a term naming no column: no ties)
-    keys = [k for k in named if k is not None] if named and None not in named else None
-    out = classify(got, want, ordered=ordered, keys=keys)
+    # the ORDER BY's columns only relax the comparison (rows an ulp apart in a float key may
+    # swap): read from the text (a parse) only when the answers differ without them
+    out = classify(got, want, ordered=ordered)
+    keys = _order_columns(sql) if ordered and out.status in ("wrong", "answered_error") \
+        else None
+    if keys is not None and out.status == "wrong":
+        out = classify(got, want, ordered=ordered, keys=keys)
     if out.status == "wrong" and len(cons) > 1:
         others = [run_duckdb(c, sql, params) for c in cons[1:]]
         out = classify(got, want, ordered=ordered, others=others, keys=keys)
+        if out.status == "wrong" and isinstance(got, Answer):
+            out = _limited(db, cons, sql, params, got, out)
+        if out.status == "wrong" and isinstance(got, Answer):
+            out = _alone(cons, sql, params, got, out)
     elif out.status == "answered_error" and isinstance(got, Answer):
-        cons[0].execute("PRAGMA disable_optimizer")
-        try:
-            plain = run_duckdb(cons[0], sql, params)
-        finally:
-            cons[0].execute("PRAGMA enable_optimizer")
+        plain = _unoptimized(cons[0], sql, params)
         if isinstance(plain, Answer) and differ(got, plain, ordered=ordered,
                                                 keys=keys) is None:
             out = Outcome("plan_error", f"{out.detail} (DuckDB without its optimizer answers "
                           "as hfq)", hfq=got)
+    elif out.status == "refused" and isinstance(got, HfqError) and not isinstance(
+            got, SqlError):   # the data raised in hfq (not a construct refused by name)
+        plain = _unoptimized(cons[0], sql, params)
+        if isinstance(plain, BaseException) and not isinstance(plain, _INVALID):
+            out = Outcome("plan_error", f"hfq raised as DuckDB without its optimizer: "
+                          f"{_line(plain)} (DuckDB's plan skipped the rows)", duck=want,
+                          error=_line(got))
     return out
+
+
+def _limited(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql: str,
+             params: tuple[Any, ...], got: Answer, out: Outcome) -> Outcome:
+    """``unstable`` for a difference that DuckDB's instability explains row by row, else
+    ``out``.  DuckDB's float values move with the row order (a group's sum of 1e300, DBL_MAX
+    and -inf is NaN on one order, -inf on another) and two groups may swap their values, so
+    no one order's answer is hfq's, and under ORDER BY ... LIMIT which rows are kept moves
+    too.  All of (on the statement without its LIMIT/OFFSET): DuckDB's answers on the three
+    row orders differ; hfq's rows, without their float columns, are DuckDB's (as a multiset);
+    each row of hfq is a row of one of DuckDB's answers (:func:`_row_mix`); and, with an ORDER
+    BY, hfq's rows stand in its order (DuckDB's rules: NULLS LAST, NaN above every number)
+    and hfq's limited answer is exactly their slice."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except SqlglotError:
+        return out
+    if not isinstance(tree, exp.Select):
+        return out
+    order, limit, offset = (tree.args.get(k) for k in ("order", "limit", "offset"))
+    try:
+        start = int(offset.expression.this) if offset is not None else 0
+        count = int(limit.expression.this) if limit is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return out
+    terms: list[tuple[int, bool, bool]] = []
+    if order is not None:
+        columns = _order_columns(sql)
+        if columns is None or len(columns) != len(order.expressions):
+            return out
+        terms = [(i, bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
+                 for i, o in zip(columns, order.expressions)]
+    elif limit is not None or offset is not None:
+        return out   # which rows a LIMIT without ORDER BY keeps is open
+    if limit is not None or offset is not None:
+        whole = tree.copy()
+        whole.set("limit", None)
+        whole.set("offset", None)
+        text = whole.sql("duckdb")
+        mine = run_hfq(db, text, params)
+        theirs = [run_duckdb(c, text, params) for c in cons]
+    else:
+        mine, theirs = got, [out.duck] + [run_duckdb(c, sql, params) for c in cons[1:]]
+    if not isinstance(mine, Answer) or not all(isinstance(t, Answer) for t in theirs):
+        return out
+    if not _row_mix(mine, theirs):   # type: ignore[arg-type]
+        return out
+    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):
+        return out
+    end = None if count is None else start + count
+    part = Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow)
+    if differ(got, part, ordered=bool(terms)) is not None:
+        return out
+    return Outcome("unstable", f"each row of hfq is a row of DuckDB on one of the row orders; "
+                   f"{out.detail}", hfq=got, duck=out.duck)
+
+
+def _alone(cons: list[duckdb.DuckDBPyConnection], sql: str, params: tuple[Any, ...],
+           got: Answer, out: Outcome) -> Outcome:
+    """``unstable`` when DuckDB's value of a column moves with the *other* items of the
+    SELECT, else ``out``: an ``OVER ()`` sum of 1e300, -1e300 and small numbers adds in the
+    order another window sorted the rows to (fuzz7 7252), so DuckDB answers that column
+    otherwise when the statement names it alone.  For ``SELECT id, ...`` (one row per row of
+    the table, no ORDER BY, LIMIT, GROUP BY, DISTINCT or QUALIFY): hfq's other columns are
+    DuckDB's, and for each column c where hfq differs, DuckDB's ``SELECT id, c`` (same FROM
+    and WHERE) differs from its own column c in the whole statement and equals hfq's (id, c)
+    on one of the row orders."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except SqlglotError:
+        return out
+    want = out.duck
+    if not isinstance(tree, exp.Select) or want is None or any(
+            tree.args.get(k) for k in ("order", "limit", "offset", "group", "distinct",
+                                       "qualify", "having", "with_")):
+        return out
+    items = tree.expressions
+    first = items[0] if items else None
+    if not isinstance(first, exp.Column) or first.name != "id" or len(items) < 3 or any(
+            isinstance(i, exp.Star) for i in items):
+        return out
+    if len(got.kinds) != len(items) or len(got.rows) != len(want.rows):
+        return out
+    moving = sorted(_columns_apart(got, want) - {0})
+    rest = [i for i in range(len(items)) if i not in moving]
+    if not moving or differ(_only(got, rest), _only(want, rest), ordered=False) is not None:
+        return out
+    for c in moving:
+        alone = tree.copy()
+        alone.set("expressions", [items[0].copy(), items[c].copy()])
+        text = alone.sql("duckdb")
+        theirs = [run_duckdb(con, text, params) for con in cons]
+        if not all(isinstance(t, Answer) for t in theirs):
+            return out
+        if all(differ(t, _only(want, [0, c]), ordered=False) is None   # type: ignore[arg-type]
+               for t in theirs):
+            return out   # DuckDB's column does not move with the other items
+        if not any(differ(_only(got, [0, c]), t, ordered=False) is None   # type: ignore[arg-type]
+                   for t in theirs):
+            return out
+    return Outcome("unstable", f"DuckDB's columns {[c + 1 for c in moving]} move with the "
+                   f"other items of the SELECT (hfq's are DuckDB's for the item alone): "
+                   f"{out.detail}", hfq=got, duck=want)
+
+
+def _only(a: Answer, cols: list[int]) -> Answer:
+    return Answer([a.names[i] for i in cols], [a.kinds[i] for i in cols],
+                  [tuple(r[i] for i in cols) for r in a.rows], [a.narrow[i] for i in cols])
+
+
+def _row_mix(got: Answer, answers: list[Answer]) -> bool:
+    """DuckDB's ``answers`` (on several row orders) differ from each other, hfq's rows
+    without the float columns are DuckDB's first answer's, and each row of hfq is a row of
+    one of the ``answers``."""
+    want = answers[0]
+    if any(len(a.rows) != len(got.rows) or a.kinds != got.kinds for a in answers):
+        return False
+    if all(differ(a, want, ordered=False) is None for a in answers[1:]):
+        return False   # DuckDB agrees with itself: nothing to explain
+    fixed = [i for i, k in enumerate(got.kinds) if k != "float"]
+
+    def only(a: Answer, rows: list[tuple[Any, ...]], cols: list[int]) -> Answer:
+        return Answer([a.names[i] for i in cols], [a.kinds[i] for i in cols],
+                      [tuple(r[i] for i in cols) for r in rows], [a.narrow[i] for i in cols])
+
+    if differ(only(got, got.rows, fixed), only(want, want.rows, fixed),
+              ordered=False) is not None:
+        return False
+    every = list(range(len(got.kinds)))
+    return all(any(differ(only(got, [row], every), only(a, [r], every), ordered=False) is None
+                   for a in answers for r in a.rows) for row in got.rows)
+
+
+def _in_order(a: tuple[Any, ...], b: tuple[Any, ...],
+              terms: list[tuple[int, bool, bool]]) -> bool:
+    """Row ``a`` may stand before row ``b`` under ORDER BY ``terms`` (column, descending,
+    nulls first)."""
+    for i, desc, nulls_first in terms:
+        x, y = a[i], b[i]
+        if x is None or y is None:
+            if x is None and y is None:
+                continue
+            return (x is None) == nulls_first
+        c = _compare(x, y)
+        if c:
+            return (c < 0) != desc
+    return True
+
+
+def _compare(x: Any, y: Any) -> int:
+    """DuckDB's order of two values (NaN above every number, -0.0 equal to 0.0)."""
+    nx, ny = isinstance(x, float) and x != x, isinstance(y, float) and y != y
+    if nx or ny:
+        return int(nx) - int(ny)
+    return (x > y) - (x < y)
+
+
+def _order_columns(sql: str) -> list[int] | None:
+    named = order_keys(sql)   # (a term naming no column: no ties)
+    return [k for k in named if k is not None] if named and None not in named else None
+
+
+def _unoptimized(con: duckdb.DuckDBPyConnection, sql: str, params: tuple[Any, ...]
+                 ) -> Answer | BaseException:
+    """``sql`` on DuckDB with its optimizer off: every expression evaluated where the
+    statement writes it (a CTE's items on all its rows)."""
+    con.execute("PRAGMA disable_optimizer")
+    try:
+        return run_duckdb(con, sql, params)
+    finally:
+        con.execute("PRAGMA enable_optimizer")
 
 
 def _line(exc: Any) -> str:
