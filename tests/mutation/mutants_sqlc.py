@@ -358,12 +358,6 @@ MUTANTS: list[Mutant] = [
            "every window sum taken as one of a 32-bit column, summed in 64 bits: a BIGINT sum "
            "past its range wraps instead of failing by name",
            (REGRESSION.format("F47"),)),
-    Mutant("sqlc-values-sent-per-quantile", AREA, "hfq/engine/aggs.py",
-           "        if key in self.values:\n",
-           "        if False:\n",
-           "each median/quantile of one input sends every value of it to the driver again "
-           "(the regression of queries/median: 5 lists of one column)",
-           ("tests/query/test_partial_states.py::test_each_input_sends_its_values_once",)),
     Mutant("sqlc-values-shared-across-inputs", AREA, "hfq/engine/aggs.py",
            "        key = json.dumps(tree, sort_keys=True, default=str)\n"
            "        if key in self.values",
