@@ -625,4 +625,25 @@ MUTANTS: list[Mutant] = [
            "log10 of a subnormal rounded to the integer when 10^n rounds to the same "
            "subnormal: log10(9.9e-324) -323.0, DuckDB -323.005 (F96)",
            ("tests/sql/test_findings.py::test_finding[F96]",)),
+    Mutant("sqlc-cast-double-bigint-bound", AREA, SQL + "casts.py",
+           "(rounded >= -float(lo))",
+           "(rounded > hi)",
+           "a DOUBLE's range check against 2^63 - 1, which rounds to 2^63: CAST(2^63 AS BIGINT) "
+           "passed the check and polars' strict cast failed in its own words (F97)",
+           ("tests/sql/test_findings.py::test_finding[F97]",
+            "tests/sql/test_findings.py::test_finding[F97b]")),
+    Mutant("sqlc-null-plus-interval-typed", AREA, SQL + "expressions.py",
+           "        clocks = (pl.Duration, pl.Time)",
+           "        clocks = ()",
+           "NULL + INTERVAL typed an INTERVAL (DuckDB's binder cannot choose): date_trunc of it "
+           "failed in polars' words (F98)",
+           ("tests/sql/test_findings.py::test_finding[F98]",
+            "tests/sql/test_findings.py::test_finding[F98b]")),
+    Mutant("sqlc-date-trunc-interval-polars", AREA, SQL + "functions.py",
+           "    if isinstance(dtype, pl.Duration):   # DuckDB truncates its months/days/micros "
+           "apart",
+           "    if False:",
+           "date_trunc of an INTERVAL handed to polars: 'truncate operation not supported for "
+           "dtype duration' reached the user (F98)",
+           ("tests/sql/test_findings.py::test_finding[F98d]",)),
 ]

@@ -35,6 +35,7 @@ class Case:
     tables: list[TableSpec] = field(hash=False)
     note: str = ""
     refusal_ok: bool = False
+    refuses: str = ""   # hfq must raise an HfqError matching this (DuckDB may or may not)
 
 
 CASES: list[Case] = [
@@ -210,6 +211,40 @@ CASES: list[Case] = [
                  "lag(2.0 - 0.15, 1, 9.999) OVER (ORDER BY id) AS c FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="the default rounded to DuckDB's scale: 99.3, 1.26, 10.00"),
+    Case("F97", "SELECT u.id AS c4, CAST(CAST(9223372036854775807 AS DOUBLE) AS BIGINT) AS c3 "
+                "FROM t JOIN u USING (sym)",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")]),
+          TableSpec("u", T3, ("date",), (), [(3, D1, "A")])],
+         note="2^63 - 1 as a DOUBLE is 2^63, past BIGINT: the range check compared it with "
+              "2^63 - 1 (itself rounded to 2^63) and let polars' strict cast fail in its own "
+              "words ('conversion from f64 to i64 failed'; fuzz seed 31)"),
+    Case("F97b", "SELECT id, TRY_CAST(d0 AS BIGINT) AS a, TRY_CAST(d0 AS INTEGER) AS b, "
+                 "TRY_CAST(d0 AS TINYINT) AS c, TRY_CAST(-d0 AS SMALLINT) AS d FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 9223372036854775807.0), (2, D1, "A", -9223372036854775808.0),
+                     (3, D1, "A", 9223372036854774784.0), (4, D2, "B", 2147483647.5),
+                     (5, D2, "B", 127.5), (6, D2, "B", 127.4), (7, D2, "B", 32768.4),
+                     (8, D2, "B", 32767.5), (9, D2, "B", -128.5), (10, D2, "B", None)])],
+         note="F97 at every width: 2^63 NULL, -2^63 and the largest double under 2^63 kept, "
+              "x.5 rounded to even before the range check"),
+    Case("F98", "SELECT id, date_trunc('day', (NULL + INTERVAL '8 hours 30 minutes')) AS c "
+                "FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         refuses=r"NULL's type is ambiguous",
+         note="DuckDB's binder cannot type NULL + INTERVAL; hfq typed it an INTERVAL and "
+              "date_trunc of it failed in polars' words ('truncate operation not supported "
+              "for dtype duration'; fuzz seed 31)"),
+    Case("F98b", "SELECT id, INTERVAL '8 hours' + NULL AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])], refuses=r"NULL's type is ambiguous",
+         note="F98 the other way round (INTERVAL - NULL is an INTERVAL in DuckDB: F98c)"),
+    Case("F98c", "SELECT id, INTERVAL '8 hours' - NULL AS a, TIME '10:00' - NULL AS b FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])]),
+    Case("F98d", "SELECT id, date_trunc('hour', CAST(NULL AS INTERVAL)) AS a, "
+                 "date_trunc('day', INTERVAL '1 day 8 hours') AS b FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])], refusal_ok=True,
+         refuses=r"unsupported SQL: date_trunc of an INTERVAL",
+         note="date_trunc of an INTERVAL (DuckDB truncates its months, days and micros "
+              "apart): refused by name, not polars' 'truncate operation not supported'"),
 ]
 
 
@@ -221,5 +256,10 @@ def test_finding(case: Case, tmp_path):
     cons = duckdb_connections(1)
     load_duckdb(cons[0], db, dataset)
     out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql))
-    allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set())
+    allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set()) | \
+        ({"invalid"} if case.refuses else set())
     assert out.status in allowed, f"{case.id}: {out.status}: {out.detail}\n{case.note}"
+    assert not out.leak, f"{case.id}: an error in polars' words: {out.leak}\n{case.note}"
+    if case.refuses:
+        with pytest.raises(hfq.errors.HfqError, match=case.refuses):
+            db.sql(case.sql).collect()
