@@ -646,4 +646,12 @@ MUTANTS: list[Mutant] = [
            "date_trunc of an INTERVAL handed to polars: 'truncate operation not supported for "
            "dtype duration' reached the user (F98)",
            ("tests/sql/test_findings.py::test_finding[F98d]",)),
+    Mutant("sqlc-lag-default-round-decimal", AREA, SQL + "windows.py",
+           "        return _decimal_rounded(node, inner) if inner else None",
+           "        return None",
+           "round() of a DECIMAL literal typed as hfq computes it for a lag/lead default: "
+           "lead(round(0.5), 1, 100.25) answered, DuckDB fails casting 100.25 to DECIMAL(2, 0) "
+           "(F99)",
+           ("tests/sql/test_findings.py::test_finding[F99]",
+            "tests/sql/test_findings.py::test_finding[F99c]")),
 ]

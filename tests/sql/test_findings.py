@@ -245,6 +245,25 @@ CASES: list[Case] = [
          refuses=r"unsupported SQL: date_trunc of an INTERVAL",
          note="date_trunc of an INTERVAL (DuckDB truncates its months, days and micros "
               "apart): refused by name, not polars' 'truncate operation not supported'"),
+    Case("F99", "SELECT id, lead(round(0.5), 1, 100.25) OVER (PARTITION BY sym ORDER BY id) "
+                "AS w1 FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B"), (3, D2, "B")])],
+         note="DuckDB keeps round(DECIMAL(2, 1)) a DECIMAL(2, 0) and fails casting the default "
+              "100.25 to it; hfq answered (fuzz seed 31, 32307)"),
+    Case("F99b", "SELECT id, lead(round(0.5), 1, 1.25) OVER (ORDER BY id) AS a, "
+                 "lag(round(12.345, 1), 1, 12.35) OVER (ORDER BY id) AS b, "
+                 "lag(ceil(0.5), 1, -1.5) OVER (ORDER BY id) AS d, "
+                 "lag(floor(-0.5), 2, 9.5) OVER (ORDER BY id) AS e, "
+                 "lag(round(12.345, 5), 1, 1.2345) OVER (ORDER BY id) AS f, "
+                 "lag(round(12.345, -1), 1, 4.5) OVER (ORDER BY id) AS h, "
+                 "lag(round(0.5) + 0.1, 1, 99.95) OVER (ORDER BY id) AS i, "
+                 "lag(ceil(7), 1, 2.5) OVER (ORDER BY id) AS g FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B"), (3, D2, "B")])],
+         note="F99's types where the default fits: rounded half away to the kept scale (the "
+              "digits asked for, at most the argument's, negative as none); ceil(7) a DOUBLE"),
+    Case("F99c", "SELECT id, lag(round(0.5) + 0.1, 1, 1000.25) OVER (ORDER BY id) AS i FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="round(0.5) + 0.1 is DECIMAL(4, 1): 1000.25 fails"),
 ]
 
 

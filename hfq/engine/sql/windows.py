@@ -221,9 +221,11 @@ def duck_type(node: exp.Expression) -> str | None:
         return _NARROW_CASTS.get(node.to.this)
     if isinstance(node, (exp.Abs, exp.Nullif)):   # the value's type (F90)
         return duck_type(node.this)
-    if isinstance(node, (exp.Round, exp.Trunc)):   # (of a DECIMAL: another scale)
+    if isinstance(node, (exp.Round, exp.Trunc, exp.Ceil, exp.Floor)):
         inner = duck_type(node.this)
-        return inner if inner in _INT_WIDTH else None
+        if inner in _INT_WIDTH:   # ceil/floor of an integer is a DOUBLE in DuckDB
+            return inner if isinstance(node, (exp.Round, exp.Trunc)) else None
+        return _decimal_rounded(node, inner) if inner else None
     if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce, exp.Case)):
         if isinstance(node, exp.Case):   # the widest of the results; NULLs take any type
             parts = [b.args.get("true") for b in node.args.get("ifs") or []] + \
@@ -246,6 +248,25 @@ def duck_type(node: exp.Expression) -> str | None:
             return right if bare[0] else left
         return max(left, right, key=_INT_WIDTH.__getitem__)
     return None
+
+
+def _decimal_rounded(node: exp.Expression, inner: str) -> str | None:
+    """DuckDB's DECIMAL of round/trunc/ceil/floor of a DECIMAL(p, s): the precision kept,
+    the scale the digits asked for (none by default, negative as none, at most s):
+    round(0.5) is DECIMAL(2, 0), round(12.345, 5) DECIMAL(5, 3) (F99); None when the digits
+    are not an integer literal."""
+    if not inner.startswith("DECIMAL"):
+        return None
+    p, s = map(int, inner[8:-1].split(","))
+    digits = node.args.get("decimals")
+    if digits is None:
+        return f"DECIMAL({p}, 0)"
+    sign = -1 if isinstance(digits, exp.Neg) else 1
+    digits = digits.this if sign < 0 else digits
+    if isinstance(node, (exp.Ceil, exp.Floor)) or not (
+            isinstance(digits, exp.Literal) and str(digits.this).isdigit()):
+        return None
+    return f"DECIMAL({p}, {min(max(sign * int(digits.this), 0), s)})"
 
 
 def _decimal_arithmetic(node: exp.Expression, left: str, right: str) -> str | None:
