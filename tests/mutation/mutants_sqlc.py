@@ -654,4 +654,10 @@ MUTANTS: list[Mutant] = [
            "(F99)",
            ("tests/sql/test_findings.py::test_finding[F99]",
             "tests/sql/test_findings.py::test_finding[F99c]")),
+    Mutant("sqlc-regr-slope-zero-variance", AREA, SQL + "aggregates.py",
+           "        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / vx)",
+           "        slope = cxy / vx",
+           "regr_slope as cov / var_x where var_x underflows to 0: inf (DuckDB NaN) and "
+           "regr_intercept NaN (DuckDB NULL) (F100)",
+           ("tests/sql/test_findings.py::test_finding[F100]",)),
 ]

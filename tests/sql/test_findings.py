@@ -264,6 +264,17 @@ CASES: list[Case] = [
     Case("F99c", "SELECT id, lag(round(0.5) + 0.1, 1, 1000.25) OVER (ORDER BY id) AS i FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="round(0.5) + 0.1 is DECIMAL(4, 1): 1000.25 fails"),
+    Case("F100", "SELECT sym, regr_slope(l0, greatest(CAST('-0.0' AS DOUBLE), d0)) AS s, "
+                 "regr_intercept(l0, greatest(CAST('-0.0' AS DOUBLE), d0)) AS i, "
+                 "regr_slope(d0, l0) AS s2, regr_intercept(d0, l0) AS i2 FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 3, 5e-324), (2, D2, "A", -4, -0.0),
+                     (3, D1, "B", 7, 2.5), (4, D1, "C", 1, 1.5), (5, D2, "C", 2, 1.5),
+                     (6, D1, "D", 1, 1.0), (7, D2, "D", 2, 3.0), (8, D2, "D", None, 2.0),
+                     (9, D1, "E", 5, None)])],
+         note="an x-variance that underflows to 0 (x = 5e-324, -0.0): DuckDB's slope NaN and "
+              "intercept NULL, hfq's slope cov / 0 = inf and intercept NaN (fuzz seed 31, "
+              "32218); one pair, a constant x, no pair"),
 ]
 
 

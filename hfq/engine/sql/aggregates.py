@@ -340,7 +340,9 @@ class Agg(Plain):
                 .otherwise(cxy / (vx.sqrt() * vy.sqrt()))).otherwise(r)
             return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
                                        .then(r).otherwise(_NAN))
-        slope = cxy / vx
+        # DuckDB: NaN where the x-variance is 0 (one pair, a constant x, or a variance that
+        # underflows: 5e-324 and -0.0), and the intercept NULL there (F100)
+        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / vx)
         if name == "regr_slope":
             return slope
         if name == "regr_intercept":
