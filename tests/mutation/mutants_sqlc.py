@@ -660,4 +660,11 @@ MUTANTS: list[Mutant] = [
            "regr_slope as cov / var_x where var_x underflows to 0: inf (DuckDB NaN) and "
            "regr_intercept NaN (DuckDB NULL) (F100)",
            ("tests/sql/test_findings.py::test_finding[F100]",)),
+    Mutant("sqlc-co-moment-overflow-answered", AREA, SQL + "aggregates.py",
+           "        bad = (n >= 2) & _finite(y, x) & spread",
+           "        bad = (n >= 2) & _finite(y, x) & spread & (n < 2)",
+           "regr_intercept/covar_pop answered where the co-moment leaves DOUBLE (hfq -inf, DuckDB "
+           "+inf in one pass, -inf merged, NaN on 3 pairs by the row order) (F101)",
+           ("tests/sql/test_findings.py::test_finding[F101]",
+            "tests/sql/test_findings.py::test_finding[F101b]")),
 ]

@@ -275,6 +275,30 @@ CASES: list[Case] = [
          note="an x-variance that underflows to 0 (x = 5e-324, -0.0): DuckDB's slope NaN and "
               "intercept NULL, hfq's slope cov / 0 = inf and intercept NaN (fuzz seed 31, "
               "32218); one pair, a constant x, no pair"),
+    Case("F101", "SELECT sym, (regr_intercept(d0, power(-1.25, l0)) - 7) AS a FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 136, -1e300), (2, D2, "A", 147, 1.7976931348623157e308),
+                     (3, D1, "B", 1, 2.5), (4, D2, "B", 2, 3.5)])],
+         refusal_ok=True, refuses=r"regr_intercept where the pairs' deviations leave DOUBLE",
+         note="two pairs whose y spread leaves DOUBLE (-1e300, DBL_MAX): DuckDB's one-pass "
+              "Welford update gives +inf (y - mean is -inf: the sign flipped), its merge of "
+              "partial states (a window's segment tree) -inf, three pairs NaN or +-inf by the "
+              "row order; hfq gave -inf: refused by name (fuzz2 12434)"),
+    Case("F101b", "SELECT sym, covar_pop(d0, d1) AS c, covar_samp(d1, d0) AS s, regr_sxy(d0, d1) "
+                  "AS x, regr_slope(d0, d1) AS r FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e200, 1e200), (2, D1, "A", -1e200, -1e200),
+                     (3, D2, "A", 0.0, 0.0), (4, D2, "B", 1.0, 2.0)])],
+         refusal_ok=True, refuses=r"covar_pop where the pairs' deviations leave DOUBLE",
+         note="a co-moment past DOUBLE from the deviations' product alone: refused too"),
+    Case("F101c", "SELECT sym, covar_pop(d0, d1) AS c, regr_slope(d0, d1) AS r, "
+                  "regr_intercept(d0, d1) AS i, corr(d0, d1) AS k FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e300, 1.0), (2, D1, "A", -1e300, 2.0),
+                     (3, D2, "A", 5e299, 4.0), (4, D2, "B", float("inf"), 2.0),
+                     (5, D2, "B", 1.0, 3.0), (6, D1, "C", 1e300, 7.0)])],
+         note="F101's check lets wide but representable spreads, infinite values (NaN) and one "
+              "pair through"),
 ]
 
 

@@ -321,9 +321,10 @@ class Agg(Plain):
             out = cov * n if name == "regr_sxy" else cov
             bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y) \
                 & xx.first().is_finite()
-            return self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
-                                             "or +-inf, depends on the row order) is not "
-                                             "supported")
+            out = self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
+                                            "or +-inf, depends on the row order) is not "
+                                            "supported")
+            return self._co_moment(name, out, y, xx, n, node)
         cxy = _covariance(y, xx, 0)
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
@@ -344,13 +345,29 @@ class Agg(Plain):
         # underflows: 5e-324 and -0.0), and the intercept NULL there (F100)
         slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / vx)
         if name == "regr_slope":
-            return slope
+            return self._co_moment(name, slope, y, xx, n, node)
         if name == "regr_intercept":
-            return pl.when((n > 0) & slope.is_not_nan()).then(y.mean() - slope * xx.mean())
+            return self._co_moment(name, pl.when((n > 0) & slope.is_not_nan()).then(
+                y.mean() - slope * xx.mean()), y, xx, n, node)
         if name == "regr_r2":
             return pl.when((n == 0) | (vx == 0)).then(None).when(vy == 0).then(1.0) \
                 .otherwise(cxy * cxy / (vx * vy))
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
+
+    def _co_moment(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
+                   node: exp.Expression) -> pl.Expr:
+        """``out``, failing by name where DuckDB's co-moment of finite pairs leaves DOUBLE's
+        range: a spread ``max - min`` of y or x past it, or the largest deviations' product.
+        DuckDB's Welford update then meets ``y - mean = -inf`` (the sign flipped: +inf for
+        two pairs whose covariance is -inf in one pass, -inf when its parallel merge adds
+        them) or ``inf - inf`` (NaN), by the row order and the merge (F101)."""
+        spread = (y.nan_max() - y.min()).is_infinite() | \
+            (x.nan_max() - x.min()).is_infinite() | \
+            (_deviation(x) * _deviation(y)).is_infinite()
+        bad = (n >= 2) & _finite(y, x) & spread
+        return self.fail(out, bad, node, f"{name} where the pairs' deviations leave DOUBLE's "
+                                         "range (DuckDB's answer, +-inf or NaN, depends on the "
+                                         "row order and how it merges them) is not supported")
 
     def _bool_agg(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
