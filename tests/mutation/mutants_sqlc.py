@@ -667,4 +667,16 @@ MUTANTS: list[Mutant] = [
            "+inf in one pass, -inf merged, NaN on 3 pairs by the row order) (F101)",
            ("tests/sql/test_findings.py::test_finding[F101]",
             "tests/sql/test_findings.py::test_finding[F101b]")),
+    Mutant("sqlc-range-tie-order-answered", AREA, SQL + "windows.py",
+           "    mixed = (v.min() < 0) & (v.max() > 0)   # (+-inf count as signs: checked further)",
+           "    mixed = v.min() < v.min()",
+           "a RANGE frame's sum of doubles over tied keys answered in hfq's order where the "
+           "ties' order changes it (DuckDB's tie order is none: fuzz7 7926) (F102)",
+           ("tests/sql/test_findings.py::test_finding[F102]",)),
+    Mutant("sqlc-range-tie-order-any-frame", AREA, SQL + "windows.py",
+           "        n, tied = counts % 2**32, counts >= 2**32",
+           "        n, tied = counts % 2**32, counts >= 0",
+           "F102's refusal without its tie condition: an ill-conditioned frame of distinct "
+           "keys (DuckDB's order: the keys') refused (F102b)",
+           ("tests/sql/test_findings.py::test_finding[F102b]",)),
 ]
