@@ -279,7 +279,7 @@ CASES: list[Case] = [
          [TableSpec("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
                     [(1, D1, "A", 136, -1e300), (2, D2, "A", 147, 1.7976931348623157e308),
                      (3, D1, "B", 1, 2.5), (4, D2, "B", 2, 3.5)])],
-         refusal_ok=True, refuses=r"regr_intercept where the pairs' deviations leave DOUBLE",
+         refusal_ok=True, refuses=r"regr_intercept where the pairs' spread leaves DOUBLE",
          note="two pairs whose y spread leaves DOUBLE (-1e300, DBL_MAX): DuckDB's one-pass "
               "Welford update gives +inf (y - mean is -inf: the sign flipped), its merge of "
               "partial states (a window's segment tree) -inf, three pairs NaN or +-inf by the "
@@ -287,10 +287,18 @@ CASES: list[Case] = [
     Case("F101b", "SELECT sym, covar_pop(d0, d1) AS c, covar_samp(d1, d0) AS s, regr_sxy(d0, d1) "
                   "AS x, regr_slope(d0, d1) AS r FROM t GROUP BY sym",
          [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e300, 1.0), (2, D1, "A", 1.7976931348623157e308, 2.0),
+                     (3, D2, "A", -1e308, 3.0), (4, D2, "B", 1.0, 2.0)])],
+         refusal_ok=True, refuses=r"covar_pop where the pairs' spread leaves DOUBLE",
+         note="three pairs whose y spread leaves DOUBLE: DuckDB NaN, +-inf or finite by the "
+              "row order"),
+    Case("F101d", "SELECT sym, covar_pop(d0, d0) AS c, covar_pop(d0, d1) AS d, "
+                  "regr_slope(d0, d1) AS r FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
                     [(1, D1, "A", 1e200, 1e200), (2, D1, "A", -1e200, -1e200),
                      (3, D2, "A", 0.0, 0.0), (4, D2, "B", 1.0, 2.0)])],
-         refusal_ok=True, refuses=r"covar_pop where the pairs' deviations leave DOUBLE",
-         note="a co-moment past DOUBLE from the deviations' product alone: refused too"),
+         note="a co-moment past DOUBLE from the deviations' product alone (spreads finite): "
+              "+inf in DuckDB's every order, hfq's too -- answered"),
     Case("F101c", "SELECT sym, covar_pop(d0, d1) AS c, regr_slope(d0, d1) AS r, "
                   "regr_intercept(d0, d1) AS i, corr(d0, d1) AS k FROM t GROUP BY sym",
          [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),

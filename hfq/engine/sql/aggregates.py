@@ -356,16 +356,15 @@ class Agg(Plain):
 
     def _co_moment(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
                    node: exp.Expression) -> pl.Expr:
-        """``out``, failing by name where DuckDB's co-moment of finite pairs leaves DOUBLE's
-        range: a spread ``max - min`` of y or x past it, or the largest deviations' product.
-        DuckDB's Welford update then meets ``y - mean = -inf`` (the sign flipped: +inf for
-        two pairs whose covariance is -inf in one pass, -inf when its parallel merge adds
-        them) or ``inf - inf`` (NaN), by the row order and the merge (F101)."""
-        spread = (y.nan_max() - y.min()).is_infinite() | \
-            (x.nan_max() - x.min()).is_infinite() | \
-            (_deviation(x) * _deviation(y)).is_infinite()
+        """``out``, failing by name where a spread ``max - min`` of finite y or x leaves
+        DOUBLE's range: DuckDB's Welford update then meets ``y - mean = -inf`` (the sign
+        flipped: +inf for two pairs whose covariance is -inf in one pass, -inf when its
+        merge of partial states adds them) or ``inf - inf`` (NaN), by the row order and the
+        merge (F101).  (A co-moment past the range from the deviations' product alone stays
+        hfq's +-inf: covar_pop(x, x) is +inf in every order.)"""
+        spread = (y.nan_max() - y.min()).is_infinite() | (x.nan_max() - x.min()).is_infinite()
         bad = (n >= 2) & _finite(y, x) & spread
-        return self.fail(out, bad, node, f"{name} where the pairs' deviations leave DOUBLE's "
+        return self.fail(out, bad, node, f"{name} where the pairs' spread leaves DOUBLE's "
                                          "range (DuckDB's answer, +-inf or NaN, depends on the "
                                          "row order and how it merges them) is not supported")
 
