@@ -619,4 +619,58 @@ MUTANTS: list[Mutant] = [
            "log10 of a subnormal rounded to the integer when 10^n rounds to the same "
            "subnormal: log10(9.9e-324) -323.0, DuckDB -323.005 (F96)",
            ("tests/sql/test_findings.py::test_finding[F96]",)),
+    Mutant("sqlc-cast-double-bigint-bound", AREA, SQL + "casts.py",
+           "(rounded >= -float(lo))",
+           "(rounded > hi)",
+           "a DOUBLE's range check against 2^63 - 1, which rounds to 2^63: CAST(2^63 AS BIGINT) "
+           "passed the check and polars' strict cast failed in its own words (F97)",
+           ("tests/sql/test_findings.py::test_finding[F97]",
+            "tests/sql/test_findings.py::test_finding[F97b]")),
+    Mutant("sqlc-null-plus-interval-typed", AREA, SQL + "expressions.py",
+           "        clocks = (pl.Duration, pl.Time)",
+           "        clocks = ()",
+           "NULL + INTERVAL typed an INTERVAL (DuckDB's binder cannot choose): date_trunc of it "
+           "failed in polars' words (F98)",
+           ("tests/sql/test_findings.py::test_finding[F98]",
+            "tests/sql/test_findings.py::test_finding[F98b]")),
+    Mutant("sqlc-date-trunc-interval-polars", AREA, SQL + "functions.py",
+           "    if isinstance(dtype, pl.Duration):   # DuckDB truncates its months/days/micros "
+           "apart",
+           "    if False:",
+           "date_trunc of an INTERVAL handed to polars: 'truncate operation not supported for "
+           "dtype duration' reached the user (F98)",
+           ("tests/sql/test_findings.py::test_finding[F98d]",)),
+    Mutant("sqlc-lag-default-round-decimal", AREA, SQL + "windows.py",
+           "        return _decimal_rounded(node, inner) if inner else None",
+           "        return None",
+           "round() of a DECIMAL literal typed as hfq computes it for a lag/lead default: "
+           "lead(round(0.5), 1, 100.25) answered, DuckDB fails casting 100.25 to DECIMAL(2, 0) "
+           "(F99)",
+           ("tests/sql/test_findings.py::test_finding[F99]",
+            "tests/sql/test_findings.py::test_finding[F99c]")),
+    Mutant("sqlc-regr-slope-zero-variance", AREA, SQL + "aggregates.py",
+           "        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / vx)",
+           "        slope = cxy / vx",
+           "regr_slope as cov / var_x where var_x underflows to 0: inf (DuckDB NaN) and "
+           "regr_intercept NaN (DuckDB NULL) (F100)",
+           ("tests/sql/test_findings.py::test_finding[F100]",)),
+    Mutant("sqlc-co-moment-overflow-answered", AREA, SQL + "aggregates.py",
+           "        bad = (n >= 2) & _finite(y, x) & spread",
+           "        bad = (n >= 2) & _finite(y, x) & spread & (n < 2)",
+           "regr_intercept/covar_pop answered where the co-moment leaves DOUBLE (hfq -inf, DuckDB "
+           "+inf in one pass, -inf merged, NaN on 3 pairs by the row order) (F101)",
+           ("tests/sql/test_findings.py::test_finding[F101]",
+            "tests/sql/test_findings.py::test_finding[F101b]")),
+    Mutant("sqlc-range-tie-order-answered", AREA, SQL + "windows.py",
+           "    mixed = (v.min() < 0) & (v.max() > 0)   # (+-inf count as signs: checked further)",
+           "    mixed = v.min() < v.min()",
+           "a RANGE frame's sum of doubles over tied keys answered in hfq's order where the "
+           "ties' order changes it (DuckDB's tie order is none: fuzz7 7926) (F102)",
+           ("tests/sql/test_findings.py::test_finding[F102]",)),
+    Mutant("sqlc-range-tie-order-any-frame", AREA, SQL + "windows.py",
+           "        n, tied = counts % 2**32, counts >= 2**32",
+           "        n, tied = counts % 2**32, counts >= 0",
+           "F102's refusal without its tie condition: an ill-conditioned frame of distinct "
+           "keys (DuckDB's order: the keys') refused (F102b)",
+           ("tests/sql/test_findings.py::test_finding[F102b]",)),
 ]

@@ -321,9 +321,10 @@ class Agg(Plain):
             out = cov * n if name == "regr_sxy" else cov
             bad = (n >= 2) & ~_finite(xx) & (xx.is_nan().sum() == 0) & _finite(y) \
                 & xx.first().is_finite()
-            return self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
-                                             "or +-inf, depends on the row order) is not "
-                                             "supported")
+            out = self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
+                                            "or +-inf, depends on the row order) is not "
+                                            "supported")
+            return self._co_moment(name, out, y, xx, n, node)
         cxy = _covariance(y, xx, 0)
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
@@ -340,15 +341,32 @@ class Agg(Plain):
                 .otherwise(cxy / (vx.sqrt() * vy.sqrt()))).otherwise(r)
             return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
                                        .then(r).otherwise(_NAN))
-        slope = cxy / vx
+        # DuckDB: NaN where the x-variance is 0 (one pair, a constant x, or a variance that
+        # underflows: 5e-324 and -0.0), and the intercept NULL there (F100)
+        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / vx)
         if name == "regr_slope":
-            return slope
+            return self._co_moment(name, slope, y, xx, n, node)
         if name == "regr_intercept":
-            return pl.when((n > 0) & slope.is_not_nan()).then(y.mean() - slope * xx.mean())
+            return self._co_moment(name, pl.when((n > 0) & slope.is_not_nan()).then(
+                y.mean() - slope * xx.mean()), y, xx, n, node)
         if name == "regr_r2":
             return pl.when((n == 0) | (vx == 0)).then(None).when(vy == 0).then(1.0) \
                 .otherwise(cxy * cxy / (vx * vy))
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
+
+    def _co_moment(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
+                   node: exp.Expression) -> pl.Expr:
+        """``out``, failing by name where a spread ``max - min`` of finite y or x leaves
+        DOUBLE's range: DuckDB's Welford update then meets ``y - mean = -inf`` (the sign
+        flipped: +inf for two pairs whose covariance is -inf in one pass, -inf when its
+        merge of partial states adds them) or ``inf - inf`` (NaN), by the row order and the
+        merge (F101).  (A co-moment past the range from the deviations' product alone stays
+        hfq's +-inf: covar_pop(x, x) is +inf in every order.)"""
+        spread = (y.nan_max() - y.min()).is_infinite() | (x.nan_max() - x.min()).is_infinite()
+        bad = (n >= 2) & _finite(y, x) & spread
+        return self.fail(out, bad, node, f"{name} where the pairs' spread leaves DOUBLE's "
+                                         "range (DuckDB's answer, +-inf or NaN, depends on the "
+                                         "row order and how it merges them) is not supported")
 
     def _bool_agg(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,

@@ -94,7 +94,8 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
         lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
         if source.is_float():
             rounded = value.round(0)   # half to even, as DuckDB casts doubles
-            bad = value.is_nan() | (rounded < lo) | (rounded > hi)
+            # bounds as doubles: 2^63 - 1 as a double is 2^63, itself past BIGINT
+            bad = value.is_nan() | (rounded < float(lo)) | (rounded >= -float(lo))
             return checked(pl.when(bad).then(None).otherwise(rounded).cast(pl.Int64), bad)
         if isinstance(source, pl.Decimal):
             rounded = value.cast(pl.Float64).round(0, mode="half_away_from_zero") \

@@ -256,9 +256,16 @@ class Plain:
         return (ns % (86400 * 10**9)).cast(pl.Time)
 
     def _days(self, node: exp.Binary, sign: int) -> pl.Expr | None:
-        """DATE +/- integer (days), DATE - DATE (days, BIGINT), as DuckDB; else None."""
+        """DATE +/- integer (days), DATE - DATE (days, BIGINT), as DuckDB; else None.
+        An untyped NULL + INTERVAL/TIME (either side) or NULL - INTERVAL/TIME is refused, as
+        DuckDB's binder cannot choose the NULL's type (``INTERVAL - NULL`` is an INTERVAL)."""
         left, right = self.expr(node.this), self.expr(node.expression)
         lt, rt = self.dtype(left), self.dtype(right)
+        clocks = (pl.Duration, pl.Time)
+        if (isinstance(lt, pl.Null) and isinstance(rt, clocks)) or \
+                (sign > 0 and isinstance(rt, pl.Null) and isinstance(lt, clocks)):
+            raise error(node, f"{node.sql('duckdb')}: the NULL's type is ambiguous beside an "
+                              "INTERVAL or TIME (CAST the NULL)")
         if sign > 0 and rt == pl.Date and lt.is_integer():
             left, right, lt, rt = right, left, rt, lt
         if lt == pl.Date and rt.is_integer():

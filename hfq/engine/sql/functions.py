@@ -72,6 +72,8 @@ def trunc(c: Compiles, unit: str, value: pl.Expr, node: exp.Expression) -> pl.Ex
     dtype = c.dtype(value)
     if not dtype.is_temporal():   # a NULL of no type too (DuckDB cannot choose either)
         raise error(node, "date_trunc needs a DATE, TIME or TIMESTAMP (CAST a NULL to one)")
+    if isinstance(dtype, pl.Duration):   # DuckDB truncates its months/days/micros apart
+        raise unsupported(node, "date_trunc of an INTERVAL")
     if isinstance(dtype, pl.Time):
         return bucket_expr(value, parse_every(every), 0, dtype)
     out = value.dt.truncate(every)

@@ -221,9 +221,11 @@ def duck_type(node: exp.Expression) -> str | None:
         return _NARROW_CASTS.get(node.to.this)
     if isinstance(node, (exp.Abs, exp.Nullif)):   # the value's type (F90)
         return duck_type(node.this)
-    if isinstance(node, (exp.Round, exp.Trunc)):   # (of a DECIMAL: another scale)
+    if isinstance(node, (exp.Round, exp.Trunc, exp.Ceil, exp.Floor)):
         inner = duck_type(node.this)
-        return inner if inner in _INT_WIDTH else None
+        if inner in _INT_WIDTH:   # ceil/floor of an integer is a DOUBLE in DuckDB
+            return inner if isinstance(node, (exp.Round, exp.Trunc)) else None
+        return _decimal_rounded(node, inner) if inner else None
     if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce, exp.Case)):
         if isinstance(node, exp.Case):   # the widest of the results; NULLs take any type
             parts = [b.args.get("true") for b in node.args.get("ifs") or []] + \
@@ -246,6 +248,25 @@ def duck_type(node: exp.Expression) -> str | None:
             return right if bare[0] else left
         return max(left, right, key=_INT_WIDTH.__getitem__)
     return None
+
+
+def _decimal_rounded(node: exp.Expression, inner: str) -> str | None:
+    """DuckDB's DECIMAL of round/trunc/ceil/floor of a DECIMAL(p, s): the precision kept,
+    the scale the digits asked for (none by default, negative as none, at most s):
+    round(0.5) is DECIMAL(2, 0), round(12.345, 5) DECIMAL(5, 3) (F99); None when the digits
+    are not an integer literal."""
+    if not inner.startswith("DECIMAL"):
+        return None
+    p, s = map(int, inner[8:-1].split(","))
+    digits = node.args.get("decimals")
+    if digits is None:
+        return f"DECIMAL({p}, 0)"
+    sign = -1 if isinstance(digits, exp.Neg) else 1
+    digits = digits.this if sign < 0 else digits
+    if isinstance(node, (exp.Ceil, exp.Floor)) or not (
+            isinstance(digits, exp.Literal) and str(digits.this).isdigit()):
+        return None
+    return f"DECIMAL({p}, {min(max(sign * int(digits.this), 0), s)})"
 
 
 def _decimal_arithmetic(node: exp.Expression, left: str, right: str) -> str | None:
@@ -426,7 +447,45 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
+    if kind in ("sum", "mean") and dtype.is_float():
+        out = c.fail(out, _tie_dependent(value, known, by, f"{width + 1}i"), node,
+                     f"a RANGE frame's {'avg' if kind == 'mean' else kind} of DOUBLEs over "
+                     "tied ORDER BY keys, whose value depends on the order of the ties "
+                     "(DuckDB's sort leaves them in none), is not supported")
     return w.over(out, ordered=False)
+
+
+def _tie_dependent(value: pl.Expr, known: pl.Expr, by: pl.Expr, size: str) -> pl.Expr:
+    """Whether a RANGE frame of the partition holds tied keys (NULL keys are each other's
+    peers) and a sum of doubles that could differ between two orders of its k values by
+    more than 1e-9 of it (plus 1e-12): the bound ``2 (k - 1) 2^-53 sum|x|`` of the finite
+    values.  DuckDB sorts ties in no defined order (alone, its answer moves with the input's
+    row order; beside another window, with the order that window's partitioning left), so
+    hfq cannot give its answer there (F102); a frame of two values passes.  Only a partition
+    holding both signs can cancel: others are filtered to no rows first, so the rolling
+    sums below cost little on them (prices)."""
+    v = value.cast(pl.Float64)
+    mixed = (v.min() < 0) & (v.max() > 0)   # (+-inf count as signs: checked further)
+    v, by = pl.when(known).then(v).filter(mixed), by.filter(mixed)
+    lost = value.cast(pl.Float64).filter(~known)   # the NULL keys: one frame, all peers
+    finite = pl.when(v.is_finite()).then(v)
+
+    def bad(counts: pl.Expr, up: pl.Expr, down: pl.Expr) -> pl.Expr:
+        n, tied = counts % 2**32, counts >= 2**32
+        bound = (up - down) * (n - 1).cast(pl.Float64) * 2.0**-52
+        return (tied & (n >= 3) & (bound > (up + down).abs() * 1e-9 + 1e-12)).any()
+
+    # one rolling sum for the count of values and (from 2^32 up) the rows with a peer
+    # (the NULL keys' rows hold no value: by's filled keys tie them to nothing); the sum
+    # and magnitude of the finite values from their positive and negative parts
+    peers = v.is_not_null().cast(pl.Int64).rolling_sum_by(by, "1i", closed="right") > 1
+    counts = (v.is_not_null().cast(pl.Int64) + peers.cast(pl.Int64) * 2**32).rolling_sum_by(
+        by, size, closed="right")
+    up = finite.clip(lower_bound=0.0).rolling_sum_by(by, size, closed="right")
+    down = finite.clip(upper_bound=0.0).rolling_sum_by(by, size, closed="right")
+    whole = pl.when(lost.is_finite()).then(lost)
+    return bad(counts, up, down) | bad(lost.count() + 2**32, whole.clip(lower_bound=0.0).sum(),
+                                       whole.clip(upper_bound=0.0).sum())
 
 
 def _short_span(c: Compiles, key: pl.Expr) -> bool:
