@@ -124,4 +124,17 @@ MUTANTS: list[Mutant] = [
            "variance derived from them (DuckDB: +inf)",
            (PLANS.format("test_grouped_variance_of_huge_doubles_in_some_partitions_is_duckdbs"),
             "tests/query/test_trust.py::test_same_as_duckdb[spread_overflow-m]")),
+    Mutant("ops-narrow-sum-any-integer", "query-speed", "hfq/engine/aggs.py",
+           "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1}",
+           "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1, pl.Int64: 2**31}",
+           "a BIGINT column summed as a narrow one, wrapping in BIGINT: a sum of 2^63 + 10 "
+           "(past BIGINT: an error) answers -2^63 + 10",
+           (PLANS.format("test_a_bigint_sum_that_leaves_bigint_only_on_one_day_is_duckdbs"),)),
+    Mutant("ops-narrow-sum-never-long", "query-speed", "hfq/engine/aggs.py",
+           "self.plan.heavy.append(pl.len() >= SPAN // max(bound, 2))",
+           "self.plan.heavy.append(pl.lit(False))",
+           "a narrow sum wrapped in BIGINT on every frame, however long: a group of 2^63 // B "
+           "rows or more could wrap past BIGINT and merge to a wrong total",
+           (PLANS.format(
+               "test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it"),)),
 ]

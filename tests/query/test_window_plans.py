@@ -7,11 +7,16 @@ the checks that cannot hold."""
 
 from __future__ import annotations
 
+import datetime as dt
+
+import polars as pl
+import pyarrow as pa
 import pytest
-from nasty import load, oracle
+from nasty import SCHEMA, load, oracle
 from oracle import assert_same
 
 import hfq
+from hfq.engine import aggs
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +102,91 @@ def test_grouped_variance_of_huge_doubles_in_some_partitions_is_duckdbs(db, duck
     sql = _HUGE.format(by=f"{by}, " if by else "", group=f" GROUP BY {by}" if by else "")
     assert "partial aggregate" in db.sql(sql).explain()
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+# sums of narrow integers: a frame of fewer than SPAN // B rows sums its values of magnitude
+# at most B in BIGINT (wrapping modulo 2^64: exact where the total fits, as it must there),
+# longer frames in 128 bits; the merge adds the partial sums in 128 bits and fails only where
+# the true total leaves BIGINT (no row count fails: a TAQ day holds 2.9 billion quotes)
+_NARROW = ("SELECT {by}sum(bidsiz) AS a, avg(bidsiz) AS b, sum(CAST(bidsiz AS BIGINT) + small)"
+           " AS c, sum(CAST(bidsiz AS BIGINT) - small + 7) AS d, avg(0 - CAST(bidsiz AS BIGINT))"
+           " AS e, sum(small) AS f, sum(CAST(bidsiz AS BIGINT) - 2000000000) AS g, "
+           "avg(CAST(bidsiz AS BIGINT) + bidsiz) AS h, count(*) AS n FROM ext{group}")
+_EXTREMES = [2**31 - 1, -(2**31) + 1, 2**31 - 2, 2**31 - 1, None, -(2**31) + 5, 2**31 - 1]
+
+
+@pytest.fixture(scope="module")
+def ext(db, duck):
+    """Table ``ext``: 32-bit extremes over three days (partitions), two symbols, and BIGINT
+    values whose partial sums leave BIGINT on a day though the total fits."""
+    rows = []
+    for i in range(60):
+        day = dt.date(2016, 11, 13 + i % 3)
+        rows.append({"symbol": "AB"[i % 2], "date": day,
+                     "time": dt.datetime.combine(day, dt.time(), dt.timezone.utc)
+                     + dt.timedelta(seconds=i),
+                     "bidsiz": _EXTREMES[i % len(_EXTREMES)] if i != 59 else -(2**31),
+                     "small": [32767, -32768, 5][i % 3],
+                     "big": [2**62, -(2**62), 1][i % 3] if i < 12 or i % 3 == 2 else 0,
+                     "ts": dt.datetime(2016, 11, 13), "tod": dt.time(9), "bid": 1.0,
+                     "name": "x", "flag": True})
+    table = pa.Table.from_pylist(rows)
+    frame = SCHEMA.conform(table.append_column("f", pa.array([0.0] * 60, pa.float32())))
+    db.create_table("ext", SCHEMA, partition_by=hfq.Value("date"),
+                    sort_by=("symbol", "time")).append(frame)
+    duck.register("ext", db["ext"].to_arrow())
+    return "ext"
+
+
+@pytest.mark.parametrize("span", [2**63, 2**34])   # 2^34: frames of 8 rows or more are long
+@pytest.mark.parametrize("by", ["symbol", "date", ""])
+def test_sums_of_32_bit_extremes_are_duckdbs(db, duck, ext, monkeypatch, span, by):
+    monkeypatch.setattr(aggs, "SPAN", span)
+    sql = _NARROW.format(by=f"{by}, " if by else "", group=f" GROUP BY {by}" if by else "")
+    if by != "date":   # (by the partition column: aggregates finish on the nodes)
+        assert "partial aggregate" in db.sql(sql).explain()
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+def test_a_bigint_sum_that_leaves_bigint_only_on_one_day_is_duckdbs(db, duck, ext):
+    # a symbol's day 13 sums to 2^63, its day 14 to -2^63, its day 15 to 10: were a BIGINT
+    # column summed as a narrow one, day 13's 2^63 would wrap to -2^63 and the total fail
+    for sql in ("SELECT symbol, sum(big) AS s, avg(big) AS a FROM ext GROUP BY symbol",
+                "SELECT sum(big) AS s FROM ext"):
+        assert "partial aggregate" in db.sql(sql).explain()
+        assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+    # without day 14: DuckDB's HUGEINT sum is 2^63 + 10, past BIGINT (hfq's sum type): it fails
+    sql = "SELECT symbol, sum(big) AS s FROM ext WHERE big > 0 GROUP BY symbol ORDER BY symbol"
+    assert "partial aggregate" in db.sql(sql).explain()
+    assert duck.sql(sql).fetchall() == [("A", 2**63 + 10), ("B", 2**63 + 10)]
+    with pytest.raises(hfq.errors.QueryError, match="the sum leaves BIGINT"):
+        db.sql(sql).collect()
+
+
+def test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it(monkeypatch):
+    schema = pl.Schema({"k": pl.Int64, "a": pl.Int32, "s": pl.Int16, "b": pl.Int64})
+    wide = pl.col("a").cast(pl.Int64)
+    cases = [(wide, 2**31), (wide + pl.col("s").cast(pl.Int64) - 7, 2**31 + 2**15 + 7),
+             (pl.lit(0) - wide * 3, 3 * 2**31), (pl.col("s").cast(pl.Int64) * 2, 2**16)]
+    for x, bound in cases:
+        plan = aggs.decompose([x.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
+        assert plan is not None and len(plan.light) == 1, x
+        rows = aggs.SPAN // bound
+        assert plan.heavy[0].meta.eq(pl.len() >= rows)
+    for x in (pl.col("b"), wide * wide, pl.col("a").cast(pl.Float64).cast(pl.Int64),
+              wide.filter(pl.col("k") > 0)):
+        plan = aggs.decompose([x.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
+        assert plan is None or not plan.light, x
+    # SPAN made small: a frame of 4 rows or more of a 32-bit column sums in 128 bits
+    monkeypatch.setattr(aggs, "SPAN", 2**33)
+    plan = aggs.decompose([wide.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
+    assert plan is not None
+    frame = pl.DataFrame({"k": [1, 1, 2, 2], "a": [2**31 - 1, 2**31 - 1, -(2**31), -1],
+                          "s": [0] * 4, "b": [0] * 4}, schema=schema)
+    name = plan.partial[-1].meta.output_name()
+    for n, light, sums in ((3, True, [2**32 - 2, -(2**31)]), (4, False, [2**32 - 2, -(2**31) - 1])):
+        chosen = plan.partial_for(frame.head(n))
+        assert (not chosen[-1].meta.eq(plan.partial[-1])) == light
+        states = frame.head(n).group_by("k", maintain_order=True).agg(chosen)
+        assert states.schema[name] == pl.Decimal(38, 0)
+        assert [int(v) for v in states[name]] == sums
