@@ -190,3 +190,22 @@ def test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it(
         states = frame.head(n).group_by("k", maintain_order=True).agg(chosen)
         assert states.schema[name] == pl.Decimal(38, 0)
         assert [int(v) for v in states[name]] == sums
+
+
+# a RANGE frame with an offset: a frame (a node's batch of partitions) without NULL keys runs
+# one rolling window (ops.choice), one with some the NULL-key handling -- exact either way
+_KEYS = {"time": "time",
+         "nulls_one_day": "CASE WHEN date = DATE '2016-11-14' AND bidsiz < 100 THEN NULL "
+                          "ELSE time END",
+         "nulls": "CASE WHEN bidsiz < 0 OR bidsiz IS NULL THEN NULL ELSE time END"}
+
+
+@pytest.mark.parametrize("fn", ["avg(bid)", "sum(bid)", "count(bid)", "max(bid)",
+                                "avg(bidsiz)"])
+@pytest.mark.parametrize("key", sorted(_KEYS))
+@pytest.mark.parametrize("table", ["w", "m", "m1"])
+def test_range_offset_frames_with_and_without_null_keys_are_duckdbs(db, duck, fn, key, table):
+    sql = (f"SELECT symbol, date, time, bidsiz, {fn} OVER (PARTITION BY symbol, date ORDER BY "
+           f"{_KEYS[key]} RANGE BETWEEN INTERVAL 5 MINUTE PRECEDING AND CURRENT ROW) AS x "
+           f"FROM {table} ORDER BY symbol, date, time, bidsiz, x")
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)

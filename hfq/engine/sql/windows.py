@@ -24,6 +24,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.exprs import every_row
+from hfq.engine.ops import choice
 from hfq.engine.sql.casts import narrow_column, sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
@@ -421,8 +422,10 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     by = phys.fill_null(phys.min().fill_null(0))
     f, ft, back = _in_doubles(c, node, kind, value, dtype)
     rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
-    out = pl.when(known).then(rolled).otherwise(
+    full = pl.when(known).then(rolled).otherwise(
         _whole(kind, pl.when(~known).then(value), dtype))
+    # a frame without NULL keys (most) needs none of that: one rolling window
+    out = choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
