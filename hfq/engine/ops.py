@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from hfq.engine.aggs import AggPlan, widen
-from hfq.engine.exprs import columns_of, from_tree, local_over, node_kind, to_tree
+from hfq.engine.exprs import CHOICE, columns_of, from_tree, local_over, node_kind, to_tree
 
 __all__ = ["CHOICE", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice",
            "Sort", "TopN", "Unique", "WithColumns", "choice", "plain_name"]
@@ -103,10 +103,6 @@ class Filter(Op):
 
     def local(self, keys: frozenset[str]) -> bool:
         return local_over(to_tree(self.predicate), keys)
-
-
-CHOICE = "__hfq_choice"
-"""The name marking the test of a :func:`choice`."""
 
 
 def choice(test: pl.Expr, light: pl.Expr, full: pl.Expr) -> pl.Expr:

@@ -93,15 +93,20 @@ MUTANTS: list[Mutant] = [
            "main() shutting down a Ray connection its caller had open",
            (f"{CLI}::test_a_command_closes_the_ray_connection_it_opened",)),
     # -- issue 24's query speed: the cheaper plans stay exact --
-    Mutant("ops-window-guard-outside-window", "query-speed", "hfq/engine/sql/windows.py",
-           "        return _framed(c, dataclasses.replace(w, check=check), node, kind, value, "
-           "dtype, spec)",
-           "        return c.fail(_framed(c, w, node, kind, value, dtype, spec), pl.len() >= "
-           "2**32, node, \"a window sum over 2^32 rows or more\")",
-           "the 2^32-row guard of a narrow window sum reads the whole frame's length: the "
-           "window is not local, and every column of every row goes to the driver",
+    Mutant("ops-window-choice-not-local", "query-speed", "hfq/engine/exprs.py",
+           "        return local_over(body[\"truthy\"], local) and local_over(body[\"falsy\"], "
+           "local)\n",
+           "        return False\n",
+           "a choice between two local forms (a narrow window sum's BIGINT or 128-bit sum) "
+           "not local: the window over the partition columns no longer runs on the nodes",
            (PLANS.format("test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_"
                          "nodes"),)),
+    Mutant("ops-window-sum-never-long", "query-speed", "hfq/engine/sql/windows.py",
+           "        return choice(pl.len() < WINDOW_ROWS, ",
+           "        return choice(pl.lit(True), ",
+           "a narrow window sum in BIGINT on every frame, however long: a window frame of "
+           "2^32 values or more could wrap past BIGINT",
+           (PLANS.format("test_window_sums_of_32_bit_extremes_are_duckdbs"),)),
     Mutant("ops-running-null-keys-first", "query-speed", "hfq/engine/sql/windows.py",
            "    by = phys.fill_null((phys.max() + 1).fill_null(0))",
            "    by = phys.fill_null(phys.min().fill_null(0))",

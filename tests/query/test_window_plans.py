@@ -16,7 +16,8 @@ from nasty import SCHEMA, load, oracle
 from oracle import assert_same
 
 import hfq
-from hfq.engine import aggs
+from hfq.engine import aggs, execute, ops
+from hfq.engine.sql import windows
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,49 @@ def test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_nodes(db, du
     plan = db.sql(sql).explain()
     assert "rows go to the driver" not in plan, plan
     node = plan.split("driver stage:")[0]
-    assert "rolling_sum_by" in node and "2^32 rows" in node, plan
+    assert "rolling_sum_by" in node and "__hfq_choice" in node, plan
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+# a window sum of a 32-bit column: BIGINT on a frame (a node's batch) of fewer than
+# WINDOW_ROWS rows, 128 bits on a longer one (none fails on a row count), exact either way
+@pytest.mark.parametrize("limit", [2**32, 5])
+@pytest.mark.parametrize("frame", ["", "ORDER BY time ", "ORDER BY time ROWS BETWEEN 3 "
+                                   "PRECEDING AND CURRENT ROW ", "ORDER BY time RANGE BETWEEN "
+                                   "INTERVAL 20 SECOND PRECEDING AND CURRENT ROW "])
+def test_window_sums_of_32_bit_extremes_are_duckdbs(db, duck, ext, monkeypatch, limit, frame):
+    monkeypatch.setattr(windows, "WINDOW_ROWS", limit)
+    # (the limit in the text: a statement is compiled once per text)
+    sql = (f"SELECT symbol, date, time AS t{limit}, sum(bidsiz) OVER (PARTITION BY symbol {frame})"
+           " AS a, "
+           f"sum(small) OVER (PARTITION BY date {frame}) AS b, sum(bidsiz) OVER ({frame}) AS c "
+           "FROM ext ORDER BY symbol, date, time, a, b, c")
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
+    staged = execute.stage(db.sql(sql))
+    rows = db["ext"].scan().collect().lazy()
+    forms = [str(e) for op in [*staged.node_ops, *staged.driver_ops]
+             if isinstance(op, (ops.Select, ops.WithColumns))
+             for e in ops._chosen(rows, op.exprs)[1]]
+    assert any("Int128" in f for f in forms) == (limit == 5), forms
+
+
+def test_a_choice_computes_only_the_form_its_test_picks_over_the_frame():
+    def chosen(frame: pl.DataFrame, e: pl.Expr) -> str:
+        return str(ops._chosen(frame.lazy(), (e,))[1][0])
+
+    nulls = pl.DataFrame({"g": [1, 1, 2], "k": [1, None, 3]})
+    e = ops.choice(pl.col("k").is_not_null().all(), pl.col("k").cum_sum(),
+                   pl.col("k").cum_max()).over("g")
+    assert "cum_max" in chosen(nulls, e) and "cum_sum" not in chosen(nulls, e)
+    assert "cum_sum" in chosen(nulls.drop_nulls(), e) and "cum_max" not in chosen(
+        nulls.drop_nulls(), e)
+    # a narrow window sum: BIGINT below WINDOW_ROWS rows, 128 bits from there
+    a = pl.col("k").cast(pl.Int64).sum().over("g")
+    e = ops.choice(pl.len() < windows.WINDOW_ROWS, a, pl.col("k").cast(pl.Int128).sum().over("g"))
+    assert "Int128" not in chosen(nulls, e)
+    long = pl.DataFrame({"g": [1], "k": [1]}).select(pl.all().repeat_by(3).explode())
+    e = ops.choice(pl.len() < 3, a, pl.col("k").cast(pl.Int128).sum().over("g"))
+    assert "Int128" in chosen(long, e) and "Int128" not in chosen(long.head(2), e)
 
 
 # NULL keys (k1, k2, k3), a partition whose keys are all NULL (symbol G's k2, F and G's k3)
