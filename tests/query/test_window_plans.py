@@ -1,6 +1,6 @@
 """The cheaper plans of issue 24's query-speed work, each exact against DuckDB on the nasty
 tables (``w``: 2,400 rows over 12 partitions; ``m``/``m1``: NULL, int extremes): a window
-over the partition columns runs on the nodes (its 2^32-row guard inside the window), the
+over the partition columns runs on the nodes (a choice of two local forms), the
 running RANGE count/sum/avg of integers over a TIME, DATE or narrow integer key is one
 rolling window with the NULL keys placed last, and a grouped variance of integers skips
 the checks that cannot hold."""

@@ -50,15 +50,10 @@ class _Window:
     keys: list[pl.Expr]
     desc: list[bool]
     nulls_last: list[bool]
-    check: Callable[[pl.Expr], pl.Expr] | None = None
-    """Applied to what is evaluated per partition (a guard reading the partition's length
-    stays inside the window, so a window over the partition columns runs on the nodes)."""
 
     def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
         """``e`` per partition, evaluated over the partition's rows in window order."""
         part = self.part or [pl.lit(0)]
-        if self.check is not None:
-            e = self.check(e)
         if not ordered or not self.keys:
             return e.over(part)
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
