@@ -34,7 +34,7 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["LIGHT", "SCALED", "AggPlan", "decompose", "widen"]
+__all__ = ["LIGHT", "SCALED", "SPAN", "AggPlan", "decompose", "widen"]
 
 F64 = pl.Float64
 SCALED = 2.0 ** -600
@@ -43,6 +43,9 @@ SCALED = 2.0 ** -600
 LIGHT = 2.0 ** 480
 """Values at most this in magnitude: their squares, their sums and the merges of their
 variance states stay far inside DOUBLE's range."""
+SPAN = 2**63
+"""BIGINT's span on either side of 0: fewer than ``SPAN // B`` integers at most B in magnitude
+sum inside BIGINT (see ``AggPlan.light``; a test may make it smaller)."""
 
 
 @dataclass
@@ -62,9 +65,10 @@ class AggPlan:
         return ", ".join(self.kinds)
 
     def partial_for(self, frame: pl.DataFrame) -> list[pl.Expr]:
-        """The partial states to compute over ``frame``: with the light forms of the scaled
-        variances' states (:data:`light`) unless a value of ``frame`` is past ``LIGHT`` in
-        magnitude (:data:`heavy`), or an inf."""
+        """The partial states to compute over ``frame``: with the light forms (:data:`light`:
+        the scaled variances' states, the BIGINT sums of narrow integers) unless ``frame``
+        needs the full ones (:data:`heavy`: a value past ``LIGHT`` in magnitude or an inf, a
+        frame too long for a narrow sum to stay in BIGINT)."""
         if not self.light or frame.select(pl.any_horizontal(self.heavy).fill_null(False)).item():
             return self.partial
         return [self.light[name].alias(name) if (name := e.meta.output_name()) in self.light
@@ -210,6 +214,24 @@ class _Builder:
         self.plan.light[moment.meta.output_name()] = x.var(ddof=0) * x.count() * SCALED * SCALED
         self.plan.heavy.append(x.abs().max() > LIGHT)
 
+    def _narrow_sum(self, tree: Tree, name: str) -> None:
+        """Register the light form of the 128-bit sum (``x.cast(Decimal(38, 0)).sum()``) of
+        BIGINT values ``x`` at most B <= 2^40 in magnitude (narrow columns widened, their
+        sums, differences, negations and small multiples): their BIGINT sum, which wraps
+        modulo 2^64 and so is exact where the total fits -- as it does for any group of a
+        frame of fewer than ``SPAN // B`` rows.  A frame that long computes the 128-bit sum:
+        no row count fails, only a true total past BIGINT (where the merge narrows it)."""
+        kind, body = node_kind(tree)
+        if kind != "Cast" or body["dtype"] != {"Literal": {"Decimal": [38, 0]}} or \
+                not _group_input_ok(body["expr"]):
+            return
+        bound = _bound(body["expr"], self.schema)
+        x = from_tree(body["expr"])
+        if bound is None or bound > 2**40 or _dtype(x, self.schema) != pl.Int64:
+            return
+        self.plan.light[name] = x.sum().cast(pl.Decimal(38, 0))
+        self.plan.heavy.append(pl.len() >= SPAN // max(bound, 2))
+
     def _input(self, tree: Tree) -> pl.Expr | None:
         cols = columns_of(tree)
         if not cols or not _group_input_ok(tree):   # a literal alone aggregates differently
@@ -262,6 +284,7 @@ class _Builder:
             e = self._input(inner)
             if e is None:
                 return None
+            self._narrow_sum(inner, p + "s")
             return ([_widened(e, self.schema).sum().alias(p + "s")], [col(p + "s").sum()],
                     col(p + "s"))
         if agg == "Mean":
@@ -399,6 +422,42 @@ def _renamed(tree: Tree, names: dict[str, str]) -> Tree:
     if isinstance(tree, list):
         return [_renamed(v, names) for v in tree]
     return tree
+
+
+_NARROW = {pl.Int8: 2**7, pl.Int16: 2**15, pl.Int32: 2**31, pl.UInt8: 2**8 - 1,
+           pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1}
+
+
+def _bound(tree: Tree, schema: pl.Schema) -> int | None:
+    """A bound of the magnitude of the integer values of ``tree`` over frames of ``schema``:
+    a column of 32 bits or fewer, a cast of it to a wider integer, integer literals, sums,
+    differences, negations of such and their products with literals; None otherwise."""
+    kind, body = node_kind(tree)
+    if kind == "Column":
+        return _NARROW.get(schema.get(body))   # type: ignore[call-overload]
+    if kind == "Cast":
+        inner = _bound(body["expr"], schema)
+        target = body["dtype"].get("Literal") if isinstance(body["dtype"], dict) else None
+        return inner if target in ("Int64", "Int128") else None
+    if kind == "Literal":
+        try:
+            value = pl.select(from_tree(tree)).to_series()
+        except pl.exceptions.PolarsError:   # an inf/NaN literal (see widen)
+            return None
+        return abs(int(value[0])) if value.dtype.is_integer() and len(value) == 1 and \
+            value[0] is not None else None
+    if kind == "Function" and body["function"] == "Negate":
+        return _bound(body["input"][0], schema)
+    if kind == "BinaryExpr" and body["op"] in ("Plus", "Minus", "Multiply"):
+        a, b = _bound(body["left"], schema), _bound(body["right"], schema)
+        if a is None or b is None:
+            return None
+        if body["op"] != "Multiply":
+            return a + b
+        literal = node_kind(body["left"])[0] == "Literal" or \
+            node_kind(body["right"])[0] == "Literal"
+        return a * b if literal else None
+    return None
 
 
 def _numeric(dtype: pl.DataType) -> bool:

@@ -22,9 +22,9 @@ import polars as pl
 from hfq.errors import QueryError
 from hfq.query.read import raised  # noqa: F401 - read back what fail_where plants
 
-__all__ = ["Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "every_row", "fail_where",
-           "from_tree", "is_rowwise", "local_over", "may_raise", "minute_of_day", "parse_every",
-           "raised", "to_tree"]
+__all__ = ["CHOICE", "Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "every_row",
+           "fail_where", "from_tree", "is_rowwise", "local_over", "may_raise", "minute_of_day",
+           "parse_every", "raised", "to_tree"]
 
 Tree = Any
 """An expression's JSON tree: nested dicts, lists and strings."""
@@ -177,10 +177,18 @@ def is_rowwise(tree: Tree) -> bool:
     return all(is_rowwise(c) for c in _children(tree))
 
 
+CHOICE = "__hfq_choice"
+"""The name marking the test of a choice between two forms (``hfq.engine.ops.choice``)."""
+
+
 def local_over(tree: Tree, local: frozenset[str]) -> bool:
     """Row-wise, except for windows ``.over(keys)`` whose keys include every column in
-    ``local`` (the partition columns): such a window never spans two partitions."""
+    ``local`` (the partition columns): such a window never spans two partitions; and a
+    choice between two such forms (each exact on any frame its test holds over)."""
     kind, body = node_kind(tree)
+    if kind == "Ternary" and node_kind(body["predicate"])[0] == "Alias" and \
+            body["predicate"]["Alias"][1] == CHOICE:
+        return local_over(body["truthy"], local) and local_over(body["falsy"], local)
     if kind == "Over":
         keys = body["partition_by"]
         names = {node_kind(k)[1] for k in keys if node_kind(k)[0] == "Column"}

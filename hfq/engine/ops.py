@@ -5,6 +5,7 @@ computes.  Each says which columns it reads and whether it can run on one partit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,10 +13,10 @@ from typing import Any
 import polars as pl
 
 from hfq.engine.aggs import AggPlan, widen
-from hfq.engine.exprs import columns_of, local_over, node_kind, to_tree
+from hfq.engine.exprs import CHOICE, columns_of, from_tree, local_over, node_kind, to_tree
 
-__all__ = ["Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice", "Sort",
-           "TopN", "Unique", "WithColumns", "plain_name"]
+__all__ = ["CHOICE", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice",
+           "Sort", "TopN", "Unique", "WithColumns", "choice", "plain_name"]
 
 GROUP = "__g"
 """The constant key of an aggregate without keys, in partial and merged frames."""
@@ -104,12 +105,53 @@ class Filter(Op):
         return local_over(to_tree(self.predicate), keys)
 
 
+def choice(test: pl.Expr, light: pl.Expr, full: pl.Expr) -> pl.Expr:
+    """``light`` where ``test`` (one boolean) holds, else ``full`` -- both exact there; a
+    Select or WithColumns evaluates ``test`` over its whole input frame first and computes
+    only the one it picks (``full`` unless ``test`` holds over the frame).  So ``test`` must
+    hold over the frame only if it holds wherever it is evaluated (in each window partition):
+    "no NULL key" does."""
+    return pl.when(test.alias(CHOICE)).then(light).otherwise(full)
+
+
+def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
+            ) -> tuple[pl.LazyFrame, tuple[pl.Expr, ...]]:
+    """``exprs`` with each :func:`choice` replaced by the form it picks over ``lf``'s frame
+    (then collected), or as they are."""
+    if not any(CHOICE in str(e) for e in exprs):
+        return lf, exprs
+    frame = lf.collect()
+    tests: dict[str, bool] = {}
+
+    def walk(t: Any) -> Any:
+        kind, body = node_kind(t)
+        if kind == "Ternary":
+            pk, pb = node_kind(body["predicate"])
+            if pk == "Alias" and pb[1] == CHOICE:
+                key = json.dumps(pb[0], sort_keys=True, default=str)
+                if key not in tests:
+                    value = frame.select(from_tree(pb[0])).to_series()
+                    tests[key] = len(value) == 1 and value[0] is True
+                return walk(body["truthy"] if tests[key] else body["falsy"])
+        if isinstance(t, dict):
+            return {k: walk(v) for k, v in t.items()}
+        if isinstance(t, list):
+            return [walk(v) for v in t]
+        return t
+
+    try:
+        return frame.lazy(), tuple(from_tree(walk(to_tree(e))) for e in exprs)
+    except pl.exceptions.PolarsError:   # a tree polars cannot read back (an inf literal):
+        return frame.lazy(), exprs       # both forms, as written
+
+
 @dataclass(frozen=True)
 class WithColumns(Op):
     exprs: tuple[pl.Expr, ...]
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
-        return lf.with_columns(self.exprs)
+        lf, exprs = _chosen(lf, self.exprs)
+        return lf.with_columns(exprs)
 
     def describe(self) -> str:
         return f"with columns {_show(self.exprs)}"
@@ -137,7 +179,8 @@ class Select(Op):
     exprs: tuple[pl.Expr, ...]
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
-        return lf.select(self.exprs)
+        lf, exprs = _chosen(lf, self.exprs)
+        return lf.select(exprs)
 
     def describe(self) -> str:
         return f"select {_show(self.exprs)}"

@@ -93,15 +93,20 @@ MUTANTS: list[Mutant] = [
            "main() shutting down a Ray connection its caller had open",
            (f"{CLI}::test_a_command_closes_the_ray_connection_it_opened",)),
     # -- issue 24's query speed: the cheaper plans stay exact --
-    Mutant("ops-window-guard-outside-window", "query-speed", "hfq/engine/sql/windows.py",
-           "        return _framed(c, dataclasses.replace(w, check=check), node, kind, value, "
-           "dtype, spec)",
-           "        return c.fail(_framed(c, w, node, kind, value, dtype, spec), pl.len() >= "
-           "2**32, node, \"a window sum over 2^32 rows or more\")",
-           "the 2^32-row guard of a narrow window sum reads the whole frame's length: the "
-           "window is not local, and every column of every row goes to the driver",
+    Mutant("ops-window-choice-not-local", "query-speed", "hfq/engine/exprs.py",
+           "        return local_over(body[\"truthy\"], local) and local_over(body[\"falsy\"], "
+           "local)\n",
+           "        return False\n",
+           "a choice between two local forms (a narrow window sum's BIGINT or 128-bit sum) "
+           "not local: the window over the partition columns no longer runs on the nodes",
            (PLANS.format("test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_"
                          "nodes"),)),
+    Mutant("ops-window-sum-never-long", "query-speed", "hfq/engine/sql/windows.py",
+           "        return choice(pl.len() < WINDOW_ROWS, ",
+           "        return choice(pl.lit(True), ",
+           "a narrow window sum in BIGINT on every frame, however long: a window frame of "
+           "2^32 values or more could wrap past BIGINT",
+           (PLANS.format("test_window_sums_of_32_bit_extremes_are_duckdbs"),)),
     Mutant("ops-running-null-keys-first", "query-speed", "hfq/engine/sql/windows.py",
            "    by = phys.fill_null((phys.max() + 1).fill_null(0))",
            "    by = phys.fill_null(phys.min().fill_null(0))",
@@ -124,4 +129,24 @@ MUTANTS: list[Mutant] = [
            "variance derived from them (DuckDB: +inf)",
            (PLANS.format("test_grouped_variance_of_huge_doubles_in_some_partitions_is_duckdbs"),
             "tests/query/test_trust.py::test_same_as_duckdb[spread_overflow-m]")),
+    Mutant("ops-narrow-sum-any-integer", "query-speed", "hfq/engine/aggs.py",
+           "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1}",
+           "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1, pl.Int64: 2**31}",
+           "a BIGINT column summed as a narrow one, wrapping in BIGINT: a sum of 2^63 + 10 "
+           "(past BIGINT: an error) answers -2^63 + 10",
+           (PLANS.format("test_a_bigint_sum_that_leaves_bigint_only_on_one_day_is_duckdbs"),)),
+    Mutant("ops-narrow-sum-never-long", "query-speed", "hfq/engine/aggs.py",
+           "self.plan.heavy.append(pl.len() >= SPAN // max(bound, 2))",
+           "self.plan.heavy.append(pl.lit(False))",
+           "a narrow sum wrapped in BIGINT on every frame, however long: a group of 2^63 // B "
+           "rows or more could wrap past BIGINT and merge to a wrong total",
+           (PLANS.format(
+               "test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it"),)),
+    Mutant("ops-range-offset-always-one-window", "query-speed", "hfq/engine/ops.py",
+           "                    tests[key] = len(value) == 1 and value[0] is True\n",
+           "                    tests[key] = True\n",
+           "the one-rolling-window form of a RANGE frame with an offset used on frames with NULL "
+           "ORDER BY keys too: the NULL-key rows' frames are not every NULL-key row of their "
+           "partition (DuckDB's peers), nor are they kept out of the other rows' frames",
+           (PLANS.format("test_range_offset_frames_with_and_without_null_keys_are_duckdbs"),)),
 ]

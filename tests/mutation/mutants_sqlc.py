@@ -169,9 +169,9 @@ MUTANTS: list[Mutant] = [
            "rows with a NULL ORDER BY key counted in the RANGE frames of the smallest keys "
            "(F17)", (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-range-null-key-frame", AREA, SQL + "windows.py",
-           "    out = pl.when(known).then(rolled).otherwise(\n"
+           "    full = pl.when(known).then(rolled).otherwise(\n"
            "        _whole(kind, pl.when(~known).then(value), dtype))",
-           "    out = rolled",
+           "    full = rolled",
            "a NULL ORDER BY key's RANGE frame is not its NULL peers (F17)",
            (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-running-range-narrow-window", AREA, SQL + "windows.py",

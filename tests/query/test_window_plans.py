@@ -1,17 +1,23 @@
 """The cheaper plans of issue 24's query-speed work, each exact against DuckDB on the nasty
 tables (``w``: 2,400 rows over 12 partitions; ``m``/``m1``: NULL, int extremes): a window
-over the partition columns runs on the nodes (its 2^32-row guard inside the window), the
+over the partition columns runs on the nodes (a choice of two local forms), the
 running RANGE count/sum/avg of integers over a TIME, DATE or narrow integer key is one
 rolling window with the NULL keys placed last, and a grouped variance of integers skips
 the checks that cannot hold."""
 
 from __future__ import annotations
 
+import datetime as dt
+
+import polars as pl
+import pyarrow as pa
 import pytest
-from nasty import load, oracle
+from nasty import SCHEMA, load, oracle
 from oracle import assert_same
 
 import hfq
+from hfq.engine import aggs, execute, ops
+from hfq.engine.sql import windows
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +38,49 @@ def test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_nodes(db, du
     plan = db.sql(sql).explain()
     assert "rows go to the driver" not in plan, plan
     node = plan.split("driver stage:")[0]
-    assert "rolling_sum_by" in node and "2^32 rows" in node, plan
+    assert "rolling_sum_by" in node and "__hfq_choice" in node, plan
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+# a window sum of a 32-bit column: BIGINT on a frame (a node's batch) of fewer than
+# WINDOW_ROWS rows, 128 bits on a longer one (none fails on a row count), exact either way
+@pytest.mark.parametrize("limit", [2**32, 5])
+@pytest.mark.parametrize("frame", ["", "ORDER BY time ", "ORDER BY time ROWS BETWEEN 3 "
+                                   "PRECEDING AND CURRENT ROW ", "ORDER BY time RANGE BETWEEN "
+                                   "INTERVAL 20 SECOND PRECEDING AND CURRENT ROW "])
+def test_window_sums_of_32_bit_extremes_are_duckdbs(db, duck, ext, monkeypatch, limit, frame):
+    monkeypatch.setattr(windows, "WINDOW_ROWS", limit)
+    # (the limit in the text: a statement is compiled once per text)
+    sql = (f"SELECT symbol, date, time AS t{limit}, sum(bidsiz) OVER (PARTITION BY symbol {frame})"
+           " AS a, "
+           f"sum(small) OVER (PARTITION BY date {frame}) AS b, sum(bidsiz) OVER ({frame}) AS c "
+           "FROM ext ORDER BY symbol, date, time, a, b, c")
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
+    staged = execute.stage(db.sql(sql))
+    rows = db["ext"].scan().collect().lazy()
+    forms = [str(e) for op in [*staged.node_ops, *staged.driver_ops]
+             if isinstance(op, (ops.Select, ops.WithColumns))
+             for e in ops._chosen(rows, op.exprs)[1]]
+    assert any("Int128" in f for f in forms) == (limit == 5), forms
+
+
+def test_a_choice_computes_only_the_form_its_test_picks_over_the_frame():
+    def chosen(frame: pl.DataFrame, e: pl.Expr) -> str:
+        return str(ops._chosen(frame.lazy(), (e,))[1][0])
+
+    nulls = pl.DataFrame({"g": [1, 1, 2], "k": [1, None, 3]})
+    e = ops.choice(pl.col("k").is_not_null().all(), pl.col("k").cum_sum(),
+                   pl.col("k").cum_max()).over("g")
+    assert "cum_max" in chosen(nulls, e) and "cum_sum" not in chosen(nulls, e)
+    assert "cum_sum" in chosen(nulls.drop_nulls(), e) and "cum_max" not in chosen(
+        nulls.drop_nulls(), e)
+    # a narrow window sum: BIGINT below WINDOW_ROWS rows, 128 bits from there
+    a = pl.col("k").cast(pl.Int64).sum().over("g")
+    e = ops.choice(pl.len() < windows.WINDOW_ROWS, a, pl.col("k").cast(pl.Int128).sum().over("g"))
+    assert "Int128" not in chosen(nulls, e)
+    long = pl.DataFrame({"g": [1], "k": [1]}).select(pl.all().repeat_by(3).explode())
+    e = ops.choice(pl.len() < 3, a, pl.col("k").cast(pl.Int128).sum().over("g"))
+    assert "Int128" in chosen(long, e) and "Int128" not in chosen(long.head(2), e)
 
 
 # NULL keys (k1, k2, k3), a partition whose keys are all NULL (symbol G's k2, F and G's k3)
@@ -97,3 +144,110 @@ def test_grouped_variance_of_huge_doubles_in_some_partitions_is_duckdbs(db, duck
     sql = _HUGE.format(by=f"{by}, " if by else "", group=f" GROUP BY {by}" if by else "")
     assert "partial aggregate" in db.sql(sql).explain()
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+# sums of narrow integers: a frame of fewer than SPAN // B rows sums its values of magnitude
+# at most B in BIGINT (wrapping modulo 2^64: exact where the total fits, as it must there),
+# longer frames in 128 bits; the merge adds the partial sums in 128 bits and fails only where
+# the true total leaves BIGINT (no row count fails: a TAQ day holds 2.9 billion quotes)
+_NARROW = ("SELECT {by}sum(bidsiz) AS a, avg(bidsiz) AS b, sum(CAST(bidsiz AS BIGINT) + small)"
+           " AS c, sum(CAST(bidsiz AS BIGINT) - small + 7) AS d, avg(0 - CAST(bidsiz AS BIGINT))"
+           " AS e, sum(small) AS f, sum(CAST(bidsiz AS BIGINT) - 2000000000) AS g, "
+           "avg(CAST(bidsiz AS BIGINT) + bidsiz) AS h, count(*) AS n FROM ext{group}")
+_EXTREMES = [2**31 - 1, -(2**31) + 1, 2**31 - 2, 2**31 - 1, None, -(2**31) + 5, 2**31 - 1]
+
+
+@pytest.fixture(scope="module")
+def ext(db, duck):
+    """Table ``ext``: 32-bit extremes over three days (partitions), two symbols, and BIGINT
+    values whose partial sums leave BIGINT on a day though the total fits."""
+    rows = []
+    for i in range(60):
+        day = dt.date(2016, 11, 13 + i % 3)
+        rows.append({"symbol": "AB"[i % 2], "date": day,
+                     "time": dt.datetime.combine(day, dt.time(), dt.timezone.utc)
+                     + dt.timedelta(seconds=i),
+                     "bidsiz": _EXTREMES[i % len(_EXTREMES)] if i != 59 else -(2**31),
+                     "small": [32767, -32768, 5][i % 3],
+                     "big": [2**62, -(2**62), 1][i % 3] if i < 12 or i % 3 == 2 else 0,
+                     "ts": dt.datetime(2016, 11, 13), "tod": dt.time(9), "bid": 1.0,
+                     "name": "x", "flag": True})
+    table = pa.Table.from_pylist(rows)
+    frame = SCHEMA.conform(table.append_column("f", pa.array([0.0] * 60, pa.float32())))
+    db.create_table("ext", SCHEMA, partition_by=hfq.Value("date"),
+                    sort_by=("symbol", "time")).append(frame)
+    duck.register("ext", db["ext"].to_arrow())
+    return "ext"
+
+
+@pytest.mark.parametrize("span", [2**63, 2**34])   # 2^34: frames of 8 rows or more are long
+@pytest.mark.parametrize("by", ["symbol", "date", ""])
+def test_sums_of_32_bit_extremes_are_duckdbs(db, duck, ext, monkeypatch, span, by):
+    monkeypatch.setattr(aggs, "SPAN", span)
+    sql = _NARROW.format(by=f"{by}, " if by else "", group=f" GROUP BY {by}" if by else "")
+    if by != "date":   # (by the partition column: aggregates finish on the nodes)
+        assert "partial aggregate" in db.sql(sql).explain()
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+def test_a_bigint_sum_that_leaves_bigint_only_on_one_day_is_duckdbs(db, duck, ext):
+    # a symbol's day 13 sums to 2^63, its day 14 to -2^63, its day 15 to 10: were a BIGINT
+    # column summed as a narrow one, day 13's 2^63 would wrap to -2^63 and the total fail
+    for sql in ("SELECT symbol, sum(big) AS s, avg(big) AS a FROM ext GROUP BY symbol",
+                "SELECT sum(big) AS s FROM ext"):
+        assert "partial aggregate" in db.sql(sql).explain()
+        assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+    # without day 14: DuckDB's HUGEINT sum is 2^63 + 10, past BIGINT (hfq's sum type): it fails
+    sql = "SELECT symbol, sum(big) AS s FROM ext WHERE big > 0 GROUP BY symbol ORDER BY symbol"
+    assert "partial aggregate" in db.sql(sql).explain()
+    assert duck.sql(sql).fetchall() == [("A", 2**63 + 10), ("B", 2**63 + 10)]
+    with pytest.raises(hfq.errors.QueryError, match="the sum leaves BIGINT"):
+        db.sql(sql).collect()
+
+
+def test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it(monkeypatch):
+    schema = pl.Schema({"k": pl.Int64, "a": pl.Int32, "s": pl.Int16, "b": pl.Int64})
+    wide = pl.col("a").cast(pl.Int64)
+    cases = [(wide, 2**31), (wide + pl.col("s").cast(pl.Int64) - 7, 2**31 + 2**15 + 7),
+             (pl.lit(0) - wide * 3, 3 * 2**31), (pl.col("s").cast(pl.Int64) * 2, 2**16)]
+    for x, bound in cases:
+        plan = aggs.decompose([x.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
+        assert plan is not None and len(plan.light) == 1, x
+        rows = aggs.SPAN // bound
+        assert plan.heavy[0].meta.eq(pl.len() >= rows)
+    for x in (pl.col("b"), wide * wide, pl.col("a").cast(pl.Float64).cast(pl.Int64),
+              wide.filter(pl.col("k") > 0)):
+        plan = aggs.decompose([x.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
+        assert plan is None or not plan.light, x
+    # SPAN made small: a frame of 4 rows or more of a 32-bit column sums in 128 bits
+    monkeypatch.setattr(aggs, "SPAN", 2**33)
+    plan = aggs.decompose([wide.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
+    assert plan is not None
+    frame = pl.DataFrame({"k": [1, 1, 2, 2], "a": [2**31 - 1, 2**31 - 1, -(2**31), -1],
+                          "s": [0] * 4, "b": [0] * 4}, schema=schema)
+    name = plan.partial[-1].meta.output_name()
+    for n, light, sums in ((3, True, [2**32 - 2, -(2**31)]), (4, False, [2**32 - 2, -(2**31) - 1])):
+        chosen = plan.partial_for(frame.head(n))
+        assert (not chosen[-1].meta.eq(plan.partial[-1])) == light
+        states = frame.head(n).group_by("k", maintain_order=True).agg(chosen)
+        assert states.schema[name] == pl.Decimal(38, 0)
+        assert [int(v) for v in states[name]] == sums
+
+
+# a RANGE frame with an offset: a frame (a node's batch of partitions) without NULL keys runs
+# one rolling window (ops.choice), one with some the NULL-key handling -- exact either way
+_KEYS = {"time": "time",
+         "nulls_one_day": "CASE WHEN date = DATE '2016-11-14' AND bidsiz < 100 THEN NULL "
+                          "ELSE time END",
+         "nulls": "CASE WHEN bidsiz < 0 OR bidsiz IS NULL THEN NULL ELSE time END"}
+
+
+@pytest.mark.parametrize("fn", ["avg(bid)", "sum(bid)", "count(bid)", "max(bid)",
+                                "avg(bidsiz)"])
+@pytest.mark.parametrize("key", sorted(_KEYS))
+@pytest.mark.parametrize("table", ["w", "m", "m1"])
+def test_range_offset_frames_with_and_without_null_keys_are_duckdbs(db, duck, fn, key, table):
+    sql = (f"SELECT symbol, date, time, bidsiz, {fn} OVER (PARTITION BY symbol, date ORDER BY "
+           f"{_KEYS[key]} RANGE BETWEEN INTERVAL 5 MINUTE PRECEDING AND CURRENT ROW) AS x "
+           f"FROM {table} ORDER BY symbol, date, time, bidsiz, x")
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)

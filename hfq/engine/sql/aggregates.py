@@ -20,7 +20,6 @@ from sqlglot import exp
 
 from hfq.engine.aggs import SCALED
 from hfq.engine.exprs import every_row
-from hfq.engine.sql.casts import narrow_column
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.syntax import args_of, name_of
@@ -152,12 +151,6 @@ class Agg(Plain):
     def _sum(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         dtype = self.dtype(x)
-        bound = self._bound(args, x) if dtype == pl.Int64 else None
-        if bound is not None:
-            n = x.count()   # values below 2^k: fewer than 2^(63-k) of them stay in BIGINT
-            return self.fail(pl.when(n > 0).then(x.sum()), n >= 2**63 // bound, node,
-                             f"a sum of {2**63 // bound} values or more of 32-bit columns (it "
-                             "could leave BIGINT)")
         if dtype == pl.Int64:   # exact in 128 bits, as DuckDB's HUGEINT; fails past BIGINT
             # (a DECIMAL(38, 0): 128-bit integers that Arrow carries between processes)
             total = x.cast(pl.Decimal(38, 0)).sum()
@@ -171,27 +164,11 @@ class Agg(Plain):
 
     def _avg(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
-        bound = self._bound(args, x) if self.dtype(x) == pl.Int64 else None
-        if bound is not None:
-            n = x.count()   # values below 2^k: fewer than 2^(63-k) of them sum in BIGINT
-            total = self.fail(x.sum(), n >= 2**63 // bound, node, f"an avg of {2**63 // bound}"
-                              " values or more of 32-bit columns (its sum could leave BIGINT)")
-            return pl.when(n > 0).then(total.cast(_F64) / n)
         if self.dtype(x).is_integer():   # summed exactly in 128 bits (DuckDB's HUGEINT),
             n = x.count()                 # then divided: a mean in doubles loses 2^63's
             return pl.when(n > 0).then(x.cast(pl.Decimal(38, 0)).sum().cast(_F64) / n)
         # (FLOAT averaged in DOUBLE, as DuckDB's avg)
         return x.cast(_F64).mean() if self.dtype(x) != _F64 else x.mean()
-
-    def _bound(self, args: list[exp.Expression], x: pl.Expr) -> int | None:
-        """A bound of the magnitude of the BIGINT values ``x`` compiled from ``args[0]``: a
-        column of 32 bits or fewer widened (2^31), or a sum, difference or negation of such
-        and of integer literals, up to 2^40; None for anything else (a FILTER, a product...):
-        then sums are exact in 128 bits."""
-        if not args or not x.meta.eq(self.expr(args[0])):
-            return None
-        bound = _bound(self, args[0])
-        return bound if bound is not None and bound <= 2**40 else None
 
     def _min(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.min()   # polars skips NaN unless every value is one: NaN is the largest
@@ -389,22 +366,6 @@ class Agg(Plain):
         "covar_pop": _pairs, "covar_samp": _pairs, "corr": _pairs,
         **dict.fromkeys(_SAMPLE, _moment), **dict.fromkeys(_REGR, _pairs),
         **dict.fromkeys(("logical_and", "logical_or", "count_if"), _bool_agg)}
-
-
-def _bound(c: Plain, node: exp.Expression) -> int | None:
-    """See ``Agg._bound``: at most 2^31 per column, the literal's magnitude per literal."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, (exp.Add, exp.Sub)):
-        a, b = _bound(c, node.this), _bound(c, node.expression)
-        return None if a is None or b is None else a + b
-    if isinstance(node, exp.Neg):
-        return _bound(c, node.this)
-    if isinstance(node, exp.Column):
-        return 2**31 if narrow_column(c, node, c.expr(node)) else None
-    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
-        return max(1, int(node.this))
-    return None
 
 
 def _deviation(x: pl.Expr) -> pl.Expr:

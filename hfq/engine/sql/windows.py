@@ -15,7 +15,6 @@ columns (symbol and date) run on the nodes.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.exprs import every_row
+from hfq.engine.ops import choice
 from hfq.engine.sql.casts import narrow_column, sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, interval_ns
@@ -34,6 +34,9 @@ from hfq.engine.sql.syntax import args_of, has_agg, is_agg, name_of
 __all__ = ["window_expr"]
 
 _I64 = 2**63 - 1
+WINDOW_ROWS = 2**32
+"""Fewer values than this of a column of 32 bits or fewer sum inside BIGINT (a test may make
+it smaller)."""
 _AGG_KINDS = {"count": "count", "sum": "sum", "avg": "mean", "mean": "mean", "min": "min",
               "max": "max"}
 
@@ -47,15 +50,10 @@ class _Window:
     keys: list[pl.Expr]
     desc: list[bool]
     nulls_last: list[bool]
-    check: Callable[[pl.Expr], pl.Expr] | None = None
-    """Applied to what is evaluated per partition (a guard reading the partition's length
-    stays inside the window, so a window over the partition columns runs on the nodes)."""
 
     def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
         """``e`` per partition, evaluated over the partition's rows in window order."""
         part = self.part or [pl.lit(0)]
-        if self.check is not None:
-            e = self.check(e)
         if not ordered or not self.keys:
             return e.over(part)
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
@@ -356,22 +354,20 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         dtype = c.dtype(value)
     if kind in ("sum", "mean") and dtype == pl.Float32:   # FLOAT summed in DOUBLE, as
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
-    if kind == "sum" and dtype == pl.Int64 and narrow_column(c, args[0], value):
-        # a column of 32 bits or fewer, widened: no frame of fewer than 2^32 such values
-        # leaves BIGINT, so it is summed there (the 128-bit sum below cost 1.4x); the
-        # partition's length is checked inside the window (outside, pl.len() would be the
-        # whole frame's: not local, so the window could not run on the nodes)
-        def check(e: pl.Expr) -> pl.Expr:
-            return c.fail(e, pl.len() >= 2**32, node,
-                          "a window sum over 2^32 rows or more (it could leave BIGINT)")
-        return _framed(c, dataclasses.replace(w, check=check), node, kind, value, dtype, spec)
     if kind == "sum" and dtype == pl.Int64:
         # exact in 128 bits, as DuckDB's HUGEINT sum; past BIGINT it fails by name, as the
         # grouped sum does (F47: a running sum of -1 and -2^63 wrapped to 2^63 - 1)
         total = _framed(c, w, node, kind, value.cast(pl.Int128), pl.Int128(), spec)
         narrow = total.cast(pl.Int64, strict=False)
-        return c.fail(narrow, narrow.is_null() & total.is_not_null(), node,
-                      "integer overflow (the sum leaves BIGINT)")
+        exact = c.fail(narrow, narrow.is_null() & total.is_not_null(), node,
+                       "integer overflow (the sum leaves BIGINT)")
+        if not narrow_column(c, args[0], value):
+            return exact
+        # a column of 32 bits or fewer, widened: in a frame (a node's batch) of fewer than
+        # 2^32 rows no window frame's sum leaves BIGINT, so it is summed there (the 128-bit
+        # sum cost 1.4x); a longer one sums in 128 bits -- no row count fails
+        return choice(pl.len() < WINDOW_ROWS, _framed(c, w, node, kind, value, dtype, spec),
+                      exact)
     return _framed(c, w, node, kind, value, dtype, spec)
 
 
@@ -442,8 +438,10 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     by = phys.fill_null(phys.min().fill_null(0))
     f, ft, back = _in_doubles(c, node, kind, value, dtype)
     rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
-    out = pl.when(known).then(rolled).otherwise(
+    full = pl.when(known).then(rolled).otherwise(
         _whole(kind, pl.when(~known).then(value), dtype))
+    # a frame without NULL keys (most) needs none of that: one rolling window
+    out = choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
