@@ -31,7 +31,7 @@ from sqlfuzz.data import (
     register,
     to_arrow,
 )
-from sqlfuzz.differential import classify, construct, run_duckdb, run_query
+from sqlfuzz.differential import _row_mix, classify, construct, run_duckdb, run_query
 from sqlfuzz.findings import normalized, python_case
 from sqlfuzz.metamorphic import _same_rows, random_check
 from sqlfuzz.queries import QueryGen
@@ -312,6 +312,25 @@ def test_float_values_two_groups_swap_between_row_orders_are_unstable_row_by_row
         for text in (sql, sql.replace(" LIMIT 1 OFFSET 1", "")):
             got = run_query(engine(bug), cons, text, ordered=True)
             assert got.status == "wrong", (text, got.detail)
+
+
+def test_row_mix_never_counts_a_row_twice():
+    # review of stop 6: with only float columns every row was "a row of one of DuckDB's
+    # answers" even when hfq repeated one row and lost another
+    one, two = _ans([(1.0,), (2.0,)]), _ans([(2.0,), (3.0,)])
+    assert _row_mix(_ans([(3.0,), (2.0,)]), [one, two])
+    assert not _row_mix(_ans([(2.0,), (2.0,)]), [one, two])
+    assert not _row_mix(_ans([(1.0,), (3.0,)]), [one, two])
+    # keyed rows: groups may take their values from different orders, but a key's rows
+    # come from one order together
+    kinds = ("int", "float")
+    a, b = _ans([(1, 1.0), (2, 2.0)], kinds), _ans([(1, 5.0), (2, 6.0)], kinds)
+    assert _row_mix(_ans([(2, 6.0), (1, 1.0)], kinds), [a, b])
+    assert not _row_mix(_ans([(1, 1.0), (2, 7.0)], kinds), [a, b])
+    a, b = _ans([(1, 1.0), (1, 2.0)], kinds), _ans([(1, 3.0), (1, 4.0)], kinds)
+    assert _row_mix(_ans([(1, 4.0), (1, 3.0)], kinds), [a, b])
+    assert not _row_mix(_ans([(1, 1.0), (1, 1.0)], kinds), [a, b])
+    assert not _row_mix(_ans([(1, 1.0), (1, 3.0)], kinds), [a, b])
 
 
 def test_a_column_duckdb_answers_otherwise_alone_is_unstable(tmp_path):

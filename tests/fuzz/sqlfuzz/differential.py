@@ -384,8 +384,9 @@ def _only(a: Answer, cols: list[int]) -> Answer:
 
 def _row_mix(got: Answer, answers: list[Answer]) -> bool:
     """DuckDB's ``answers`` (on several row orders) differ from each other, hfq's rows
-    without the float columns are DuckDB's first answer's, and each row of hfq is a row of
-    one of the ``answers``."""
+    without the float columns are DuckDB's first answer's, and hfq's rows of each key (their
+    non-float values) are, all together, one answer's rows of that key: a row is never
+    counted twice (with only float columns, hfq's whole answer must be one of DuckDB's)."""
     want = answers[0]
     if any(len(a.rows) != len(got.rows) or a.kinds != got.kinds for a in answers):
         return False
@@ -401,8 +402,18 @@ def _row_mix(got: Answer, answers: list[Answer]) -> bool:
               ordered=False) is not None:
         return False
     every = list(range(len(got.kinds)))
-    return all(any(differ(only(got, [row], every), only(a, [r], every), ordered=False) is None
-                   for a in answers for r in a.rows) for row in got.rows)
+
+    def by_key(rows: list[tuple[Any, ...]]) -> dict[tuple[str, ...], list[tuple[Any, ...]]]:
+        out: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+        for r in rows:   # (repr: equal values of two types or spellings never share a key)
+            out.setdefault(tuple(f"{type(r[i]).__name__}:{r[i]!r}" for i in fixed),
+                           []).append(r)
+        return out
+
+    theirs = [by_key(a.rows) for a in answers]
+    return all(any(differ(only(got, rows, every), only(a, t.get(k, []), every),
+                          ordered=False) is None for a, t in zip(answers, theirs))
+               for k, rows in by_key(got.rows).items())
 
 
 def _in_order(a: tuple[Any, ...], b: tuple[Any, ...],
