@@ -654,6 +654,12 @@ MUTANTS: list[Mutant] = [
            "regr_slope as cov / var_x where var_x underflows to 0: inf (DuckDB NaN) and "
            "regr_intercept NaN (DuckDB NULL) (F100)",
            ("tests/sql/test_findings.py::test_finding[F100]",)),
+    Mutant("sqlc-corr-zero-spread", AREA, SQL + "aggregates.py",
+           "            spread = vx.sqrt() * vy.sqrt() != 0",
+           "            spread = vx.sqrt() * vy.sqrt() == vx.sqrt() * vy.sqrt()",
+           "corr as cov / (std_x * std_y) where a variance underflows to 0: inf (DuckDB NaN) "
+           "(F103)",
+           ("tests/sql/test_findings.py::test_finding[F103]",)),
     Mutant("sqlc-co-moment-overflow-answered", AREA, SQL + "aggregates.py",
            "        bad = (n >= 2) & _finite(y, x) & spread",
            "        bad = (n >= 2) & _finite(y, x) & spread & (n < 2)",

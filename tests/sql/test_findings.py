@@ -275,6 +275,15 @@ CASES: list[Case] = [
          note="an x-variance that underflows to 0 (x = 5e-324, -0.0): DuckDB's slope NaN and "
               "intercept NULL, hfq's slope cov / 0 = inf and intercept NaN (fuzz seed 31, "
               "32218); one pair, a constant x, no pair"),
+    Case("F103", "SELECT sym, corr(l0, d0) AS r, corr(d0, l0) AS r2, corr(d0, d0) AS r3 "
+                 "FROM t GROUP BY sym",
+         [TableSpec("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 5, 5e-324), (2, D2, "A", -1, 0.0),
+                     (3, D1, "B", 7, 2.5), (4, D2, "B", 8, 1.5), (5, D1, "C", 1, 1e-160),
+                     (6, D2, "C", 2, -1e-160), (7, D1, "D", 3, 1.0)])],
+         note="a variance that underflows to 0 (x = 5e-324, 0.0) without a constant: DuckDB's "
+              "corr is NaN (stddev_pop(x) * stddev_pop(y) = 0), hfq's cov / 0 was inf (fuzz "
+              "seed 43 on a cluster, dataset 43016)"),
     Case("F101", "SELECT sym, (regr_intercept(d0, power(-1.25, l0)) - 7) AS a FROM t GROUP BY sym",
          [TableSpec("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
                     [(1, D1, "A", 136, -1e300), (2, D2, "A", 147, 1.7976931348623157e308),

@@ -316,7 +316,10 @@ class Agg(Plain):
             r = pl.when(vx.is_infinite() | vy.is_infinite()).then(
                 pl.when(wide.is_infinite()).then(_NAN)
                 .otherwise(cxy / (vx.sqrt() * vy.sqrt()))).otherwise(r)
-            return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx))
+            # DuckDB's NaN also where stddev_pop(x) * stddev_pop(y) is 0 without a constant:
+            # a variance underflowing (x = 5e-324, 0.0), where cov / 0 gave inf
+            spread = vx.sqrt() * vy.sqrt() != 0
+            return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx) & spread)
                                        .then(r).otherwise(_NAN))
         # DuckDB: NaN where the x-variance is 0 (one pair, a constant x, or a variance that
         # underflows: 5e-324 and -0.0), and the intercept NULL there (F100)
