@@ -17,7 +17,8 @@ plus the metamorphic oracles (TLP, NoREC), embedded or on a 2-node cluster.
 The run is supervised: blocks of ``--block-minutes`` (default 10) run each in a child process
 that writes its counts after every dataset and the statement it is about to run to a trace, so
 a crash of the process itself (a segfault in a native library) is recorded as a finding --
-dataset and statement -- and the run goes on with the next dataset.
+dataset and statement -- and the run goes on with the next dataset; so is a hang (no progress
+for ``--hang-minutes``, default 10: the worker and its local cluster are killed).
 
 Writes ``<out>/fuzz-<embedded|cluster>-seed<S>.md`` and ``.json`` (default
 ``benchmarks/results/fuzz``): queries run, outcomes (same, refused, agreed errors, invalid,
@@ -38,6 +39,7 @@ import datetime as dt
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
@@ -136,7 +138,8 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
         cmd += ["--strict"] if args.strict else []
         for s in total["shrunk"]:
             cmd += ["--seen", s["key"]]
-        proc = subprocess.run(cmd, cwd=ROOT)
+        hung = _run_watched(cmd, [state, trace], args.hang_minutes * 60)
+        proc = subprocess.CompletedProcess(cmd, -9 if hung is True else hung)
         total["blocks"] += 1
         part = json.loads(state.read_text()) if state.exists() else {"next_round": next_round}
         for k in ("queries", "datasets", "seconds"):
@@ -154,14 +157,33 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
             dataset = next((ln for ln in reversed(lines) if ln.startswith("-- dataset")), "")
             last = lines[-1] if lines else ""
             total["crashes"].append({"returncode": proc.returncode, "dataset": dataset,
-                                     "statement": last})
-            print(f"worker died ({proc.returncode}) at {dataset}: {last[:300]}", flush=True)
+                                     "statement": last, "hang": hung is True})
+            what = "hung (killed)" if hung is True else f"died ({proc.returncode})"
+            print(f"worker {what} at {dataset}: {last[:300]}", flush=True)
             if dataset:   # go on after the dataset it died on
                 next_round = int(dataset.split()[-1]) - args.seed * 1000 + 1
         print(f"{total['queries']} queries, {len(total['found'])} mismatches, "
               f"{len(total['crashes'])} crashes, "
               f"{sum(total['refused'].values())} refused", flush=True)
     return total
+
+
+def _run_watched(cmd: list[str], progress: list[pathlib.Path], patience: float) -> int | bool:
+    """Run a worker; its exit code, or True when it hung: none of the ``progress`` files
+    (its state after each dataset, its trace before each statement) changed for ``patience``
+    seconds -- then its process group (its local Ray cluster with it) is killed.  A hang is
+    a finding like a crash: the run goes on after that dataset."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+    begun = time.time()
+    while proc.poll() is None:
+        time.sleep(2.0)
+        last = max([p.stat().st_mtime for p in progress if p.exists()] + [begun])
+        if time.time() - last > patience:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+    return proc.returncode
 
 
 def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
@@ -207,8 +229,8 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
     lines += [f"- [{a['status']}] dataset {a['dataset']} `{a['sql']}`: {a['detail'][:300]}"
               for a in total["apart"][:200]] or ["none"]
     lines += ["", "## Process crashes", ""]
-    lines += [f"- exit {c['returncode']} at {c['dataset']}: `{c['statement']}`"
-              for c in total["crashes"]] or ["none"]
+    lines += [f"- {'hung, killed' if c.get('hang') else 'exit ' + str(c['returncode'])} at "
+              f"{c['dataset']}: `{c['statement']}`" for c in total["crashes"]] or ["none"]
     lines += ["", "## Mismatches", ""]
     lines += [s["markdown"] for s in total["shrunk"]]
     if len(total["found"]) > len(total["shrunk"]):
@@ -229,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shrink", type=int, default=0)
     ap.add_argument("--shrink-seconds", type=float, default=90.0)
     ap.add_argument("--block-minutes", type=float, default=10.0)
+    ap.add_argument("--hang-minutes", type=float, default=10.0,
+                    help="a worker that makes no progress this long is killed: a finding")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fuzz"))
     # the worker's own arguments
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
