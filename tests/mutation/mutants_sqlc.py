@@ -660,6 +660,13 @@ MUTANTS: list[Mutant] = [
            "corr as cov / (std_x * std_y) where a variance underflows to 0: inf (DuckDB NaN) "
            "(F103)",
            ("tests/sql/test_findings.py::test_finding[F103]",)),
+    Mutant("sqlc-round-decimal-twice", AREA, SQL + "functions.py",
+           "    whole = ((raw.abs() + step // 2) // step).cast(pl.Decimal(38, 0))",
+           "    whole = ((raw.abs() + step // 2) // step).cast(pl.Decimal(38, 0)) if False else "
+           "(x * (decimal.Decimal(10) ** digits)).abs().round(0).cast(pl.Decimal(38, 0))",
+           "round of a DECIMAL to fewer places scaled by 10^digits first (polars keeps the "
+           "larger scale: rounded twice, round(214748364.7, -1) = 214748370) (F105)",
+           ("tests/sql/test_findings.py::test_finding[F105]",)),
     Mutant("sqlc-co-moment-overflow-answered", AREA, SQL + "aggregates.py",
            "        bad = (n >= 2) & _finite(y, x) & spread",
            "        bad = (n >= 2) & _finite(y, x) & spread & (n < 2)",

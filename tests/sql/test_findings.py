@@ -284,6 +284,15 @@ CASES: list[Case] = [
          note="a variance that underflows to 0 (x = 5e-324, 0.0) without a constant: DuckDB's "
               "corr is NaN (stddev_pop(x) * stddev_pop(y) = 0), hfq's cov / 0 was inf (fuzz "
               "seed 43 on a cluster, dataset 43016)"),
+    Case("F105", "SELECT id, round((0.1 * i0), -1) AS a, round(0.25 * i0, -2) AS b, "
+                 "round(-0.5 * i0, -1) AS c, round(0.01 * i0, 1) AS d FROM t",
+         [TableSpec("t", [*T3, ("i0", "INT")], ("date",), (),
+                    [(1, D1, "A", 2147483647), (2, D2, "A", -2147483648), (3, D1, "B", 15),
+                     (4, D1, "B", -15), (5, D2, "C", 0), (6, D2, "C", None),
+                     (7, D1, "D", 5), (8, D1, "D", 199)])],
+         note="round of a DECIMAL(12, 1) to -1 digits: 214748364.7 is 214748360, hfq said "
+              "214748370 (scaled by 0.1 first, polars' product kept one decimal: rounded "
+              "twice; fuzz seed 41, dataset 41513)"),
     Case("F101", "SELECT sym, (regr_intercept(d0, power(-1.25, l0)) - 7) AS a FROM t GROUP BY sym",
          [TableSpec("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE")], ("date",), (),
                     [(1, D1, "A", 136, -1e300), (2, D2, "A", 147, 1.7976931348623157e308),

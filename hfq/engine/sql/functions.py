@@ -288,12 +288,19 @@ _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
 }
 
 
-def round_decimal(x: pl.Expr, digits: int) -> pl.Expr:
-    """A DECIMAL rounded to ``digits`` places, half away from zero, exactly."""
-    scaled = x * (decimal.Decimal(10) ** digits)
-    whole = (scaled.abs() + decimal.Decimal("0.5")).cast(pl.Int64)
-    signed = pl.when(scaled < 0).then(-whole).otherwise(whole)
-    return signed.cast(pl.Decimal(38, 0)) * (decimal.Decimal(10) ** -digits)
+def round_decimal(x: pl.Expr, scale: int, digits: int) -> pl.Expr:
+    """A DECIMAL of ``scale`` rounded to ``digits`` (< ``scale``) places, half away from
+    zero, exactly: on its unscaled 128-bit integer (polars' DECIMAL product keeps the larger
+    scale only, so scaling by 10^digits first rounded twice: round(214748364.7, -1) gave
+    214748370, F105)."""
+    if scale - digits > 38:   # |x| < 10^38: every value rounds to 0
+        return (x.to_physical() * 0).cast(pl.Decimal(38, 0)) * \
+            (decimal.Decimal(10) ** -max(digits, 0))
+    step = 10 ** (scale - digits)
+    raw = x.to_physical()
+    whole = ((raw.abs() + step // 2) // step).cast(pl.Decimal(38, 0))
+    signed = pl.when(raw < 0).then(-whole).otherwise(whole)
+    return signed * (decimal.Decimal(10) ** -digits)
 
 
 def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
@@ -302,9 +309,10 @@ def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
         return x.cast(pl.Int64)
     if dtype.is_integer():   # an integer stays one, as in DuckDB (round(15, -1) is 20)
         return x if digits >= 0 else \
-            round_decimal(x.cast(pl.Decimal(38, 0)), digits).cast(pl.Int64)
+            round_decimal(x.cast(pl.Decimal(38, 0)), 0, digits).cast(pl.Int64)
     if isinstance(dtype, pl.Decimal):   # DuckDB: a DECIMAL of scale min(scale, digits)
-        return x if digits >= (dtype.scale or 0) else round_decimal(x, digits)
+        return x if digits >= (dtype.scale or 0) else \
+            round_decimal(x, dtype.scale or 0, digits)
     x = x.cast(pl.Float64)
     if digits == 0:
         return x.round(0, mode="half_away_from_zero")
