@@ -509,10 +509,16 @@ def _running_by(kind: str, value: pl.Expr, dtype: pl.DataType, key: pl.Expr) -> 
     least the smallest key of a row with a value (no second rolling count)."""
     phys = key.to_physical().cast(pl.Int64)
     by = phys.fill_null((phys.max() + 1).fill_null(0))
+    # a frame without NULL keys (and, for a sum, without NULL values: every frame holds
+    # its row's value) needs neither the filled key nor the first value's key (ops.choice)
+    known = key.is_not_null().all()
     if kind != "sum":
-        return _by_range(kind, value, dtype, by, f"{2**62}i")
+        return choice(known, _by_range(kind, value, dtype, phys, f"{2**62}i"),
+                      _by_range(kind, value, dtype, by, f"{2**62}i"))
     total = value.rolling_sum_by(by, f"{2**62}i", closed="right")
-    return pl.when(by >= pl.when(value.is_not_null()).then(by).min()).then(total)
+    return choice(known & value.is_not_null().all(),
+                  value.rolling_sum_by(phys, f"{2**62}i", closed="right"),
+                  pl.when(by >= pl.when(value.is_not_null()).then(by).min()).then(total))
 
 
 def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
