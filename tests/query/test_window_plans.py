@@ -32,6 +32,14 @@ def duck(db):
     return oracle(db)
 
 
+def _chosen_forms(db, sql: str, rows: pl.LazyFrame) -> list[str]:
+    """The window/select expressions of ``sql``'s plan as chosen over the frame ``rows``."""
+    staged = execute.stage(db.sql(sql))
+    return [str(e) for op in [*staged.node_ops, *staged.driver_ops]
+            if isinstance(op, (ops.Select, ops.WithColumns))
+            for e in ops._chosen(rows, op.exprs)[1]]
+
+
 def test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_nodes(db, duck):
     sql = ("SELECT symbol, date, max(c) AS c FROM (SELECT symbol, date, sum(bidsiz) OVER "
            "(PARTITION BY symbol, date ORDER BY tod) AS c FROM w) s GROUP BY 1, 2")
@@ -56,11 +64,7 @@ def test_window_sums_of_32_bit_extremes_are_duckdbs(db, duck, ext, monkeypatch, 
            f"sum(small) OVER (PARTITION BY date {frame}) AS b, sum(bidsiz) OVER ({frame}) AS c "
            "FROM ext ORDER BY symbol, date, time, a, b, c")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
-    staged = execute.stage(db.sql(sql))
-    rows = db["ext"].scan().collect().lazy()
-    forms = [str(e) for op in [*staged.node_ops, *staged.driver_ops]
-             if isinstance(op, (ops.Select, ops.WithColumns))
-             for e in ops._chosen(rows, op.exprs)[1]]
+    forms = _chosen_forms(db, sql, db["ext"].scan().collect().lazy())
     assert any("Int128" in f for f in forms) == (limit == 5), forms
 
 
@@ -290,11 +294,8 @@ def test_the_tie_check_runs_on_a_frame_with_mixed_signs_and_only_there(db, duck,
     # without A: positive values only -- answered (DuckDB's), the check not computed
     sql = f"SELECT symbol, bidsiz, {window} AS x FROM tied WHERE symbol <> 'A' ORDER BY bidsiz"
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
-    staged = execute.stage(db.sql(sql))
     rows = db["tied"].scan().filter(pl.col("symbol") != "A").collect().lazy()
-    forms = [str(e) for op in [*staged.node_ops, *staged.driver_ops]
-             if isinstance(op, (ops.Select, ops.WithColumns))
-             for e in ops._chosen(rows, op.exprs)[1]]
+    forms = _chosen_forms(db, sql, rows)
     assert forms and not any("tied ORDER BY" in f for f in forms), forms
 
 
@@ -344,10 +345,6 @@ def test_a_running_range_frame_without_nulls_rolls_over_the_key_itself(db, duck,
     sql = (f"SELECT symbol, bidsiz, {fn}(bidsiz) OVER (PARTITION BY symbol, date ORDER BY bidsiz) "
            f"AS a, {fn}(bidsiz) OVER (ORDER BY tod) AS b FROM tied ORDER BY bidsiz")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
-    staged = execute.stage(db.sql(sql))
-    rows = db["tied"].scan().collect().lazy()
-    forms = [str(e) for op in [*staged.node_ops, *staged.driver_ops]
-             if isinstance(op, (ops.Select, ops.WithColumns))
-             for e in ops._chosen(rows, op.exprs)[1]]
+    forms = _chosen_forms(db, sql, db["tied"].scan().collect().lazy())
     b = [f for f in forms if f.endswith('alias("b")')]
     assert len(b) == 1 and "rolling" in b[0] and "fill_null" not in b[0], forms
