@@ -34,7 +34,7 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["LIGHT", "SCALED", "SPAN", "AggPlan", "decompose", "widen"]
+__all__ = ["LIGHT", "SCALED", "SPAN", "AggPlan", "decompose", "lighten", "may_lighten", "widen"]
 
 F64 = pl.Float64
 SCALED = 2.0 ** -600
@@ -458,6 +458,62 @@ def _bound(tree: Tree, schema: pl.Schema) -> int | None:
             node_kind(body["right"])[0] == "Literal"
         return a * b if literal else None
     return None
+
+
+def may_lighten(expr: pl.Expr) -> bool:
+    """Whether :func:`lighten` could change ``expr`` (a filter, a 128-bit sum)."""
+    text = str(expr)
+    return ".filter(" in text or "Decimal(38, 0)" in text
+
+
+def lighten(exprs: Sequence[pl.Expr], frame: pl.DataFrame) -> list[pl.Expr]:
+    """Aggregates ``exprs``, to run over ``frame`` (grouped or not), in cheaper forms exact on
+    it: a row-wise filter that keeps every row of the frame is dropped (``arg_min``'s
+    "value and key not NULL" on a frame without NULLs: polars' fast ``min_by``), and the
+    128-bit sum of BIGINT values at most B in magnitude (narrow columns widened, as
+    :meth:`_Builder._narrow_sum`) is their BIGINT sum, cast, on a frame of fewer than
+    ``SPAN // B`` rows (no group's sum can wrap there).  Each holds in every group of the
+    frame because it holds over all of its rows."""
+    schema = frame.schema
+    keeps: dict[str, bool] = {}
+
+    def keeps_all(by: Tree) -> bool:
+        key = json.dumps(by, sort_keys=True, default=str)
+        if key not in keeps:
+            try:
+                mask = frame.select(from_tree(by).alias("m")).to_series()
+            except pl.exceptions.PolarsError:
+                mask = pl.Series([False])
+            keeps[key] = mask.dtype == pl.Boolean and mask.null_count() == 0 and \
+                len(mask) in (1, frame.height) and bool(mask.all())
+        return keeps[key]
+
+    def walk(t: Tree) -> Tree:
+        kind, body = node_kind(t)
+        if kind == "Filter" and is_rowwise(body["by"]) and keeps_all(body["by"]):
+            return walk(body["input"])
+        if kind == "Agg" and node_kind(body)[0] == "Sum":
+            ck, cb = node_kind(node_kind(body)[1])
+            if ck == "Cast" and cb["dtype"] == {"Literal": {"Decimal": [38, 0]}} and \
+                    _group_input_ok(cb["expr"]):
+                bound = _bound(cb["expr"], schema)
+                x = from_tree(cb["expr"])
+                if bound is not None and bound <= 2**40 and _dtype(x, schema) == pl.Int64 \
+                        and frame.height < SPAN // max(bound, 2):
+                    return to_tree(x.sum().cast(pl.Decimal(38, 0)))
+        if isinstance(t, dict):
+            return {k: walk(v) for k, v in t.items()}
+        if isinstance(t, list):
+            return [walk(v) for v in t]
+        return t
+
+    out = []
+    for e in exprs:
+        try:
+            out.append(from_tree(walk(to_tree(e))))
+        except pl.exceptions.PolarsError:   # a tree polars cannot read back (an inf literal)
+            out.append(e)
+    return out
 
 
 def _numeric(dtype: pl.DataType) -> bool:

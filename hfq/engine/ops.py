@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from hfq.engine.aggs import AggPlan, widen
+from hfq.engine.aggs import AggPlan, lighten, may_lighten, widen
 from hfq.engine.exprs import CHOICE, columns_of, from_tree, local_over, node_kind, to_tree
 
 __all__ = ["CHOICE", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice",
@@ -210,8 +210,12 @@ class Aggregate(Op):
     order (SQL without ORDER BY, as polars' default): polars groups faster."""
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
+        aggs = list(self.aggs)
+        if any(may_lighten(a) for a in aggs):   # cheaper forms exact on this frame
+            frame = lf.collect()
+            lf, aggs = frame.lazy(), lighten(aggs, frame)
         schema = lf.collect_schema()
-        aggs = [widen(a, schema) for a in self.aggs]
+        aggs = [widen(a, schema) for a in aggs]
         if not self.keys:
             return lf.select(aggs)
         return lf.group_by(self.keys, maintain_order=self.ordered).agg(aggs)

@@ -149,4 +149,38 @@ MUTANTS: list[Mutant] = [
            "ORDER BY keys too: the NULL-key rows' frames are not every NULL-key row of their "
            "partition (DuckDB's peers), nor are they kept out of the other rows' frames",
            (PLANS.format("test_range_offset_frames_with_and_without_null_keys_are_duckdbs"),)),
+    Mutant("ops-tie-check-skipped-on-mixed-signs", "query-speed", "hfq/engine/sql/windows.py",
+           "        out = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), out, checked)\n",
+           "        out = choice(known.all() & (v.max() > 0), out, checked)\n",
+           "F102's tie check skipped on any frame holding a positive value: a partition mixing "
+           "signs over tied keys (+-2^63 and 3.0: 3.0 or 0.0 by the ties' order) among positive "
+           "ones is answered in hfq's order, not refused",
+           (PLANS.format("test_the_tie_check_runs_on_a_frame_with_mixed_signs_and_only_there"),)),
+    Mutant("ops-lighten-drops-any-filter", "query-speed", "hfq/engine/aggs.py",
+           "        return keeps[key]\n",
+           "        return True\n",
+           "an aggregate's row-wise filter dropped on every frame: arg_min/arg_max/FILTER over a "
+           "frame with NULL values or keys pick or count the rows DuckDB skips",
+           (PLANS.format("test_an_aggregate_drops_the_filters_that_keep_every_row_of_its_frame"),
+            PLANS.format("test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_"
+                         "short_sums"))),
+    Mutant("ops-lighten-sum-never-long", "query-speed", "hfq/engine/aggs.py",
+           "                        and frame.height < SPAN // max(bound, 2):\n",
+           "                        and frame.height >= 0:\n",
+           "an aggregate's narrow 128-bit sum wrapped in BIGINT on every frame, however long: a "
+           "group of 2^63 // B rows or more could wrap",
+           (PLANS.format("test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_"
+                         "short_sums"),)),
+    Mutant("ops-running-sum-light-with-null-values", "query-speed", "hfq/engine/sql/windows.py",
+           "    return choice(known & value.is_not_null().all(),\n",
+           "    return choice(known,\n",
+           "a running RANGE sum rolled over the key itself on a frame with NULL values: a frame "
+           "holding only NULL values sums to 0 (DuckDB NULL)",
+           (PLANS.format("test_running_range_frames_over_short_keys_are_duckdbs"),)),
+    Mutant("ops-running-light-with-null-keys", "query-speed", "hfq/engine/sql/windows.py",
+           "    known = key.is_not_null().all()\n",
+           "    known = key.is_not_null().any()\n",
+           "a running RANGE count/sum/avg rolled over the unfilled key on a frame with NULL keys: "
+           "the NULL keys' rows are not last, each other's peers",
+           (PLANS.format("test_running_range_frames_over_short_keys_are_duckdbs"),)),
 ]

@@ -32,6 +32,14 @@ def duck(db):
     return oracle(db)
 
 
+def _chosen_forms(db, sql: str, rows: pl.LazyFrame) -> list[str]:
+    """The window/select expressions of ``sql``'s plan as chosen over the frame ``rows``."""
+    staged = execute.stage(db.sql(sql))
+    return [str(e) for op in [*staged.node_ops, *staged.driver_ops]
+            if isinstance(op, (ops.Select, ops.WithColumns))
+            for e in ops._chosen(rows, op.exprs)[1]]
+
+
 def test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_nodes(db, duck):
     sql = ("SELECT symbol, date, max(c) AS c FROM (SELECT symbol, date, sum(bidsiz) OVER "
            "(PARTITION BY symbol, date ORDER BY tod) AS c FROM w) s GROUP BY 1, 2")
@@ -56,11 +64,7 @@ def test_window_sums_of_32_bit_extremes_are_duckdbs(db, duck, ext, monkeypatch, 
            f"sum(small) OVER (PARTITION BY date {frame}) AS b, sum(bidsiz) OVER ({frame}) AS c "
            "FROM ext ORDER BY symbol, date, time, a, b, c")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
-    staged = execute.stage(db.sql(sql))
-    rows = db["ext"].scan().collect().lazy()
-    forms = [str(e) for op in [*staged.node_ops, *staged.driver_ops]
-             if isinstance(op, (ops.Select, ops.WithColumns))
-             for e in ops._chosen(rows, op.exprs)[1]]
+    forms = _chosen_forms(db, sql, db["ext"].scan().collect().lazy())
     assert any("Int128" in f for f in forms) == (limit == 5), forms
 
 
@@ -251,3 +255,96 @@ def test_range_offset_frames_with_and_without_null_keys_are_duckdbs(db, duck, fn
            f"{_KEYS[key]} RANGE BETWEEN INTERVAL 5 MINUTE PRECEDING AND CURRENT ROW) AS x "
            f"FROM {table} ORDER BY symbol, date, time, bidsiz, x")
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
+
+
+# F102's tie check (a RANGE-offset sum/avg of doubles over tied keys whose order moves it)
+# is skipped on a frame without NULL keys whose values hold one sign (ops.choice): it can
+# fail no partition there.  A frame holding one mixed-sign partition with ties among all
+# positive ones (its first value, mean and most partitions positive) is still checked.
+_TIED = [("B", 0, 1.5), ("A", 60, -9.223372036854776e18), ("A", 60, 9.223372036854776e18),
+         ("A", 60, 3.0), ("B", 60, 2.5), ("B", 60, 4.0), ("C", 30, 7.25), ("C", 30, 1.0),
+         ("C", 90, 2.0)]
+
+
+@pytest.fixture(scope="module")
+def tied(db, duck):
+    """Table ``tied``: one day (one partition); symbol A mixes signs over three tied keys,
+    B and C hold positive values (some tied)."""
+    day = dt.date(2016, 11, 14)
+    rows = [{"symbol": s, "date": day, "bid": v, "bidsiz": i, "small": 0, "big": 0,
+             "time": dt.datetime.combine(day, dt.time(10), dt.timezone.utc)
+             + dt.timedelta(seconds=sec), "ts": dt.datetime(2016, 11, 14),
+             "tod": dt.time(9), "name": "x", "flag": True} for i, (s, sec, v) in enumerate(_TIED)]
+    table = pa.Table.from_pylist(rows)
+    frame = SCHEMA.conform(table.append_column("f", pa.array([0.0] * len(rows), pa.float32())))
+    db.create_table("tied", SCHEMA, partition_by=hfq.Value("date"),
+                    sort_by=("symbol", "time")).append(frame)
+    duck.register("tied", db["tied"].to_arrow())
+    return "tied"
+
+
+@pytest.mark.parametrize("fn", ["sum", "avg"])
+@pytest.mark.parametrize("by", ["symbol, date", "symbol"])
+def test_the_tie_check_runs_on_a_frame_with_mixed_signs_and_only_there(db, duck, tied, fn, by):
+    window = (f"{fn}(bid) OVER (PARTITION BY {by} ORDER BY time RANGE BETWEEN INTERVAL 5 MINUTE "
+              "PRECEDING AND CURRENT ROW)")
+    sql = f"SELECT symbol, bidsiz, {window} AS x FROM tied"
+    with pytest.raises(hfq.errors.QueryError, match="DOUBLEs over tied ORDER BY keys"):
+        db.sql(sql).collect()
+    # without A: positive values only -- answered (DuckDB's), the check not computed
+    sql = f"SELECT symbol, bidsiz, {window} AS x FROM tied WHERE symbol <> 'A' ORDER BY bidsiz"
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
+    rows = db["tied"].scan().filter(pl.col("symbol") != "A").collect().lazy()
+    forms = _chosen_forms(db, sql, rows)
+    assert forms and not any("tied ORDER BY" in f for f in forms), forms
+
+
+# an aggregate run whole on a frame (a node's partitions, or the driver's rows) drops a row-wise
+# filter that keeps every row of the frame (arg_min's "value and key not NULL") and sums narrow
+# integers in BIGINT on a frame too short to leave it (aggs.lighten) -- exact either way
+_ARGS = ("SELECT symbol, date, arg_min(bid, time) AS a, arg_max(bid, tod) AS b, "
+         "arg_min(bidsiz, tod) AS c, max_by(small, bidsiz) AS d, "
+         "sum(bidsiz) FILTER (WHERE bidsiz IS NOT NULL) AS e, count(*) AS n "
+         "FROM {t} GROUP BY 1, 2")
+
+
+@pytest.mark.parametrize("table", ["w", "m", "m1", "ext"])
+def test_an_aggregate_drops_the_filters_that_keep_every_row_of_its_frame(db, duck, ext, table):
+    sql = _ARGS.format(t=table)
+    assert "rows go to the driver" not in db.sql(sql).explain()
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
+def test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_short_sums(monkeypatch):
+    x, k = pl.col("x"), pl.col("k")
+    both = x.is_not_null() & k.is_not_null()
+    arg = x.filter(both).min_by(k.filter(both))
+    frame = pl.DataFrame({"g": [1, 1, 2, 2], "x": [5, 3, 4, 2], "k": [2, 1, 4, 3]},
+                         schema={"g": pl.Int64, "x": pl.Int32, "k": pl.Int64})
+    light = aggs.lighten([arg, x.filter(x.count() > 3).sum()], frame)
+    assert ".filter(" not in str(light[0]) and ".filter(" in str(light[1]), light
+    nulls = frame.with_columns(x=pl.Series([5, None, 4, 2], dtype=pl.Int32))
+    kept = aggs.lighten([arg], nulls)[0]
+    assert ".filter(" in str(kept)
+    for f, e in ((frame, light[0]), (nulls, kept)):   # same answer as the full form
+        assert_same(f.group_by("g").agg(e.alias("a")), f.group_by("g").agg(arg.alias("a")))
+    monkeypatch.setattr(aggs, "SPAN", 2**33)
+    wide = pl.col("a").cast(pl.Int64)
+    total = wide.cast(pl.Decimal(38, 0)).sum().alias("t")
+    big = pl.DataFrame({"a": [2**31 - 1, 2**31 - 1, -(2**31), -1]}, schema={"a": pl.Int32})
+    for n, wrapped, sum_ in ((3, True, 2**32 - 2 - 2**31), (4, False, 2**32 - 2 - 2**31 - 1)):
+        e = aggs.lighten([total], big.head(n))[0]
+        assert ("Int64).sum().strict_cast(Decimal" in str(e)) == wrapped, e
+        assert big.head(n).select(e).item() == sum_
+
+
+@pytest.mark.parametrize("fn", ["sum", "avg", "count"])
+def test_a_running_range_frame_without_nulls_rolls_over_the_key_itself(db, duck, tied, fn):
+    # tied: no NULL key or value -- b's chosen form (a TIME key) neither fills NULL keys nor
+    # looks for the first value's key; its rows are all peers (one frame)
+    sql = (f"SELECT symbol, bidsiz, {fn}(bidsiz) OVER (PARTITION BY symbol, date ORDER BY bidsiz) "
+           f"AS a, {fn}(bidsiz) OVER (ORDER BY tod) AS b FROM tied ORDER BY bidsiz")
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), ordered=True, what=sql)
+    forms = _chosen_forms(db, sql, db["tied"].scan().collect().lazy())
+    b = [f for f in forms if f.endswith('alias("b")')]
+    assert len(b) == 1 and "rolling" in b[0] and "fill_null" not in b[0], forms
