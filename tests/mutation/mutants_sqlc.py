@@ -695,4 +695,12 @@ MUTANTS: list[Mutant] = [
            "a computed item taken for a pass-through column: `e > id` (e = id + 1) pushed as "
            "`id > id` below the CTE's CAST; DuckDB keeps it above and raises (F103)",
            ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_keeps_above_raise",)),
+    Mutant("sqlc-pushdown-one-level", AREA, SQL + "select.py",
+           "        below = self.push_below(Scope(made.rows, inner), both)",
+           "        below = Scope(made.rows, inner)",
+           "an outer conjunct pushed below one derived query only, not below the items of the "
+           "derived query it reads: hfq raised where DuckDB pushes `j > 2` through both and "
+           "answers (F103)",
+           ("tests/sql/test_pushdown.py::test_nested_pass_through_of_a_computed_item_raises_as_"
+            "unoptimized_duckdb",)),
 ]

@@ -56,6 +56,8 @@ RAISED = [
     "id + l0 = 7", "id = 3 OR c1 > 0", "abs(id) = 3", "CAST(id AS INTEGER) = 3",
     "id % 2 = 0", "e > id",
 ]
+NESTED = "SELECT c FROM (SELECT k AS j, e AS x, c1 AS c FROM (SELECT id AS k, id + 1 AS e, " \
+         "CAST(d0 AS BIGINT) AS c1 FROM t) AS a) AS b WHERE {f}"
 # DuckDB answers (it pushes them, after rewriting: id + 1 = 4 is id = 3), hfq cannot tell
 # and raises as unoptimized DuckDB does
 UNSURE = ["e = 4", "id + 1 = 4", "length(sym) = 2", "sym LIKE 'B%'",
@@ -91,6 +93,19 @@ def test_conjuncts_duckdb_keeps_above_raise(engines, form, f):
     assert _status(engines, form, f) == "agreed_error"
 
 
+@pytest.mark.parametrize("f", ["j > j + 1", "x > j", "j = 3 OR c = 1"])
+def test_nested_conjuncts_duckdb_keeps_above_raise(engines, f):
+    db, cons = engines
+    assert run_query(db, cons, NESTED.format(f=f), ordered=False).status == "agreed_error"
+
+
+def test_nested_pass_through_of_a_computed_item_raises_as_unoptimized_duckdb(engines):
+    # x is b's pass-through of a's computed e = id + 1: pushed below b's items, not a's
+    db, cons = engines
+    assert run_query(db, cons, NESTED.format(f="x > 2"), ordered=False).status == "plan_error"
+    assert run_query(db, cons, NESTED.format(f="j > 2"), ordered=False).status == "same"
+
+
 @pytest.mark.parametrize("f", UNSURE)
 def test_shapes_hfq_cannot_tell_raise_as_unoptimized_duckdb(engines, f):
     assert _status(engines, "cte", f) == "plan_error"
@@ -107,6 +122,13 @@ def test_shapes_hfq_cannot_tell_raise_as_unoptimized_duckdb(engines, f):
     "WITH s AS (SELECT id, sym, CAST(d0 AS BIGINT) AS c1 FROM t) SELECT c1 FROM s "
     "WHERE id > 1 ORDER BY c1 LIMIT 2",
     "SELECT c1 FROM (SELECT *, CAST(d0 AS BIGINT) AS c1 FROM t) WHERE id = 3",
+    # a join inside the derived query; derived queries nested (pushed through both)
+    "SELECT c1 FROM (SELECT a.id, CAST(a.d0 AS BIGINT) AS c1 FROM t AS a JOIN t AS b ON "
+    "a.id = b.id) AS s WHERE id = 3",
+    "SELECT c1 FROM (SELECT * FROM (SELECT id, CAST(d0 AS BIGINT) AS c1 FROM t) AS a) AS b "
+    "WHERE id = 3",
+    "SELECT c FROM (SELECT k AS j, c1 + 0 AS c FROM (SELECT id AS k, CAST(d0 AS BIGINT) AS c1 "
+    "FROM t) AS a) AS b WHERE j IN (3, 4)",
 ])
 def test_pushed_around_other_clauses(engines, sql):
     db, cons = engines

@@ -95,9 +95,11 @@ class Compiler:
         both = pushed[0].copy()
         for c in pushed[1:]:
             both = exp.And(this=both, expression=c.copy())
-        predicate = Plain(Scope(made.rows, inner), self).predicate(both, "WHERE")
+        # rows that are themselves a derived query's answer: pushed below its items too
+        below = self.push_below(Scope(made.rows, inner), both)
+        predicate = Plain(below, self).predicate(both, "WHERE")
         with at(where):
-            rows = made.rows.filter(predicate)
+            rows = below.query.filter(predicate)
         return Scope(made.project(rows), scope.qualifiers, scope.using)
 
     def source(self, node: exp.Expression) -> Scope:
