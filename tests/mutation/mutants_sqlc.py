@@ -703,4 +703,10 @@ MUTANTS: list[Mutant] = [
            "answers (F103)",
            ("tests/sql/test_pushdown.py::test_nested_pass_through_of_a_computed_item_raises_as_"
             "unoptimized_duckdb",)),
+    Mutant("sqlc-pushdown-full-join", AREA, SQL + "select.py",
+           "    return not join.args.get(\"method\") and side in (\"\", \"LEFT\") and \\",
+           "    return not join.args.get(\"method\") and side in (\"\", \"LEFT\", \"FULL\") and \\",
+           "an outer conjunct on the left side's columns pushed below a FULL join (into the "
+           "CTE before its items): DuckDB keeps it above and raises (F103)",
+           ("tests/sql/test_pushdown.py::test_joins_duckdb_keeps_above_raise",)),
 ]

@@ -135,6 +135,34 @@ def test_pushed_around_other_clauses(engines, sql):
     assert run_query(db, cons, sql, ordered=False).status == "same"
 
 
+CTE = "WITH s AS (SELECT id, sym, CAST(d0 AS BIGINT) AS c1 FROM t) "
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT c1 FROM s JOIN t AS u ON s.id = u.id WHERE s.id = 3",
+    "SELECT c1 FROM s LEFT JOIN t AS u ON s.id = u.id + 10 WHERE s.id = 3 AND u.id IS NULL",
+    "SELECT c1 FROM s CROSS JOIN t AS u WHERE s.id = 3",
+    "SELECT c1 FROM s, t AS u WHERE s.id = 3 AND u.id = 2",
+    "SELECT c1 FROM s SEMI JOIN t AS u ON s.id = u.id WHERE s.id = 3",
+    "SELECT c1 FROM s ANTI JOIN t AS u ON s.id = u.id + 10 WHERE s.id = 3",
+    "SELECT c1 FROM s JOIN t AS u USING (id) WHERE id = 3",
+    "SELECT c1 FROM s JOIN t AS u ON s.id = u.id JOIN t AS v ON v.id = u.id WHERE s.id = 3",
+])
+def test_pushed_into_the_left_side_of_joins_that_keep_its_rows(engines, sql):
+    db, cons = engines
+    assert run_query(db, cons, CTE + sql, ordered=False).status == "same"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT c1 FROM s FULL JOIN t AS u ON s.id = u.id WHERE s.id = 3",   # kept above
+    "SELECT c1 FROM s JOIN t AS u ON s.id = u.id WHERE s.id > s.id + 1",
+    "SELECT c1 FROM s JOIN t AS u ON s.id = u.id WHERE s.id = 3 OR u.id = 2",
+])
+def test_joins_duckdb_keeps_above_raise(engines, sql):
+    db, cons = engines
+    assert run_query(db, cons, CTE + sql, ordered=False).status == "agreed_error"
+
+
 @pytest.mark.parametrize("sql", [
     # a LIMIT in the derived query: DuckDB pushes nothing below it (raises); so does hfq
     "SELECT c1 FROM (SELECT id, CAST(d0 AS BIGINT) AS c1 FROM t LIMIT 10) AS s WHERE id = 3",

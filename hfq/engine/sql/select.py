@@ -65,9 +65,11 @@ class Compiler:
         else:
             scope = self.source(from_.this)
         joins = node.args.get("joins") or []
+        where = node.args.get("where")
+        if where is not None and joins and all(_keeps_left(j) for j in joins):
+            scope = self.push_below(scope, where.this)   # conjuncts on FROM's own columns
         for join in joins:
             scope = self.join(scope, join)
-        where = node.args.get("where")
         if where is not None:
             if has_agg(where.this):
                 raise error(where, "aggregates are not allowed in WHERE (use HAVING)")
@@ -383,6 +385,17 @@ def _percent(limit: exp.Limit, offset: exp.Offset | None, q: Query) -> Query:
         keep = keep & (row < off + rows)
     with at(limit):
         return q.filter(keep)
+
+
+def _keeps_left(join: exp.Join) -> bool:
+    """Does ``join`` keep its left side's rows apart from null-extended ones (an inner,
+    cross, left, semi or anti join), so that DuckDB pushes a WHERE conjunct on the left
+    side's columns below it (F103)?  A FULL join keeps it above (DuckDB raises); ASOF,
+    POSITIONAL, NATURAL and LATERAL joins: not verified, kept above."""
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    return not join.args.get("method") and side in ("", "LEFT") and \
+        kind in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI") and \
+        isinstance(join.this, (exp.Table, exp.Subquery))
 
 
 def _names_rowid(node: exp.Table) -> bool:
