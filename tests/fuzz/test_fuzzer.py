@@ -250,9 +250,9 @@ def test_duckdb_raising_on_rows_its_plan_drops_is_counted_apart(tmp_path):
            "BY c - id")
     assert run_query(db, cons, cte, ordered=False).status == "agreed_error"   # F93
     # DuckDB's plan pushes the outer filter below the CAST (it cannot throw) and answers;
-    # without its optimizer DuckDB raises.  hfq pushes it too (F103): the same answer
+    # without its optimizer DuckDB raises.  hfq pushes it too (F104): the same answer
     skipped = "WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c FROM t) SELECT c FROM s WHERE id = 2"
-    assert run_query(db, cons, skipped, ordered=False).status == "same"   # F103
+    assert run_query(db, cons, skipped, ordered=False).status == "same"   # F104
     # a filter DuckDB pushes after rewriting it (id + 1 = 3 is id = 2): hfq cannot tell,
     # evaluates the CTE's items on all its rows and raises as unoptimized DuckDB: apart
     rewritten = ("WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c FROM t) SELECT c FROM s "

@@ -679,34 +679,34 @@ MUTANTS: list[Mutant] = [
            "    return True",
            "every outer WHERE conjunct run before a CTE's items, also those DuckDB keeps above "
            "its projection (they can throw: id > id + 1): hfq answered where DuckDB raises "
-           "(F103)",
+           "(F104)",
            ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_keeps_above_raise",)),
     Mutant("sqlc-pushdown-none", AREA, SQL + "select.py",
            "            if not joins:",
            "            if False:",
            "no outer WHERE conjunct run before a CTE's items that can raise (F93 alone): hfq "
            "raised where DuckDB pushes `id = 3` into its scan and answers, and a `date =` "
-           "filter no longer pruned partitions (F103)",
+           "filter no longer pruned partitions (F104)",
            ("tests/sql/test_pushdown.py::test_partition_filter_on_a_pass_through_column_"
             "prunes_again",)),
     Mutant("sqlc-pushdown-computed-item", AREA, SQL + "select.py",
            "                if out.meta.undo_aliases().meta.is_column() and not aggregate:",
            "                if not aggregate:",
            "a computed item taken for a pass-through column: `e > id` (e = id + 1) pushed as "
-           "`id > id` below the CTE's CAST; DuckDB keeps it above and raises (F103)",
+           "`id > id` below the CTE's CAST; DuckDB keeps it above and raises (F104)",
            ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_keeps_above_raise",)),
     Mutant("sqlc-pushdown-one-level", AREA, SQL + "select.py",
            "        below = self.push_below(Scope(made.rows, inner), both)",
            "        below = Scope(made.rows, inner)",
            "an outer conjunct pushed below one derived query only, not below the items of the "
            "derived query it reads: hfq raised where DuckDB pushes `j > 2` through both and "
-           "answers (F103)",
+           "answers (F104)",
            ("tests/sql/test_pushdown.py::test_nested_pass_through_of_a_computed_item_raises_as_"
             "unoptimized_duckdb",)),
     Mutant("sqlc-pushdown-full-join", AREA, SQL + "select.py",
            "    return not join.args.get(\"method\") and side in (\"\", \"LEFT\") and \\",
            "    return not join.args.get(\"method\") and side in (\"\", \"LEFT\", \"FULL\") and \\",
            "an outer conjunct on the left side's columns pushed below a FULL join (into the "
-           "CTE before its items): DuckDB keeps it above and raises (F103)",
+           "CTE before its items): DuckDB keeps it above and raises (F104)",
            ("tests/sql/test_pushdown.py::test_joins_duckdb_keeps_above_raise",)),
 ]

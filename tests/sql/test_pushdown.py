@@ -1,4 +1,4 @@
-"""F103 (refining F93): the outer WHERE conjuncts DuckDB pushes below a CTE's / FROM
+"""F104 (refining F93): the outer WHERE conjuncts DuckDB pushes below a CTE's / FROM
 subquery's projection run before its items that can raise; the rest after every row's items
 (``hfq/engine/sql/pushdown.py``).  DuckDB 2.0.1 is the oracle, at test time, on the same
 rows: where it answers hfq answers the same, where it raises hfq raises -- and for the shapes

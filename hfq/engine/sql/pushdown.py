@@ -1,5 +1,5 @@
 """The outer ``WHERE`` conjuncts DuckDB pushes below a CTE's / FROM subquery's projection
-(F103, refining F93).
+(F104, refining F93).
 
 A CTE's or FROM subquery's row-wise items that can raise are evaluated on all its rows
 (F93: :func:`~hfq.engine.exprs.every_row`), as DuckDB's plan keeps the outer filter above the

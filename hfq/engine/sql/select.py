@@ -83,7 +83,7 @@ class Compiler:
 
     def push_below(self, scope: Scope, where: exp.Expression) -> Scope:
         """``scope`` with the conjuncts of ``where`` DuckDB pushes below its derived query's
-        projection applied to that query's rows first (F103: partitions pruned again, the
+        projection applied to that query's rows first (F104: partitions pruned again, the
         items' errors raised only on the rows kept); the whole ``where`` still follows."""
         made = pushdown.registered(scope.query)
         if made is None:
@@ -213,7 +213,7 @@ class Compiler:
         plain = self.derived and rowwise and not aggregate and not hidden and qualify is None \
             and node.args.get("distinct") is None and not sort_keys and \
             node.args.get("limit") is None and node.args.get("offset") is None
-        if plain and len(set(names)) == len(names):   # a filter pushed below its items: F103
+        if plain and len(set(names)) == len(names):   # a filter pushed below its items: F104
             pushdown.register(q, pushdown.Pushdown(rows, projected, through))
         if qualify is not None:
             hidden = [h for h in hidden if h.meta.output_name() != "__qualify"]
@@ -390,7 +390,7 @@ def _percent(limit: exp.Limit, offset: exp.Offset | None, q: Query) -> Query:
 def _keeps_left(join: exp.Join) -> bool:
     """Does ``join`` keep its left side's rows apart from null-extended ones (an inner,
     cross, left, semi or anti join), so that DuckDB pushes a WHERE conjunct on the left
-    side's columns below it (F103)?  A FULL join keeps it above (DuckDB raises); ASOF,
+    side's columns below it (F104)?  A FULL join keeps it above (DuckDB raises); ASOF,
     POSITIONAL, NATURAL and LATERAL joins: not verified, kept above."""
     side, kind = (join.side or "").upper(), (join.kind or "").upper()
     return not join.args.get("method") and side in ("", "LEFT") and \
