@@ -709,4 +709,10 @@ MUTANTS: list[Mutant] = [
            "an outer conjunct on the left side's columns pushed below a FULL join (into the "
            "CTE before its items): DuckDB keeps it above and raises (F104)",
            ("tests/sql/test_pushdown.py::test_joins_duckdb_keeps_above_raise",)),
+    Mutant("sqlc-pushdown-no-constant", AREA, SQL + "pushdown.py",
+           "    if constant(node):\n        return True\n",
+           "",
+           "a constant false conjunct kept above a CTE's items: DuckDB folds it, computes no "
+           "item and answers; hfq raised (fuzz seed 47) (F104)",
+           ("tests/sql/test_pushdown.py::test_constant_conjuncts_duckdb_folds_answer",)),
 ]

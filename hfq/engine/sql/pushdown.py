@@ -31,7 +31,7 @@ from sqlglot import exp
 from hfq.engine.query import Query
 from hfq.engine.sql.scope import Scope
 
-__all__ = ["Pushdown", "conjuncts", "pushable", "register", "registered"]
+__all__ = ["Pushdown", "conjuncts", "constant", "pushable", "register", "registered"]
 
 
 @dataclass
@@ -75,7 +75,11 @@ _NUMERIC = "numeric"
 def pushable(node: exp.Expression, scope: Scope, pushdown: Pushdown) -> bool:
     """Does DuckDB push the conjunct ``node`` of a WHERE over ``scope`` (a derived query
     made as ``pushdown`` says) below the derived query's projection?  True only for shapes
-    verified against DuckDB 2.0.1 (module docstring); False when unsure."""
+    verified against DuckDB 2.0.1 (module docstring); False when unsure.  A constant
+    conjunct (:func:`constant`) is pushed only when it cannot raise (the caller checks: DuckDB
+    folds it, then drops the rows or the filter)."""
+    if constant(node):
+        return True
     def family(e: exp.Expression) -> str | None:
         """The column's or constant's type family (None: not a leaf hfq can tell)."""
         while isinstance(e, exp.Paren):
@@ -160,6 +164,18 @@ def pushable(node: exp.Expression, scope: Scope, pushdown: Pushdown) -> bool:
         return False
 
     return ok(node)
+
+
+def constant(node: exp.Expression) -> bool:
+    """Is ``node`` a constant DuckDB folds (no column, subquery, parameter, or random
+    function)?"""
+    if any(isinstance(n, (exp.Column, exp.Subquery, exp.Select, exp.Exists, exp.Placeholder,
+                          exp.Parameter, exp.Star, exp.Rand, exp.Window))
+           for n in node.walk()):
+        return False
+    names = {n.name.lower() for n in node.find_all(exp.Anonymous)} | \
+        {n.sql_name().lower() for n in node.find_all(exp.Func)}
+    return not any("rand" in n or "uuid" in n or "nextval" in n for n in names)
 
 
 _COLUMNS = (_NUMERIC, "text", "date", "timestamp", "boolean")

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from hfq.engine.exprs import every_row, is_rowwise, to_tree
+from hfq.engine.exprs import every_row, is_rowwise, may_raise, to_tree
 from hfq.engine.query import FrameSource, Query
 from hfq.engine.rowid import ROWID
 from hfq.engine.sql import pushdown, subqueries
@@ -89,11 +89,14 @@ class Compiler:
         if made is None:
             return scope
         pushed = [c for c in pushdown.conjuncts(where) if pushdown.pushable(c, scope, made)]
-        if not pushed:
-            return scope
         inner = {q: {n: made.through[c] for n, c in cols.items() if c in made.through}
                  for q, cols in (scope.qualifiers or {"": {c: c for c in scope.columns()}})
                  .items()}
+        # a constant conjunct that can raise: DuckDB cannot fold it, keeps it above
+        pushed = [c for c in pushed if not pushdown.constant(c) or not may_raise(
+            Plain(Scope(made.rows, inner), self).predicate(c, "WHERE"))]
+        if not pushed:
+            return scope
         both = pushed[0].copy()
         for c in pushed[1:]:
             both = exp.And(this=both, expression=c.copy())
