@@ -715,4 +715,10 @@ MUTANTS: list[Mutant] = [
            "a constant false conjunct kept above a CTE's items: DuckDB folds it, computes no "
            "item and answers; hfq raised (fuzz seed 47) (F104)",
            ("tests/sql/test_pushdown.py::test_constant_conjuncts_duckdb_folds_answer",)),
+    Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
+           "        if isinstance(e, (exp.Like, exp.ILike)):",
+           "        if False:",
+           "`sym LIKE 'B%'` kept above a CTE's items: DuckDB pushes it (LIKE without ESCAPE "
+           "cannot throw) and answers; hfq raised (F104)",
+           ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_pushes_answer",)),
 ]

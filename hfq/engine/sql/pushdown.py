@@ -10,7 +10,8 @@ raise (``WITH s AS (SELECT id, CAST(d0 AS BIGINT) AS c FROM t) SELECT c FROM s W
 answers with a -inf d0 on id 1; ``... WHERE id > id + 1`` raises: ``id + 1`` can overflow).
 
 hfq pushes the conjuncts it can tell DuckDB pushes -- comparisons, ``IS [NOT] NULL``,
-``IN (...)`` of constants, ``BETWEEN``, ``IS [NOT] DISTINCT FROM``, ``NOT``/``AND``/``OR``
+``IN (...)`` of constants, ``BETWEEN``, ``IS [NOT] DISTINCT FROM``, ``[NOT] [I]LIKE`` a
+string, ``NOT``/``AND``/``OR``
 of them, over columns the derived query passes through unchanged, against constants or each
 other, where no side needs a cast that can fail -- below the projection (a ``date =`` /
 ``symbol =`` filter then prunes partitions again), and the rest after every row's items.  A
@@ -159,6 +160,9 @@ def pushable(node: exp.Expression, scope: Scope, pushdown: Pushdown) -> bool:
             col = family(e.this)
             return col in _COLUMNS and comparable(col, family(e.args["low"])) and \
                 comparable(col, family(e.args["high"]))
+        if isinstance(e, (exp.Like, exp.ILike)):   # [NOT] [I]LIKE '...' (no ESCAPE: can throw)
+            return e.args.get("escape") is None and family(e.this) == "text" and \
+                family(e.expression) == "string"
         if isinstance(e, exp.Boolean):
             return True
         return False
