@@ -588,8 +588,9 @@ MUTANTS: list[Mutant] = [
            "truncated): median(0.5 * l0) of -1.0, -1.5 was -1.2, DuckDB -1.3 (F92)",
            ("tests/sql/test_findings.py::test_finding[F92]",)),
     Mutant("sqlc-cte-items-on-kept-rows", AREA, SQL + "select.py",
-           "            if self.derived and is_rowwise(to_tree(out)):",
-           "            if False:",
+           "                if self.derived:   # every row's errors, whatever filter the outer "
+           "query adds",
+           "                if False:",
            "a CTE's items evaluated only on the rows the outer WHERE keeps (polars pushed the "
            "filter below them): DuckDB fails on a row of the CTE that does not convert (F93)",
            ("tests/sql/test_findings.py::test_finding[F93]",
@@ -686,4 +687,51 @@ MUTANTS: list[Mutant] = [
            "F102's refusal without its tie condition: an ill-conditioned frame of distinct "
            "keys (DuckDB's order: the keys') refused (F102b)",
            ("tests/sql/test_findings.py::test_finding[F102b]",)),
+    Mutant("sqlc-pushdown-any-conjunct", AREA, SQL + "pushdown.py",
+           "    return ok(node)",
+           "    return True",
+           "every outer WHERE conjunct run before a CTE's items, also those DuckDB keeps above "
+           "its projection (they can throw: id > id + 1): hfq answered where DuckDB raises "
+           "(F104)",
+           ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_keeps_above_raise",)),
+    Mutant("sqlc-pushdown-none", AREA, SQL + "select.py",
+           "            if not joins:",
+           "            if False:",
+           "no outer WHERE conjunct run before a CTE's items that can raise (F93 alone): hfq "
+           "raised where DuckDB pushes `id = 3` into its scan and answers, and a `date =` "
+           "filter no longer pruned partitions (F104)",
+           ("tests/sql/test_pushdown.py::test_partition_filter_on_a_pass_through_column_"
+            "prunes_again",)),
+    Mutant("sqlc-pushdown-computed-item", AREA, SQL + "select.py",
+           "                if out.meta.undo_aliases().meta.is_column() and not aggregate:",
+           "                if not aggregate:",
+           "a computed item taken for a pass-through column: `e > id` (e = id + 1) pushed as "
+           "`id > id` below the CTE's CAST; DuckDB keeps it above and raises (F104)",
+           ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_keeps_above_raise",)),
+    Mutant("sqlc-pushdown-one-level", AREA, SQL + "select.py",
+           "        below = self.push_below(Scope(made.rows, inner), both)",
+           "        below = Scope(made.rows, inner)",
+           "an outer conjunct pushed below one derived query only, not below the items of the "
+           "derived query it reads: hfq raised where DuckDB pushes `j > 2` through both and "
+           "answers (F104)",
+           ("tests/sql/test_pushdown.py::test_nested_pass_through_of_a_computed_item_raises_as_"
+            "unoptimized_duckdb",)),
+    Mutant("sqlc-pushdown-full-join", AREA, SQL + "select.py",
+           "    return not join.args.get(\"method\") and side in (\"\", \"LEFT\") and \\",
+           "    return not join.args.get(\"method\") and side in (\"\", \"LEFT\", \"FULL\") and \\",
+           "an outer conjunct on the left side's columns pushed below a FULL join (into the "
+           "CTE before its items): DuckDB keeps it above and raises (F104)",
+           ("tests/sql/test_pushdown.py::test_joins_duckdb_keeps_above_raise",)),
+    Mutant("sqlc-pushdown-no-constant", AREA, SQL + "pushdown.py",
+           "    if constant(node):\n        return True\n",
+           "",
+           "a constant false conjunct kept above a CTE's items: DuckDB folds it, computes no "
+           "item and answers; hfq raised (fuzz seed 47) (F104)",
+           ("tests/sql/test_pushdown.py::test_constant_conjuncts_duckdb_folds_answer",)),
+    Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
+           "        if isinstance(e, (exp.Like, exp.ILike)):",
+           "        if False:",
+           "`sym LIKE 'B%'` kept above a CTE's items: DuckDB pushes it (LIKE without ESCAPE "
+           "cannot throw) and answers; hfq raised (F104)",
+           ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_pushes_answer",)),
 ]

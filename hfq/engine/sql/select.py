@@ -10,10 +10,10 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from hfq.engine.exprs import every_row, is_rowwise, to_tree
+from hfq.engine.exprs import every_row, is_rowwise, may_raise, to_tree
 from hfq.engine.query import FrameSource, Query
 from hfq.engine.rowid import ROWID
-from hfq.engine.sql import subqueries
+from hfq.engine.sql import pushdown, subqueries
 from hfq.engine.sql.aggregates import Agg
 from hfq.engine.sql.errors import at, error, unsupported
 from hfq.engine.sql.expressions import Plain
@@ -64,17 +64,48 @@ class Compiler:
             scope = Scope(Query(FrameSource(pl.DataFrame({"__one": [0]}))), {})
         else:
             scope = self.source(from_.this)
-        for join in node.args.get("joins") or []:
-            scope = self.join(scope, join)
+        joins = node.args.get("joins") or []
         where = node.args.get("where")
+        if where is not None and joins and all(_keeps_left(j) for j in joins):
+            scope = self.push_below(scope, where.this)   # conjuncts on FROM's own columns
+        for join in joins:
+            scope = self.join(scope, join)
         if where is not None:
             if has_agg(where.this):
                 raise error(where, "aggregates are not allowed in WHERE (use HAVING)")
+            if not joins:
+                scope = self.push_below(scope, where.this)
             c = Plain(scope, self)
             predicate = c.predicate(where.this, "WHERE")
             with at(where):
                 scope.query = scope.query.filter(predicate)
         return self.project(node, scope)
+
+    def push_below(self, scope: Scope, where: exp.Expression) -> Scope:
+        """``scope`` with the conjuncts of ``where`` DuckDB pushes below its derived query's
+        projection applied to that query's rows first (F104: partitions pruned again, the
+        items' errors raised only on the rows kept); the whole ``where`` still follows."""
+        made = pushdown.registered(scope.query)
+        if made is None:
+            return scope
+        pushed = [c for c in pushdown.conjuncts(where) if pushdown.pushable(c, scope, made)]
+        inner = {q: {n: made.through[c] for n, c in cols.items() if c in made.through}
+                 for q, cols in (scope.qualifiers or {"": {c: c for c in scope.columns()}})
+                 .items()}
+        # a constant conjunct that can raise: DuckDB cannot fold it, keeps it above
+        pushed = [c for c in pushed if not pushdown.constant(c) or not may_raise(
+            Plain(Scope(made.rows, inner), self).predicate(c, "WHERE"))]
+        if not pushed:
+            return scope
+        both = pushed[0].copy()
+        for c in pushed[1:]:
+            both = exp.And(this=both, expression=c.copy())
+        # rows that are themselves a derived query's answer: pushed below its items too
+        below = self.push_below(Scope(made.rows, inner), both)
+        predicate = Plain(below, self).predicate(both, "WHERE")
+        with at(where):
+            rows = below.query.filter(predicate)
+        return Scope(made.project(rows), scope.qualifiers, scope.using)
 
     def source(self, node: exp.Expression) -> Scope:
         if isinstance(node, exp.Table):
@@ -137,11 +168,18 @@ class Compiler:
             post = Post(scope, {}, {}, self)
         # windows are computed before the projection (they see every row)
         outputs: list[pl.Expr] = []
+        through: dict[str, str] = {}   # items passing a column through unchanged
+        rowwise = True
         for name, (_, e) in zip(names, items):
             out = post.expr(e)
-            if self.derived and is_rowwise(to_tree(out)):   # every row's errors, whatever
-                out = every_row(out, out)   # filter the outer query adds (a window: polars
-                #                             pushes no filter below it anyway)
+            if is_rowwise(to_tree(out)):
+                if out.meta.undo_aliases().meta.is_column() and not aggregate:
+                    through[name] = out.meta.undo_aliases().meta.output_name()
+                if self.derived:   # every row's errors, whatever filter the outer query adds
+                    out = every_row(out, out)   # (a window: polars pushes no filter below
+                    #                             it anyway); those DuckDB pushes: push_below
+            else:
+                rowwise = False
             outputs.append(out.alias(name))
         if having is not None:
             predicate = post.predicate(having.this, "HAVING")
@@ -166,13 +204,20 @@ class Compiler:
                 nulls_first = o.args.get("nulls_first")
                 sort_keys.append((key, desc, not nulls_first if nulls_first is not None
                                   else True))
-        with at(node):
-            if any(not e.meta.root_names() for e in outputs):
-                # a constant item is one per row (or group): added to the rows, then chosen
-                q = q.with_columns(*outputs, *hidden).select(
-                    *names, *(h.meta.output_name() for h in hidden))
-            else:
-                q = q.select(*outputs, *hidden)
+        def projected(rows: Query) -> Query:
+            with at(node):
+                if any(not e.meta.root_names() for e in outputs):
+                    # a constant item is one per row (or group): added to the rows, chosen
+                    return rows.with_columns(*outputs, *hidden).select(
+                        *names, *(h.meta.output_name() for h in hidden))
+                return rows.select(*outputs, *hidden)
+        rows = q
+        q = projected(rows)
+        plain = self.derived and rowwise and not aggregate and not hidden and qualify is None \
+            and node.args.get("distinct") is None and not sort_keys and \
+            node.args.get("limit") is None and node.args.get("offset") is None
+        if plain and len(set(names)) == len(names):   # a filter pushed below its items: F104
+            pushdown.register(q, pushdown.Pushdown(rows, projected, through))
         if qualify is not None:
             hidden = [h for h in hidden if h.meta.output_name() != "__qualify"]
             with at(qualify):
@@ -343,6 +388,17 @@ def _percent(limit: exp.Limit, offset: exp.Offset | None, q: Query) -> Query:
         keep = keep & (row < off + rows)
     with at(limit):
         return q.filter(keep)
+
+
+def _keeps_left(join: exp.Join) -> bool:
+    """Does ``join`` keep its left side's rows apart from null-extended ones (an inner,
+    cross, left, semi or anti join), so that DuckDB pushes a WHERE conjunct on the left
+    side's columns below it (F104)?  A FULL join keeps it above (DuckDB raises); ASOF,
+    POSITIONAL, NATURAL and LATERAL joins: not verified, kept above."""
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    return not join.args.get("method") and side in ("", "LEFT") and \
+        kind in ("", "INNER", "OUTER", "CROSS", "SEMI", "ANTI") and \
+        isinstance(join.this, (exp.Table, exp.Subquery))
 
 
 def _names_rowid(node: exp.Table) -> bool:
