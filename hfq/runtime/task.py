@@ -21,12 +21,14 @@ from hfq.catalog.records import Fragment
 from hfq.errors import CorruptPartitionError
 from hfq.runtime.services import node_services
 from hfq.storage.cache import PartitionCache
+from hfq.storage.owned import arrow_bytes, arrow_owned
 from hfq.storage.store import Store
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "arrow_owned", "dead_actor_errors",
+__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "arrow_bytes", "arrow_owned",
+           "dead_actor_errors",
            "dumps_task", "frame_reducer", "ship", "unship"]
 
 T = TypeVar("T")
@@ -101,28 +103,6 @@ def unship(value: Any) -> Any:
     if isinstance(value, _Frame):
         return pl.from_arrow(arrow_owned(value.table))
     return value
-
-
-def arrow_owned(table: pa.Table) -> pa.Table:
-    """``table`` copied once into one buffer Arrow allocated (an IPC stream read in place).
-
-    What Ray (or pickle) deserializes is Python-owned: each Arrow buffer is a ``PyBuffer``
-    over the object store's or a ``bytes``' memory, and freeing it takes the GIL.  A polars
-    frame over it hangs the process as soon as a polars call that waits on its thread pool
-    with the GIL held (``DataFrame.serialize``, i.e. pickling a frame whose columns' chunks
-    differ: it aligns them *in place*) has a pool thread drop the last reference: the pool
-    thread waits for the GIL, the GIL's holder for the pool (the 2-node fuzz hang, seed 43).
-    Memory Arrow allocated is freed without the GIL.  Costs one memcpy (~20 ms of CPU for
-    130 MB) and releases the object store's copy as soon as the caller drops ``table``."""
-    options = pa.ipc.IpcWriteOptions(use_threads=False)
-    size = pa.MockOutputStream()
-    with pa.ipc.new_stream(size, table.schema, options=options) as writer:
-        writer.write_table(table)
-    buffer = pa.allocate_buffer(size.size())
-    with pa.ipc.new_stream(pa.FixedSizeBufferWriter(buffer), table.schema,
-                           options=options) as writer:
-        writer.write_table(table)
-    return pa.ipc.open_stream(buffer).read_all()
 
 
 def _frame_from_arrow(table: pa.Table) -> pl.DataFrame:

@@ -183,3 +183,24 @@ def test_arrow_owned_is_one_buffer_not_the_input_memory():
     assert address != table.column("x").chunks[0].buffers()[1].address
     data[:8] = (77).to_bytes(8, "little")   # the input changes; the copy does not
     assert owned.column("x")[0].as_py() == 0 and pickle.loads(pickle.dumps(owned)).equals(owned)
+
+
+def test_arrow_bytes_copies_into_arrow_memory():
+    from hfq.storage.owned import arrow_bytes
+    data = np.frombuffer(bytearray(b"abcdefgh" * 3), dtype=np.uint8)
+    buffer = arrow_bytes(data)
+    assert isinstance(buffer, pa.Buffer) and buffer.to_pybytes() == b"abcdefgh" * 3
+    assert buffer.address != data.ctypes.data
+    assert arrow_bytes(np.zeros(0, dtype=np.uint8)).size == 0
+
+
+def test_a_table_from_a_server_is_kept_over_arrow_memory():
+    from hfq.runtime.executor import _owned
+    data = bytearray(np.arange(4, dtype=np.int64).tobytes())
+    table = pa.table({"x": pa.Array.from_buffers(pa.int64(), 4, [None, pa.py_buffer(data)])})
+    kept = _owned(table)
+    assert kept.equals(table)
+    assert kept.column("x").chunks[0].buffers()[1].address != \
+        table.column("x").chunks[0].buffers()[1].address
+    frame = _Frame(table)
+    assert _owned(frame) is frame and _owned(None) is None   # frames: unship's work
