@@ -40,6 +40,12 @@ MUTANTS: list[Mutant] = [
            "Python-owned memory with misaligned chunks hangs the driver in put_task",
            ("tests/runtime/test_arrow_owned.py::test_a_task_holding_a_frame_over_python_owned_"
             "memory_pickles_without_hanging",)),
+    Mutant("executor-keeps-object-store-tables", "liveness", "hfq/runtime/executor.py",
+           "                    value = _owned(value)\n", "",
+           "a table a server sent kept over the object store's PyBuffers: a result frame over "
+           "them hangs the user's pickle (and keeps the object store's copy pinned)",
+           ("tests/query/test_cluster_queries.py::test_rows_a_server_sends_are_kept_over_"
+            "memory_arrow_owns",)),
     # -- liveness --
     Mutant("liveness-ping-skipped", "liveness", "hfq/runtime/nodes.py",
            "silent = self.runtime.ping(timeout, skip=[self.local] if self.local else [])",
