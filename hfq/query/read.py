@@ -32,6 +32,7 @@ from hfq.query.plan import Filters, Unit
 from hfq.schema import Schema
 from hfq.storage.cache import PartitionCache, read_fragment_cached
 from hfq.storage.fragment import Blobs, load_file, read_fragment, read_fragment_pieces
+from hfq.storage.owned import arrow_bytes
 from hfq.storage.sort import sort_rows
 from hfq.storage.store import Store
 
@@ -408,7 +409,9 @@ def decoded(spec: ReadSpec, unit: Unit, value: pa.Table | EncodedFiles,
     :class:`~hfq.errors.CorruptPartitionError` naming ``node``), rows as they are."""
     if not isinstance(value, EncodedFiles):
         return value
-    data = {file: pa.py_buffer(array) for file, array in value.files.items()}
+    # the object store's bytes copied into Arrow's memory (uncompressed buffers decode
+    # zero-copy: a polars frame over Python-owned memory can hang a pickling; see arrow_owned)
+    data = {file: arrow_bytes(array) for file, array in value.files.items()}
     return read_unit(None, spec, unit, node, data=data)
 
 
@@ -429,7 +432,7 @@ def decoded_pieces(spec: ReadSpec, unit: Unit, value: pa.Table | EncodedFiles,
     offset = 0
     for piece in read_fragment_pieces(None, record, spec.schema.arrow, pieces,
                                       columns=list(spec.columns), node=node, encoded=True,
-                                      data=pa.py_buffer(value.files[record.file])):
+                                      data=arrow_bytes(value.files[record.file])):
         yield offset, piece
         offset += piece.num_rows
 

@@ -24,7 +24,7 @@ from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
 from hfq.errors import CorruptPartitionError, HfqError, PartitionUnavailableError
-from hfq.runtime.task import BadCopy, WorkUnit, dead_actor_errors
+from hfq.runtime.task import BadCopy, WorkUnit, arrow_owned, dead_actor_errors
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
@@ -130,6 +130,7 @@ def execute(nodes: Nodes, units: Sequence[WorkUnit],
                     if isinstance(value, BadCopy):
                         bad_copy(i, name, value.error)
                         continue
+                    value = _owned(value)
                     if finish is not None:
                         assert pool is not None   # made whenever finish is given
                         futures[pool.submit(finish, units[i], value, name)] = (i, name)
@@ -308,3 +309,12 @@ def _bar(progress: bool, total: int, label: str) -> Any:
         return None
     from tqdm import tqdm
     return tqdm(total=total, unit="partition", desc=label, file=sys.stderr, leave=False)
+
+
+def _owned(value: Any) -> Any:
+    """A server's value as this process keeps it: an Arrow table Ray deserialized is over
+    Python-owned memory (the object store's, freed under the GIL), copied once into memory
+    Arrow owns (:func:`~hfq.runtime.task.arrow_owned`: a polars frame over it could hang a
+    pickling); anything else as it came (frames: :func:`~hfq.runtime.task.unship`)."""
+    import pyarrow as pa
+    return arrow_owned(value) if isinstance(value, pa.Table) else value

@@ -39,7 +39,7 @@ from hfq.errors import (
 )
 from hfq.runtime.executor import execute
 from hfq.runtime.placement import place, replica_count
-from hfq.runtime.task import NodeContext, StoreCall, WorkUnit, dead_actor_errors, unship
+from hfq.runtime.task import NodeContext, StoreCall, WorkUnit, dead_actor_errors, dumps_task, unship
 from hfq.storage.fragment import check_bytes, load_file, put_file, read_fragment, verify_file
 from hfq.storage.store import Store
 
@@ -379,8 +379,7 @@ class Nodes:
             def put_task() -> None:
                 if not job:   # the task is put once; each server fetches and unpickles it once
                     import ray
-                    from ray import cloudpickle
-                    data = cloudpickle.dumps(task)
+                    data = dumps_task(task)   # its frames as Arrow, not DataFrame.serialize
                     # in a list: Ray passes the reference, not the value
                     job.extend([hashlib.blake2b(data, digest_size=16).hexdigest(),
                                 [ray.put(data)]])

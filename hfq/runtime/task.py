@@ -9,9 +9,10 @@ can run it).  A *call* is ``fn(node, *args)`` on one node (maintenance: verify, 
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import polars as pl
 import pyarrow as pa
@@ -20,13 +21,15 @@ from hfq.catalog.records import Fragment
 from hfq.errors import CorruptPartitionError
 from hfq.runtime.services import node_services
 from hfq.storage.cache import PartitionCache
+from hfq.storage.owned import arrow_bytes, arrow_owned
 from hfq.storage.store import Store
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "dead_actor_errors", "ship",
-           "unship"]
+__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "arrow_bytes", "arrow_owned",
+           "dead_actor_errors",
+           "dumps_task", "frame_reducer", "ship", "unship"]
 
 T = TypeVar("T")
 
@@ -98,8 +101,47 @@ def ship(value: Any) -> Any:
 
 def unship(value: Any) -> Any:
     if isinstance(value, _Frame):
-        return pl.from_arrow(value.table)
+        return pl.from_arrow(arrow_owned(value.table))
     return value
+
+
+def _frame_from_arrow(table: pa.Table) -> pl.DataFrame:
+    return cast(pl.DataFrame, pl.from_arrow(arrow_owned(table)))
+
+
+def _frame_from_polars(data: bytes) -> pl.DataFrame:
+    return pl.DataFrame.deserialize(io.BytesIO(data))
+
+
+def frame_reducer(frame: pl.DataFrame) -> tuple[Any, tuple[Any]]:
+    """How a task pickles a polars frame it holds (a pickler's ``dispatch_table`` entry): as
+    Arrow, ~70x faster than ``DataFrame.serialize`` and rebuilt over memory Arrow owns (see
+    :func:`arrow_owned`).  Never through ``serialize`` on the frame itself: with columns
+    chunked differently it realigns them in place on polars' pool, GIL held, and a pool thread
+    freeing Python-owned memory waits for the GIL forever.  Dtypes Arrow lacks (Int128,
+    UInt128, Object) go through ``serialize`` of a rechunked copy (aligned: nothing to free)."""
+    if not any("Object" in str(dtype) for dtype in frame.dtypes):   # (as Arrow: pointers)
+        try:
+            return _frame_from_arrow, (frame.to_arrow(),)
+        except (pa.ArrowException, pl.exceptions.PolarsError):   # a dtype without Arrow form
+            pass
+    return _frame_from_polars, (frame.rechunk().serialize(),)
+
+
+def dumps_task(task: Any) -> bytes:
+    """``task`` pickled by Ray's cloudpickle, the polars frames it holds as Arrow
+    (:func:`frame_reducer`), never through ``DataFrame.serialize``."""
+    from collections import ChainMap
+
+    from ray import cloudpickle
+
+    class TaskPickler(cloudpickle.CloudPickler):
+        dispatch_table = ChainMap({pl.DataFrame: frame_reducer},
+                                  cloudpickle.CloudPickler.dispatch_table)
+
+    out = io.BytesIO()
+    TaskPickler(out, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(task)
+    return out.getvalue()
 
 
 def dead_actor_errors() -> tuple[type[BaseException], ...]:

@@ -24,6 +24,28 @@ MUTANTS: list[Mutant] = [
            "pool thread that needs the GIL to free Arrow memory wait for each other forever",
            ("tests/query/test_cluster_queries.py::test_a_task_is_pickled_before_any_unit_runs_"
             "here",)),
+    # -- frames out of Ray over memory Arrow owns; a task's frames pickled as Arrow --
+    Mutant("task-unship-python-owned", "liveness", "hfq/runtime/task.py",
+           "        return pl.from_arrow(arrow_owned(value.table))\n",
+           "        return pl.from_arrow(value.table)\n",
+           "a result frame over the PyBuffers Ray deserialized: pickling it with its columns "
+           "chunked differently realigns them in place on polars' pool, GIL held, and a pool "
+           "thread freeing a PyBuffer waits for the GIL forever (the 2-node fuzz hang, seed 43)",
+           ("tests/runtime/test_arrow_owned.py::test_a_frame_unshipped_from_ray_pickles_"
+            "without_hanging",)),
+    Mutant("task-frames-pickled-by-serialize", "liveness", "hfq/runtime/task.py",
+           "        dispatch_table = ChainMap({pl.DataFrame: frame_reducer},\n",
+           "        dispatch_table = ChainMap({},\n",
+           "a task's frames pickled by DataFrame.serialize (plain cloudpickle): a frame over "
+           "Python-owned memory with misaligned chunks hangs the driver in put_task",
+           ("tests/runtime/test_arrow_owned.py::test_a_task_holding_a_frame_over_python_owned_"
+            "memory_pickles_without_hanging",)),
+    Mutant("executor-keeps-object-store-tables", "liveness", "hfq/runtime/executor.py",
+           "                    value = _owned(value)\n", "",
+           "a table a server sent kept over the object store's PyBuffers: a result frame over "
+           "them hangs the user's pickle (and keeps the object store's copy pinned)",
+           ("tests/query/test_cluster_queries.py::test_rows_a_server_sends_are_kept_over_"
+            "memory_arrow_owns",)),
     # -- liveness --
     Mutant("liveness-ping-skipped", "liveness", "hfq/runtime/nodes.py",
            "silent = self.runtime.ping(timeout, skip=[self.local] if self.local else [])",

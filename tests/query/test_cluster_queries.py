@@ -138,3 +138,22 @@ def test_a_task_is_pickled_before_any_unit_runs_here(db):
                                              here=True, threads=2, local_task=here)
     assert len(results) == len(units) and not any(results)
     assert task.local_first == [False]
+
+
+def test_rows_a_server_sends_are_kept_over_memory_arrow_owns(db):
+    """Tables Ray deserializes are over the object store's memory (PyBuffers, freed under the
+    GIL: a polars frame over them can hang a pickling, see tests/runtime/test_arrow_owned.py).
+    The driver keeps a copy in Arrow's own pool: its allocated bytes grow by the rows read."""
+    import polars as pl
+    import pyarrow as pa
+
+    from hfq.query.read import ships_encoded
+    quotes = db["quotes"]
+    scan = quotes.session.plan_read(quotes.snapshot(), where=pl.col("bid") > 0)   # decoded rows
+    assert not any(ships_encoded(scan.spec, u) for u in scan.plan.units)
+    before = pa.total_allocated_bytes()
+    from hfq.engine.read import PlainRead
+    tables = [t for t in PlainRead(quotes.session, scan).iter_arrow() if t.num_rows]
+    sent = sum(t.nbytes for t in tables)
+    assert sent > 0
+    assert pa.total_allocated_bytes() - before >= sent
