@@ -90,6 +90,13 @@ MUTANTS: list[Mutant] = [
            "after a batch misses the batch's rows (or reads rows out of step with the mask)",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once")),
+    Mutant("live-batch-slice-offset-lost", "live", "hfq/live/rows.py",
+           "            out.append((part, rows.slice(offset, n), 1, (batch, offset)))\n",
+           "            out.append((part, rows.slice(offset, n), 1, (batch, 0)))\n",
+           "a slice's run reads its batch's converted column from the batch's first row: "
+           "a partition's query reads another partition's rows of the batch",
+           (f"{ROWS}::test_a_batch_read_after_it_arrives_is_converted_once_for_all_its_"
+            "slices",)),
     Mutant("live-conform-skipped-always", "live", "hfq/schema.py",
            "        if table.schema.equals(exact, check_metadata=True):",
            "        if True:",
