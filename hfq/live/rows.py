@@ -97,11 +97,18 @@ class _Run:
     frames: dict[str, pl.Series] = field(default_factory=dict)
     """The run's columns a query read, as polars (each row converted once: a joined run
     gets its parts' series)."""
+    source: tuple[_Batch, int] | None = None
+    """A run of one slice of a published batch: the batch and the slice's first row (a
+    read converts the batch's column once for all its slices, :class:`_Batch`)."""
 
     def series(self, name: str) -> pl.Series:
         got = self.frames.get(name)
         if got is None:
-            got = _series(name, self.table.column(name))
+            if self.source is not None:
+                batch, offset = self.source
+                got = batch.series(name).slice(offset, self.rows)
+            else:
+                got = _series(name, self.table.column(name))
             self.frames[name] = got = got.rechunk() if got.n_chunks() > 1 else got
         return got
 
@@ -118,14 +125,33 @@ class _Run:
         return self.stats
 
 
+class _Batch:
+    """One published batch's rows, whose columns a read converts to polars once for all the
+    batch's slices (a batch of 100 rows has slices in 16 partitions: one conversion of a
+    column, not 16, each of which costs about as much whatever its rows)."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.frames: dict[str, pl.Series] = {}
+
+    def series(self, name: str) -> pl.Series:
+        got = self.frames.get(name)
+        if got is None:   # two readers at once convert twice: the same rows
+            got = _series(name, self.table.column(name))
+            self.frames[name] = got
+        return got
+
+
 def _joined(a: _Run, b: _Run) -> _Run:
     """Two neighbouring runs as one (their Arrow chunks made one only past
     :data:`_CHUNKS`; the polars columns kept, which a read uses, always)."""
     table = _concat([a.table, b.table])
     if table.column(0).num_chunks > _CHUNKS:
         table = table.combine_chunks()
-    frames = {name: pl.concat([a.series(name), b.series(name)], rechunk=True)
-              for name in a.frames.keys() | b.frames.keys()}   # a read: a chunk a run
+    # a read: a chunk a run (``extend`` of a clone: a's series is not changed, and it
+    # copies into one chunk for a third of ``pl.concat``'s overhead)
+    frames = {name: a.series(name).clone().extend(b.series(name))
+              for name in a.frames.keys() | b.frames.keys()}
     stats = dict(a.stat())
     for k, st in b.stat().items():
         stats[k] = _spanning(stats.get(k, st), st)
@@ -200,12 +226,15 @@ class PartRows:
         elif seq == last[0]:   # a second slice of the same batch (another day)
             self.last[pub] = (seq, max(pseq, last[1]), last[2])
 
-    def extend(self, table: pa.Table, slices: int | None = None) -> None:
+    def extend(self, table: pa.Table, slices: int | None = None,
+               source: tuple[_Batch, int] | None = None) -> None:
         """The rows of the first ``slices`` slices added and not extended yet (None: all
-        of them), in their order, as a new run of the body; then, as a binary counter, two
-        neighbouring runs of like size become one up to :data:`RUN_ROWS` rows (a row is
-        moved O(log RUN_ROWS) times over the day), the polars columns a query kept of them
-        too (only a new run's rows are converted at the next read)."""
+        of them), in their order, as a new run of the body (``source``: ``table`` is one
+        slice, the rows of that batch from that row, :attr:`_Run.source`); then, as a
+        binary counter, two neighbouring runs of like size become one up to
+        :data:`RUN_ROWS` rows (a row is moved O(log RUN_ROWS) times over the day), the
+        polars columns a query kept of them too (only a new run's rows are converted at the
+        next read)."""
         given = self.tail if slices is None else self.tail[:slices]
         if not given:
             return
@@ -229,8 +258,9 @@ class PartRows:
             return
         if any(c.num_chunks != 1 for c in table.columns):
             table = _combine([table])
+            source = None
         runs = self.body
-        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3], stats))
+        runs.append(_Run(table, cols[0], cols[1], cols[2], cols[3], stats, source=source))
         while len(runs) > 1 and runs[-2].rows <= 2 * runs[-1].rows and \
                 runs[-2].rows + runs[-1].rows <= RUN_ROWS:
             last = runs.pop()
@@ -425,12 +455,12 @@ class Pending:
             self.moving = bool(batches)
             return batches
 
-    def install(self, ready: list[tuple[PartRows, pa.Table, int]]) -> None:
+    def install(self, ready: list[Ready]) -> None:
         """Give each partition its rows :func:`prepare` made of the batches taken."""
         with self.cond:
             try:
-                for part, table, count in ready:
-                    part.extend(table, count)
+                for part, table, count, source in ready:
+                    part.extend(table, count, source)
             finally:
                 self.moving = False
                 self.cond.notify_all()
@@ -455,17 +485,24 @@ class Pending:
         self.install(ready)
 
 
-def prepare(batches: list[tuple[list[tuple[PartRows, int]], pa.Table]]
-            ) -> list[tuple[PartRows, pa.Table, int]]:
+Ready = tuple[PartRows, pa.Table, int, tuple[_Batch, int] | None]
+"""A partition, its rows handed over, how many slices they are, and (one slice of one
+batch) the batch and the slice's first row."""
+
+
+def prepare(batches: list[tuple[list[tuple[PartRows, int]], pa.Table]]) -> list[Ready]:
     """Each partition the ``batches`` have slices of, with their rows in order and how many
     slices they are (for :meth:`PartRows.extend`).  Reads no state that changes: runs
     without the node's lock."""
     if len(batches) == 1:   # a read after each batch: its slices as they are (a
-        # partition with two slices of it, of two days, gets them one after the other)
+        # partition with two slices of it, of two days, gets them one after the other),
+        # the batch converted once for all of them when a read needs its columns
         slices, rows = batches[0]
-        out, offset = [], 0
+        batch = _Batch(rows)
+        out: list[Ready] = []
+        offset = 0
         for part, n in slices:
-            out.append((part, rows.slice(offset, n), 1))
+            out.append((part, rows.slice(offset, n), 1, (batch, offset)))
             offset += n
         return out
     table = _combine([rows for _, rows in batches])
@@ -486,7 +523,7 @@ def prepare(batches: list[tuple[list[tuple[PartRows, int]], pa.Table]]
     ordered = table.take(pa.array(np.argsort(of_row, kind="stable")))
     out, offset = [], 0
     for part, n, k in zip(parts, counts.tolist(), slices_of.tolist()):
-        out.append((part, ordered.slice(offset, n), k))
+        out.append((part, ordered.slice(offset, n), k, None))
         offset += n
     return out
 

@@ -165,6 +165,40 @@ def test_a_query_after_each_slice_converts_each_row_once(monkeypatch):
     assert sum(converted) == 600
 
 
+def test_a_batch_read_after_it_arrives_is_converted_once_for_all_its_slices(monkeypatch):
+    """A batch with slices in three partitions (one of them two slices, of two days), read
+    after each batch: each column read is converted once a batch (not once a slice: a
+    conversion costs about as much whatever its rows), and
+    each partition reads its own slice's rows of it, in order."""
+    converted = []
+    convert = liverows._series
+    monkeypatch.setattr(liverows, "_series",
+                        lambda name, column: converted.append(len(column)) or convert(name, column))
+    parts = [PartRows(["2024-01-02", k]) for k in range(3)]
+    pending = Pending()
+    held: list[list] = [[], [], []]
+    for i in range(40):
+        rows = slice_rows(12, 12 * i, True)
+        sizes = [(0, 2, DAYS[0]), (1, 3, DAYS[0]), (2, 4, DAYS[0]), (2, 3, DAYS[1])]
+        slices, offset = [], 0
+        for pseq, (k, n, day) in enumerate(sizes, 1):
+            parts[k].add("a", i + 1, 4 * i + pseq, day, n)
+            held[k].append(("a", i + 1, 4 * i + pseq, day, rows.slice(offset, n)))
+            slices.append((parts[k], n))
+            offset += n
+        pending.add(slices, rows)
+        pending.flush()
+        for k in (2, 0, 1):
+            frame = parts[k].take_frame({"a": i + 1}, {"a": (1, 4 * i + 4)}, {},
+                                        ["n", "symbol"])
+            want = expected(held[k], {"a": i + 1}, {"a": (1, 4 * i + 4)}, {}, ["n", "symbol"])
+            assert frame is not None
+            same(frame, want)
+    # (the first batch's two slices of partition 2 were joined before any read kept a
+    # column: that run's 7 rows are converted on their own, once)
+    assert converted[-78:] == [12, 12] * 39 and converted[:-78] == [7, 7, 12, 12]
+
+
 def test_runs_stop_joining_past_their_size(monkeypatch):
     """Past RUN_ROWS rows runs are no longer joined (a join never copies more), and a read
     still sees every row once, in order, from the runs' kept polars columns."""

@@ -84,12 +84,19 @@ MUTANTS: list[Mutant] = [
            "rows read back with other rows' symbols",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows", "tests/live/test_publish.py")),
     Mutant("live-rows-kept-column-stale", "live", "hfq/live/rows.py",
-           "    frames = {name: pl.concat([a.series(name), b.series(name)], rechunk=True)\n",
+           "    frames = {name: a.series(name).clone().extend(b.series(name))\n",
            "    frames = {name: a.series(name)\n",
            "the polars columns kept for queries not given a newly joined run's rows: a query "
            "after a batch misses the batch's rows (or reads rows out of step with the mask)",
            (f"{ROWS}::test_every_read_gives_the_oracles_rows",
             f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once")),
+    Mutant("live-batch-slice-offset-lost", "live", "hfq/live/rows.py",
+           "            out.append((part, rows.slice(offset, n), 1, (batch, offset)))\n",
+           "            out.append((part, rows.slice(offset, n), 1, (batch, 0)))\n",
+           "a slice's run reads its batch's converted column from the batch's first row: "
+           "a partition's query reads another partition's rows of the batch",
+           (f"{ROWS}::test_a_batch_read_after_it_arrives_is_converted_once_for_all_its_"
+            "slices",)),
     Mutant("live-conform-skipped-always", "live", "hfq/schema.py",
            "        if table.schema.equals(exact, check_metadata=True):",
            "        if True:",
@@ -163,10 +170,8 @@ MUTANTS: list[Mutant] = [
            "counter copies a whole partition (a stall of the ack growing with the day)",
            (f"{ROWS}::test_runs_stop_joining_past_their_size",)),
     Mutant("live-joined-run-forgets-series", "live", "hfq/live/rows.py",
-           "              for name in a.frames.keys() | b.frames.keys()}   # a read: a chunk "
-           "a run\n",
-           "              for name in a.frames.keys() & b.frames.keys()}   # a read: a chunk "
-           "a run\n",
+           "              for name in a.frames.keys() | b.frames.keys()}\n",
+           "              for name in a.frames.keys() & b.frames.keys()}\n",
            "a joined run keeps only the polars columns both parts had: after a new batch's run "
            "is joined, the next read converts the whole joined run again",
            (f"{ROWS}::test_a_query_after_each_slice_converts_each_row_once",)),
