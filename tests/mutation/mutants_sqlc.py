@@ -447,8 +447,8 @@ MUTANTS: list[Mutant] = [
            "DECIMAL products at polars' larger scale, rounded: 0.1 * 0.5 is 0.0, DuckDB 0.05 "
            "(F67)", (TRUST.format("decimal_products"),)),
     Mutant("sqlc-round-decimal-rescales", AREA, SQL + "functions.py",
-           "        return x if digits >= (dtype.scale or 0) else round_decimal(x, digits)",
-           "        return round_decimal(x, digits)",
+           "        return x if digits >= (dtype.scale or 0) else \\",
+           "        return x.cast(pl.Decimal(38, digits)) if digits >= (dtype.scale or 0) else \\",
            "round(DECIMAL(p, 0), 1) gets scale 1 where DuckDB keeps the DECIMAL's scale (F67)",
            (TRUST.format("round_keeps_types"),)),
     Mutant("sqlc-float-arithmetic-in-float32", AREA, SQL + "expressions.py",
