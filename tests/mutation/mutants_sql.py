@@ -194,7 +194,7 @@ MUTANTS += [
            "hfq's rows accepted as a mix of DuckDB's answers on several orders even when a "
            "group is there twice and another missing",
            (FUZZER.format("test_float_values_two_groups_swap_between_row_orders_are_unstable_"
-                          "row_by_row"),)),
+                          "row_by_row"), FUZZER.format("test_row_mix_never_counts_a_row_twice"))),
     Mutant("fuzz-row-mix-any-order", AREA, "tests/fuzz/sqlfuzz/differential.py",
            "    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):",
            "    if False:",
