@@ -138,8 +138,7 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
         cmd += ["--strict"] if args.strict else []
         for s in total["shrunk"]:
             cmd += ["--seen", s["key"]]
-        hung = _run_watched(cmd, [state, trace], args.hang_minutes * 60)
-        proc = subprocess.CompletedProcess(cmd, -9 if hung is True else hung)
+        returncode = _run_watched(cmd, [state, trace], args.hang_minutes * 60)
         total["blocks"] += 1
         part = json.loads(state.read_text()) if state.exists() else {"next_round": next_round}
         for k in ("queries", "datasets", "seconds"):
@@ -152,13 +151,14 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
             total["examples"].setdefault(k, v)
         total["shrunk"] += part.get("shrunk", [])
         next_round = part.get("next_round", next_round)
-        if proc.returncode != 0:
+        if returncode != 0:
             lines = trace.read_text().splitlines() if trace.exists() else []
             dataset = next((ln for ln in reversed(lines) if ln.startswith("-- dataset")), "")
             last = lines[-1] if lines else ""
-            total["crashes"].append({"returncode": proc.returncode, "dataset": dataset,
-                                     "statement": last, "hang": hung is True})
-            what = "hung (killed)" if hung is True else f"died ({proc.returncode})"
+            hung = returncode is None
+            total["crashes"].append({"returncode": returncode, "dataset": dataset,
+                                     "statement": last, "hang": hung})
+            what = "hung (killed)" if hung else f"died ({returncode})"
             print(f"worker {what} at {dataset}: {last[:300]}", flush=True)
             if dataset:   # go on after the dataset it died on
                 next_round = int(dataset.split()[-1]) - args.seed * 1000 + 1
@@ -168,8 +168,8 @@ def supervise(args: argparse.Namespace) -> dict[str, Any]:
     return total
 
 
-def _run_watched(cmd: list[str], progress: list[pathlib.Path], patience: float) -> int | bool:
-    """Run a worker; its exit code, or True when it hung: none of the ``progress`` files
+def _run_watched(cmd: list[str], progress: list[pathlib.Path], patience: float) -> int | None:
+    """Run a worker; its exit code, or None when it hung: none of the ``progress`` files
     (its state after each dataset, its trace before each statement) changed for ``patience``
     seconds -- then its process group (its local Ray cluster with it) is killed.  A hang is
     a finding like a crash: the run goes on after that dataset."""
@@ -182,7 +182,7 @@ def _run_watched(cmd: list[str], progress: list[pathlib.Path], patience: float) 
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return True
+            return None
     return proc.returncode
 
 

@@ -221,16 +221,10 @@ class _Builder:
         modulo 2^64 and so is exact where the total fits -- as it does for any group of a
         frame of fewer than ``SPAN // B`` rows.  A frame that long computes the 128-bit sum:
         no row count fails, only a true total past BIGINT (where the merge narrows it)."""
-        kind, body = node_kind(tree)
-        if kind != "Cast" or body["dtype"] != {"Literal": {"Decimal": [38, 0]}} or \
-                not _group_input_ok(body["expr"]):
-            return
-        bound = _bound(body["expr"], self.schema)
-        x = from_tree(body["expr"])
-        if bound is None or bound > 2**40 or _dtype(x, self.schema) != pl.Int64:
-            return
-        self.plan.light[name] = x.sum().cast(pl.Decimal(38, 0))
-        self.plan.heavy.append(pl.len() >= SPAN // max(bound, 2))
+        light = _light_sum(tree, self.schema)
+        if light is not None:
+            self.plan.light[name], rows = light
+            self.plan.heavy.append(pl.len() >= rows)
 
     def _input(self, tree: Tree) -> pl.Expr | None:
         cols = columns_of(tree)
@@ -466,6 +460,21 @@ def may_lighten(expr: pl.Expr) -> bool:
     return ".filter(" in text or "Decimal(38, 0)" in text
 
 
+def _light_sum(tree: Tree, schema: pl.Schema) -> tuple[pl.Expr, int] | None:
+    """For the input ``x.cast(Decimal(38, 0))`` of a 128-bit sum of BIGINT values ``x`` at
+    most B <= 2^40 in magnitude: their BIGINT sum (cast), and the row count from which a
+    group could wrap it (``SPAN // B``); None for any other input."""
+    kind, body = node_kind(tree)
+    if kind != "Cast" or body["dtype"] != {"Literal": {"Decimal": [38, 0]}} or \
+            not _group_input_ok(body["expr"]):
+        return None
+    bound = _bound(body["expr"], schema)
+    x = from_tree(body["expr"])
+    if bound is None or bound > 2**40 or _dtype(x, schema) != pl.Int64:
+        return None
+    return x.sum().cast(pl.Decimal(38, 0)), SPAN // max(bound, 2)
+
+
 def lighten(exprs: Sequence[pl.Expr], frame: pl.DataFrame) -> list[pl.Expr]:
     """Aggregates ``exprs``, to run over ``frame`` (grouped or not), in cheaper forms exact on
     it: a row-wise filter that keeps every row of the frame is dropped (``arg_min``'s
@@ -493,14 +502,9 @@ def lighten(exprs: Sequence[pl.Expr], frame: pl.DataFrame) -> list[pl.Expr]:
         if kind == "Filter" and is_rowwise(body["by"]) and keeps_all(body["by"]):
             return walk(body["input"])
         if kind == "Agg" and node_kind(body)[0] == "Sum":
-            ck, cb = node_kind(node_kind(body)[1])
-            if ck == "Cast" and cb["dtype"] == {"Literal": {"Decimal": [38, 0]}} and \
-                    _group_input_ok(cb["expr"]):
-                bound = _bound(cb["expr"], schema)
-                x = from_tree(cb["expr"])
-                if bound is not None and bound <= 2**40 and _dtype(x, schema) == pl.Int64 \
-                        and frame.height < SPAN // max(bound, 2):
-                    return to_tree(x.sum().cast(pl.Decimal(38, 0)))
+            light = _light_sum(node_kind(body)[1], schema)
+            if light is not None and frame.height < light[1]:
+                return to_tree(light[0])
         if isinstance(t, dict):
             return {k: walk(v) for k, v in t.items()}
         if isinstance(t, list):

@@ -24,7 +24,8 @@ from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
 from hfq.errors import CorruptPartitionError, HfqError, PartitionUnavailableError
-from hfq.runtime.task import BadCopy, WorkUnit, arrow_owned, dead_actor_errors
+from hfq.runtime.task import BadCopy, WorkUnit, dead_actor_errors
+from hfq.storage.owned import arrow_owned
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
@@ -314,7 +315,7 @@ def _bar(progress: bool, total: int, label: str) -> Any:
 def _owned(value: Any) -> Any:
     """A server's value as this process keeps it: an Arrow table Ray deserialized is over
     Python-owned memory (the object store's, freed under the GIL), copied once into memory
-    Arrow owns (:func:`~hfq.runtime.task.arrow_owned`: a polars frame over it could hang a
+    Arrow owns (:func:`~hfq.storage.owned.arrow_owned`: a polars frame over it could hang a
     pickling); anything else as it came (frames: :func:`~hfq.runtime.task.unship`)."""
     import pyarrow as pa
     return arrow_owned(value) if isinstance(value, pa.Table) else value

@@ -21,15 +21,14 @@ from hfq.catalog.records import Fragment
 from hfq.errors import CorruptPartitionError
 from hfq.runtime.services import node_services
 from hfq.storage.cache import PartitionCache
-from hfq.storage.owned import arrow_bytes, arrow_owned
+from hfq.storage.owned import arrow_owned
 from hfq.storage.store import Store
 
 if TYPE_CHECKING:
     from hfq.runtime.nodes import Nodes
 
-__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "arrow_bytes", "arrow_owned",
-           "dead_actor_errors",
-           "dumps_task", "frame_reducer", "ship", "unship"]
+__all__ = ["BadCopy", "NodeContext", "StoreCall", "WorkUnit", "dead_actor_errors", "dumps_task",
+           "frame_reducer", "ship", "unship"]
 
 T = TypeVar("T")
 
@@ -100,12 +99,11 @@ def ship(value: Any) -> Any:
 
 
 def unship(value: Any) -> Any:
-    if isinstance(value, _Frame):
-        return pl.from_arrow(arrow_owned(value.table))
-    return value
+    return _frame_from_arrow(value.table) if isinstance(value, _Frame) else value
 
 
 def _frame_from_arrow(table: pa.Table) -> pl.DataFrame:
+    """A frame over a copy of ``table`` in memory Arrow owns (:func:`arrow_owned`)."""
     return cast(pl.DataFrame, pl.from_arrow(arrow_owned(table)))
 
 

@@ -26,8 +26,8 @@ MUTANTS: list[Mutant] = [
             "here",)),
     # -- frames out of Ray over memory Arrow owns; a task's frames pickled as Arrow --
     Mutant("task-unship-python-owned", "liveness", "hfq/runtime/task.py",
-           "        return pl.from_arrow(arrow_owned(value.table))\n",
-           "        return pl.from_arrow(value.table)\n",
+           "    return _frame_from_arrow(value.table) if isinstance(value, _Frame) else value\n",
+           "    return pl.from_arrow(value.table) if isinstance(value, _Frame) else value\n",
            "a result frame over the PyBuffers Ray deserialized: pickling it with its columns "
            "chunked differently realigns them in place on polars' pool, GIL held, and a pool "
            "thread freeing a PyBuffer waits for the GIL forever (the 2-node fuzz hang, seed 43)",
@@ -158,8 +158,8 @@ MUTANTS: list[Mutant] = [
            "(past BIGINT: an error) answers -2^63 + 10",
            (PLANS.format("test_a_bigint_sum_that_leaves_bigint_only_on_one_day_is_duckdbs"),)),
     Mutant("ops-narrow-sum-never-long", "query-speed", "hfq/engine/aggs.py",
-           "self.plan.heavy.append(pl.len() >= SPAN // max(bound, 2))",
-           "self.plan.heavy.append(pl.lit(False))",
+           "            self.plan.heavy.append(pl.len() >= rows)",
+           "            self.plan.heavy.append(pl.lit(False))",
            "a narrow sum wrapped in BIGINT on every frame, however long: a group of 2^63 // B "
            "rows or more could wrap past BIGINT and merge to a wrong total",
            (PLANS.format(
@@ -187,8 +187,8 @@ MUTANTS: list[Mutant] = [
             PLANS.format("test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_"
                          "short_sums"))),
     Mutant("ops-lighten-sum-never-long", "query-speed", "hfq/engine/aggs.py",
-           "                        and frame.height < SPAN // max(bound, 2):\n",
-           "                        and frame.height >= 0:\n",
+           "            if light is not None and frame.height < light[1]:\n",
+           "            if light is not None and frame.height >= 0:\n",
            "an aggregate's narrow 128-bit sum wrapped in BIGINT on every frame, however long: a "
            "group of 2^63 // B rows or more could wrap",
            (PLANS.format("test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_"

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pytest
 from polars.testing import assert_frame_equal
 
-from hfq.runtime.task import _Frame, arrow_owned, dumps_task, frame_reducer, unship
+from hfq.runtime.task import _Frame, dumps_task, frame_reducer, unship
+from hfq.storage.owned import arrow_owned
 
 pytestmark = pytest.mark.timeout(300)
 
