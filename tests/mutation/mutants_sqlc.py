@@ -646,9 +646,8 @@ MUTANTS: list[Mutant] = [
            "        return None",
            "round() of a DECIMAL literal typed as hfq computes it for a lag/lead default: "
            "lead(round(0.5), 1, 100.25) answered, DuckDB fails casting 100.25 to DECIMAL(2, 0) "
-           "(F99)",
-           ("tests/sql/test_findings.py::test_finding[F99]",
-            "tests/sql/test_findings.py::test_finding[F99c]")),
+           "(F99); since F106 refused, so F99b's defaults that fit fail",
+           ("tests/sql/test_findings.py::test_finding[F99b]",)),
     Mutant("sqlc-regr-slope-zero-variance", AREA, SQL + "aggregates.py",
            "        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / vx)",
            "        slope = cxy / vx",
@@ -662,9 +661,9 @@ MUTANTS: list[Mutant] = [
            "(F103)",
            ("tests/sql/test_findings.py::test_finding[F103]",)),
     Mutant("sqlc-round-decimal-twice", AREA, SQL + "functions.py",
-           "    whole = ((raw.abs() + step // 2) // step).cast(pl.Decimal(38, 0))",
-           "    whole = ((raw.abs() + step // 2) // step).cast(pl.Decimal(38, 0)) if False else "
-           "(x * (decimal.Decimal(10) ** digits)).abs().round(0).cast(pl.Decimal(38, 0))",
+           "        whole = pl.when(raw < 0).then(0 - whole).otherwise(whole)\n",
+           "        whole = pl.when(raw < 0).then(0 - whole).otherwise(whole)\n"
+           "        whole = (x * (decimal.Decimal(10) ** digits)).round(0).to_physical()\n",
            "round of a DECIMAL to fewer places scaled by 10^digits first (polars keeps the "
            "larger scale: rounded twice, round(214748364.7, -1) = 214748370) (F105)",
            ("tests/sql/test_findings.py::test_finding[F105]",)),
@@ -728,6 +727,38 @@ MUTANTS: list[Mutant] = [
            "a constant false conjunct kept above a CTE's items: DuckDB folds it, computes no "
            "item and answers; hfq raised (fuzz seed 47) (F104)",
            ("tests/sql/test_pushdown.py::test_constant_conjuncts_duckdb_folds_answer",)),
+    Mutant("sqlc-lag-default-coalesce-decimal-wide", AREA, SQL + "windows.py",
+           "            return _decimal_widest(types)   # (F106)",
+           "            return None",
+           "coalesce/greatest/CASE of DECIMAL literals typed as hfq computes them for a "
+           "lag/lead default: lead(coalesce(1, 1.25), 1, 1000.25) was refused, DuckDB answers "
+           "(its DECIMAL(12, 2)); without F106d's refusal it answered where DuckDB fails (F106)",
+           ("tests/sql/test_findings.py::test_finding[F106b]",)),
+    Mutant("sqlc-lag-default-untracked-decimal", AREA, SQL + "windows.py",
+           "        elif target.startswith(\"DECIMAL(38\") and not isinstance(args[2], exp.Null):",
+           "        elif False:",
+           "a lag/lead default cast to a DECIMAL whose DuckDB precision hfq does not know: "
+           "answered where DuckDB may fail the cast (F106)",
+           ("tests/sql/test_findings.py::test_finding[F106d]",)),
+    Mutant("sqlc-case-subject-mismatch-crash", AREA, SQL + "expressions.py",
+           "                left, right = self.coerce(subject, cond, node, other=branch.this)",
+           "                left, right = self.coerce(subject, cond, branch)",
+           "a CASE subject of another type than a WHEN value: AttributeError 'NoneType' has no "
+           "attribute 'sql' instead of a named type mismatch (F107)",
+           ("tests/sql/test_findings.py::test_finding[F107]",)),
+    Mutant("sqlc-round-int-overflow-unchecked", AREA, SQL + "functions.py",
+           "        bad = (whole > hi // 10 ** e) | (whole < -((hi + 1) // 10 ** e))",
+           "        bad = pl.lit(False)",
+           "round of an integer past its type unchecked: the 128-bit product wraps or fails in "
+           "polars' words (DuckDB: Overflow in ROUND of integer) (F108)",
+           ("tests/sql/test_findings.py::test_finding[F108b]",
+            "tests/sql/test_findings.py::test_finding[F108c]")),
+    Mutant("sqlc-round-past-38-literal", AREA, SQL + "functions.py",
+           "    e = min(max(-digits, 0), 38)",
+           "    e = max(-digits, 0)",
+           "round to more than 38 places before the point with 10^e as a literal: polars takes "
+           "no integer literal past 128 bits (a raw error for round(l0, -40)) (F108)",
+           ("tests/sql/test_findings.py::test_finding[F108]",)),
     Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
            "        if isinstance(e, (exp.Like, exp.ILike)):",
            "        if False:",

@@ -461,7 +461,7 @@ class Plain:
                     self.guards.pop()
             else:
                 cond = self.expr(branch.this)
-                left, right = self.coerce(subject, cond, branch)
+                left, right = self.coerce(subject, cond, node, other=branch.this)
                 cond = compare(left, right, "==")
             self.guards.append(before & cond.fill_null(False))
             try:

@@ -21,6 +21,7 @@ from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
+from hfq.engine.sql.windows import duck_type
 
 __all__ = ["BY_CLASS", "as_text", "call", "log10", "part", "time_bucket", "trunc"]
 
@@ -288,35 +289,57 @@ _SIMPLE: dict[str, Callable[[pl.Expr], pl.Expr]] = {
 }
 
 
-def round_decimal(x: pl.Expr, scale: int, digits: int) -> pl.Expr:
-    """A DECIMAL of ``scale`` rounded to ``digits`` (< ``scale``) places, half away from
-    zero, exactly: on its unscaled 128-bit integer (polars' DECIMAL product keeps the larger
-    scale only, so scaling by 10^digits first rounded twice: round(214748364.7, -1) gave
-    214748370, F105)."""
-    if scale - digits > 38:   # |x| < 10^38: every value rounds to 0
-        return (x.to_physical() * 0).cast(pl.Decimal(38, 0)) * \
-            (decimal.Decimal(10) ** -max(digits, 0))
-    step = 10 ** (scale - digits)
-    raw = x.to_physical()
-    whole = ((raw.abs() + step // 2) // step).cast(pl.Decimal(38, 0))
-    signed = pl.when(raw < 0).then(-whole).otherwise(whole)
-    return signed * (decimal.Decimal(10) ** -digits)
+def round_decimal(c: Compiles, x: pl.Expr, scale: int, digits: int, node: exp.Expression,
+                  bits: int | None = None) -> pl.Expr:
+    """``x`` (a DECIMAL of ``scale``, or with ``bits`` an integer of that width) rounded to
+    ``digits`` (< ``scale``) places, half away from zero, exactly: on its unscaled 128-bit
+    integer (polars' DECIMAL product keeps the larger scale only, so scaling by 10^digits
+    first rounded twice: round(214748364.7, -1) gave 214748370, F105).  A result past the
+    type (38 digits; the integer's width) fails as DuckDB's "Overflow in ROUND" (F108)."""
+    raw = x.to_physical().cast(pl.Int128)
+    k = scale - digits
+    if k > 38:   # |raw| < 10^38 <= half a step: every value rounds to 0
+        whole = raw * 0
+    else:        # 10^38 is still an Int128 literal; |raw| + 10^k / 2 < 2^127
+        whole = (raw.abs() + 10 ** k // 2) // 10 ** k
+        whole = pl.when(raw < 0).then(0 - whole).otherwise(whole)
+    e = min(max(-digits, 0), 38)   # the result is whole * 10^e (whole is 0 past 38)
+    if bits is not None:   # bounds on whole: polars' Int128 products wrap silently
+        hi = 2 ** (bits - 1) - 1
+        bad = (whole > hi // 10 ** e) | (whole < -((hi + 1) // 10 ** e))
+    elif scale == 0 and e > 0:   # 10^38 and past (with a scale, whole * 10^e cannot)
+        bad = whole.abs() >= 10 ** (38 - e)
+    else:
+        bad = pl.lit(False)
+    what = "integer" if bits is not None else "DECIMAL(38)"
+    whole = c.fail(pl.when(bad).then(0).otherwise(whole), bad, node,
+                   f"Overflow in ROUND of {what}")
+    out = whole * 10 ** e
+    if bits is not None:
+        return out.cast(pl.Int64)
+    return out.cast(pl.Decimal(38, 0)) * (decimal.Decimal(10) ** -max(digits, 0))
 
 
-def _round(c: Compiles, x: pl.Expr, digits: int) -> pl.Expr:
+def _round(c: Compiles, x: pl.Expr, digits: int, node: exp.Expression) -> pl.Expr:
     dtype = c.dtype(x)
     if isinstance(dtype, pl.Null):   # DuckDB binds round(NULL) to its BIGINT overload
         return x.cast(pl.Int64)
     if dtype.is_integer():   # an integer stays one, as in DuckDB (round(15, -1) is 20)
         return x if digits >= 0 else \
-            round_decimal(x.cast(pl.Decimal(38, 0)), 0, digits).cast(pl.Int64)
+            round_decimal(c, x, 0, digits, node, bits=_int_bits(args_of(node)[0]))
     if isinstance(dtype, pl.Decimal):   # DuckDB: a DECIMAL of scale min(scale, digits)
         return x if digits >= (dtype.scale or 0) else \
-            round_decimal(x, dtype.scale or 0, digits)
+            round_decimal(c, x, dtype.scale or 0, digits, node)
     x = x.cast(pl.Float64)
     if digits == 0:
         return x.round(0, mode="half_away_from_zero")
     return _round_scaled(x, digits)
+
+
+def _int_bits(node: exp.Expression) -> int:
+    """The width of DuckDB's integer type of ``node``: a constant's (CAST(x AS INTEGER) is
+    32 bits), else BIGINT's 64 (columns of fewer bits are read as BIGINT, ``docs/sql.md``)."""
+    return {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32}.get(duck_type(node) or "", 64)
 
 
 def _split(a: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -442,7 +465,7 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
             d = args[1]
             neg = isinstance(d, exp.Neg)
             digits = (count_of(d.this if neg else d, "round's digits") or 0) * (-1 if neg else 1)
-        return _round(c, c.expr(args[0]), digits)
+        return _round(c, c.expr(args[0]), digits, node)
     if name in ("pow", "power") and len(args) == 2:
         return _power(c.expr(args[0]).cast(pl.Float64), c.expr(args[1]).cast(pl.Float64))
     if name in ("greatest", "least") and args:

@@ -172,6 +172,11 @@ def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.
         narrow = duck_type(args[0])   # DuckDB's type of a constant, narrower than hfq's
         if narrow is not None:        # (lag(2, 1, 2^40): INTEGER, the default fails)
             default = exp.cast(default, exp.DataType.build(narrow, dialect="duckdb"))
+        elif target.startswith("DECIMAL(38") and not isinstance(args[2], exp.Null):
+            # a DECIMAL whose precision hfq does not track (l0 * 1.5: DuckDB's DECIMAL(20, 1)):
+            # whether DuckDB can cast the default to it is not known here (F106)
+            raise unsupported(args[2], f"{name_of(fn)}() with a default, of a DECIMAL "
+                                       "expression whose precision hfq does not track")
         fill = c.expr(exp.cast(default, exp.DataType.build(target, dialect="duckdb")))
         row = pl.int_range(pl.len(), dtype=pl.Int64)
         outside = row < shift if shift >= 0 else row >= pl.len() + shift
@@ -180,6 +185,7 @@ def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.
 
 
 _INT_WIDTH = {"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32}
+_INT_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INTEGER": 10}   # as a DECIMAL(n, 0)
 _NARROW_CASTS = {exp.DataType.Type.TINYINT: "TINYINT", exp.DataType.Type.SMALLINT: "SMALLINT",
                  exp.DataType.Type.INT: "INTEGER", exp.DataType.Type.FLOAT: "FLOAT"}
 
@@ -232,7 +238,7 @@ def duck_type(node: exp.Expression) -> str | None:
             parts = [node.this, *node.expressions]
         types = [duck_type(n) for n in parts if n is not None and not isinstance(n, exp.Null)]
         if not types or not all(t in _INT_WIDTH for t in types):
-            return None
+            return _decimal_widest(types)   # (F106)
         return max(types, key=lambda t: _INT_WIDTH[t or ""])
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.IntDiv)):
         left, right = duck_type(node.this), duck_type(node.expression)
@@ -265,6 +271,27 @@ def _decimal_rounded(node: exp.Expression, inner: str) -> str | None:
             isinstance(digits, exp.Literal) and str(digits.this).isdigit()):
         return None
     return f"DECIMAL({p}, {min(max(sign * int(digits.this), 0), s)})"
+
+
+def _decimal_widest(types: list[str | None]) -> str | None:
+    """DuckDB's DECIMAL of greatest/least/coalesce/CASE over DECIMALs and narrow integers:
+    the widest integer part and the largest scale (coalesce(1.25, 1.25) is DECIMAL(3, 2),
+    coalesce(1, 1.25) DECIMAL(12, 2): an INTEGER counts as DECIMAL(10, 0)); None when another
+    type takes part, no DECIMAL does, or past 38 digits."""
+    parts = []
+    for t in types:
+        if t in _INT_WIDTH:
+            parts.append((_INT_DIGITS[t], 0))
+        elif t and t.startswith("DECIMAL"):
+            p, s = map(int, t[8:-1].split(","))
+            parts.append((p, s))
+        else:
+            return None
+    if len(parts) == sum(t in _INT_WIDTH for t in types):
+        return None
+    s = max(s for _, s in parts)
+    p = max(p - s for p, s in parts) + s
+    return f"DECIMAL({p}, {s})" if p <= 38 else None
 
 
 def _decimal_arithmetic(node: exp.Expression, left: str, right: str) -> str | None:
