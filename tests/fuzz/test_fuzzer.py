@@ -368,6 +368,38 @@ def test_a_column_duckdb_answers_otherwise_alone_is_unstable(tmp_path):
         assert got.status == "wrong", got.detail
 
 
+def test_rows_duckdb_qualify_keeps_otherwise_alone_are_unstable(tmp_path):
+    # DuckDB's OVER () avg adds in the order another window sorted the rows to: DBL_MAX,
+    # DBL_MAX, -inf by id is NaN (NaN > 1 holds: every row kept), by id DESC -inf (none
+    # kept) -- with row_number() OVER (ORDER BY id DESC) beside it DuckDB keeps no row, with
+    # id alone all three, as hfq (fuzz seed 53, dataset 53118)
+    d = dt.date(2024, 1, 5)
+    big = 1.7976931348623157e308
+    t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
+                        ("d0", "DOUBLE")], ("date",), (),
+                  [(1, d, "A", big), (2, d, "A", big), (3, d, "A", float("-inf"))])
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t])
+    load_hfq(db, dataset)
+    cons = duckdb_connections(3)
+    for con in cons:
+        load_duckdb(con, db, dataset)
+    sql = ("SELECT id, row_number() OVER (ORDER BY id DESC) AS r FROM t "
+           "QUALIFY avg(d0) OVER () > 1")
+    assert run_duckdb(cons[0], sql).rows == []
+    out = run_query(db, cons, sql, ordered=False)
+    assert out.status == "unstable" and not out.mismatch, out.detail
+    # an engine answering as hfq passes; planted: a row of those DuckDB keeps alone dropped,
+    # or the rows kept with a wrong value
+    for rows, status in (([(1, 3), (2, 2), (3, 1)], "unstable"), ([(1, 3), (3, 1)], "wrong"),
+                         ([(1, 3), (2, 2), (3, 2)], "wrong")):
+        engine = _Engine(bug=lambda text, df, rows=rows: pl.DataFrame(
+            rows, schema={"id": pl.Int64, "r": pl.Int64}, orient="row"))
+        register(engine.con, t)
+        got = run_query(engine, cons, sql, ordered=False)
+        assert got.status == status, (rows, got.detail)
+
+
 def test_refusals_are_counted_by_the_construct_they_name():
     assert construct(SqlError("unsupported SQL: QUALIFY", line=1, column=8)) == "QUALIFY"
     assert construct(SqlError("unknown column 'x'; columns: a")) == "unknown column …; columns: a"
