@@ -295,8 +295,8 @@ def profile_spread(bench: Bench, repeats: int) -> None:
 # -- live (issue 26): publish, visibility, subscribers ------------------------------------------
 VISIBLE_SQL = "SELECT count(*) AS n FROM live"
 """The query benchmarks/scenarios/live.py's visibility row polls after each ack."""
-SNAP = "snapshot of live batches (LiveView.snapshot: the node's report)"
-PLAN = "plan (stage: split, plan_read, bind units; less the snapshot it takes)"
+SNAP = "  of which the snapshot of live batches (LiveView.snapshot: the node's report)"
+PLAN = "plan (stage: split, plan_read, live rows pinned, bind units)"
 HAND = "handover of the new batch: slices, partitions' runs (prepare, install)"
 PREP = "  its slices, one per partition (prepare)"
 WRITE = "node: log write (writev, group-commit bookkeeping)"
@@ -379,6 +379,22 @@ def _seam(owner: Any, name: str, spent: list[float]) -> Iterator[None]:
         setattr(owner, name, real)
 
 
+def _turns(real: Callable[[dict], Iterator[None]], stages: Callable[[dict], Iterator[None]],
+           n: int, real_runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The real calls and the stages, batch after batch in turns (which goes first
+    alternates): the real figures appended to ``real_runs``, the stages' returned."""
+    got_real: dict[str, Any] = {}
+    got_stages: dict[str, Any] = {}
+    turns = [real(got_real), stages(got_stages)]
+    for g in turns:
+        next(g)   # the tables made
+    for k in range(n):
+        for g in turns if k % 2 == 0 else turns[::-1]:
+            next(g, None)
+    real_runs.append(got_real)
+    return got_stages
+
+
 def _median_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure's median over the runs (a tuple: each of its figures)."""
     out: dict[str, Any] = {}
@@ -423,42 +439,42 @@ def _publish_stages(work: str, batches: list[Any], repeats: int) -> tuple[dict, 
     captured: ``log_batch`` replaced for it), then what the node's ``LiveTable.log`` does:
     ``catch_up``, ``encode``, the writer's ``append`` (its ``_sync`` seam timed: the fsync),
     ``_hold``; the handover a node thread does every 128 batches done here, timed apart --
-    against the real ``pub.publish`` calls on another table: per batch, each stage's wall
-    p50 and mean and CPU mean, the real call's p50, mean, p99 and CPU (median of
-    ``repeats`` runs)."""
+    against the real ``pub.publish`` calls on another table, batch after batch in turns
+    (both see the same load of the machine): per batch, each stage's wall p50 and mean and
+    CPU mean, the real call's p50, mean, p99 and CPU (median of ``repeats`` runs)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     from hfq.live import log as livelog
     from hfq.live import publisher as livepub
-    from hfq.live.log import encode
+    from hfq.live.log import Entry, encode
     from hfq.live.node import live_table
     from hfq.live.route import Router
     from scenarios.live import new_table
     stage_runs: list[dict[str, float]] = []
     real_runs: list[dict[str, float]] = []
     n = len(batches)
-    for r in range(repeats):
-        def real() -> dict[str, float]:
+    for _ in range(repeats):
+        def real(out: dict[str, Any]) -> Iterator[None]:
             _, t = new_table(os.path.join(work, "pub-real"))
             pub = t.publisher(name="bench")
             calls, cpus = [], []
             for b in batches:
+                yield   # a batch each turn
                 wall, cpu = _clocks()
                 pub.publish(b)
                 wall2, cpu2 = _clocks()
                 calls.append(wall2 - wall)
                 cpus.append(cpu2 - cpu)
             ms = np.array(calls[1:])   # the first call loads code and makes caches
-            return {"mean": float(ms.mean()), "p50": float(np.percentile(ms, 50)),
-                    "p99": float(np.percentile(ms, 99)), "cpu": statistics.fmean(cpus[1:])}
+            out.update({"mean": float(ms.mean()), "p50": float(np.percentile(ms, 50)),
+                        "p99": float(np.percentile(ms, 99)),
+                        "cpu": statistics.fmean(cpus[1:])})
 
-        def stages() -> dict[str, float]:
+        def stages(out: dict[str, Any]) -> Iterator[None]:
             _, t = new_table(os.path.join(work, "pub-stages"))
             sp = t.publisher(name="bench")
             nodes = sp.session.nodes
-            router = Router(sp.manifest.partition_by)   # the same routing, timed alone
             lt = live_table(nodes.context(), sp.spec)
             lt.handover = _Parked()   # type: ignore[assignment]
             st = _Stages()
@@ -479,30 +495,35 @@ def _publish_stages(work: str, batches: list[Any], repeats: int) -> tuple[dict, 
 
             handed = 0.0
             for b in batches:
+                yield
                 number = sp.seq + 1
+                # a part of a stage is timed by a seam inside it (timing it apart, before
+                # or after, would warm the CPU caches for the other)
                 with st.on("conform to the schema (Publisher._conform)"):
                     rows = sp._conform(b)
-                with st.on("  route: partition of each row (Router.route)"):
-                    router.route(rows)
-                with st.on("route + slices by partition and day (Publisher._plan)"):
+                routed = [0.0, 0.0]
+                with _seam(Router, "route", routed), \
+                        st.on("route + slices by partition and day (Publisher._plan)"):
                     plan = sp._plan(number, f"{rows.num_rows:x}", rows)
-                idx = pa.array(np.concatenate([i for _, i in plan.slices]))
-                with st.on("  rows taken in slice order (pc.take)"):
-                    pc.take(plan.rows, idx, memory_pool=livepub._HELD)
+                st.add("  route: partition of each row (Router.route)", *routed)
                 livepub.log_batch = capture
+                taken = [0.0, 0.0]
                 try:
-                    with st.on("targets, rows in slice order, Entry, call to the node (_send)"):
+                    with _seam(pc, "take", taken), \
+                            st.on("targets, rows in slice order, Entry, call to the node (_send)"):
                         sp._send(plan)
                 finally:
                     livepub.log_batch = real_log
+                st.add("  rows taken in slice order (pc.take)", *taken)
                 entry, body = sent.pop()
                 with st.on("node: other processes' streams looked at (catch_up)"), lt.lock:
                     lt.catch_up()
                 writer = lt._writer()
-                with st.on("node: frame encoded: Arrow IPC stream + meta + CRC (encode)"):
+                meta = [0.0, 0.0]
+                with _seam(Entry, "meta", meta), \
+                        st.on("node: frame encoded: Arrow IPC stream + meta + CRC (encode)"):
                     frame = encode(entry, body)
-                with st.on("  meta JSON (Entry.meta)"):
-                    entry.meta()
+                st.add("  meta JSON (Entry.meta)", *meta)
                 livelog._sync = timed_sync
                 try:
                     with st.on(WRITE):
@@ -522,16 +543,9 @@ def _publish_stages(work: str, batches: list[Any], repeats: int) -> tuple[dict, 
                     start = time.perf_counter()
                     lt.hand_over()
                     handed += time.perf_counter() - start
-            out: dict[str, Any] = dict(st.summary())
+            out.update(st.summary())
             out["handover"] = handed / n
-            return out
-        # the order alternates, as the benchmark's contenders do
-        if r % 2 == 0:
-            real_runs.append(real())
-            stage_runs.append(stages())
-        else:
-            stage_runs.append(stages())
-            real_runs.append(real())
+        stage_runs.append(_turns(real, stages, n, real_runs))
     return _median_runs(stage_runs), _median_runs(real_runs)
 
 
@@ -552,23 +566,24 @@ def _visibility_stages(work: str, batches: list[Any], repeats: int) -> tuple[dic
     """After each acknowledged batch, the query the benchmark polls: its stages on one table
     (compile, the snapshot of live batches, the rest of planning, the handover of the new
     batch, the live rows read, execution) and the real ``db.sql(...).collect()`` until it
-    counts the batch on another."""
+    counts the batch on another, batch after batch in turns."""
     import numpy as np
 
     from hfq.engine.execute import NodeStage, run, stage
     from hfq.live import rows as liverows
     from hfq.live.node import live_table
     from hfq.live.rows import prepare
-    from hfq.live.snapshot import LiveFragment
+    from hfq.live.snapshot import LiveFragment, LiveView
     from scenarios.live import new_table
     stage_runs, real_runs = [], []
     n = len(batches)
-    for r in range(repeats):
-        def real() -> dict[str, float]:
+    for _ in range(repeats):
+        def real(out: dict[str, Any]) -> Iterator[None]:
             db, t = new_table(os.path.join(work, "vis-real"))
             pub = t.publisher(name="bench")
             waits, cpus, polls, done = [], [], 0, 0
             for b in batches:
+                yield   # a batch each turn
                 pub.publish(b)
                 done += b.num_rows
                 wall, cpu = _clocks()
@@ -578,11 +593,11 @@ def _visibility_stages(work: str, batches: list[Any], repeats: int) -> tuple[dic
                 waits.append(wall2 - wall)
                 cpus.append(cpu2 - cpu)
             ms = np.array(waits[1:])
-            return {"mean": float(ms.mean()), "p50": float(np.percentile(ms, 50)),
-                    "p99": float(np.percentile(ms, 99)), "extra polls": polls / n,
-                    "cpu": statistics.fmean(cpus[1:])}
+            out.update({"mean": float(ms.mean()), "p50": float(np.percentile(ms, 50)),
+                        "p99": float(np.percentile(ms, 99)), "extra polls": polls / n,
+                        "cpu": statistics.fmean(cpus[1:])})
 
-        def stages() -> dict[str, float]:
+        def stages(out: dict[str, Any]) -> Iterator[None]:
             db, t = new_table(os.path.join(work, "vis-stages"))
             pub = t.publisher(name="bench")
             ctx = db.session.nodes.context()
@@ -590,14 +605,15 @@ def _visibility_stages(work: str, batches: list[Any], repeats: int) -> tuple[dic
             st = _Stages()
             done = 0
             for b in batches:
+                yield
                 pub.publish(b)
                 done += b.num_rows
                 with st.on("compile (db.sql: the statement cache)"):
                     q = db.sql(VISIBLE_SQL)
-                with st.on(SNAP):
-                    q.source.live.snapshot()
-                with st.on(PLAN):
+                snapped = [0.0, 0.0]
+                with _seam(LiveView, "snapshot", snapped), st.on(PLAN):
                     staged = stage(q)
+                st.add(SNAP, *snapped)
                 with lt.lock:   # what a read's Pending.flush does, step by step
                     with st.on("handover of the new batch: taken (Pending.take)"):
                         taken = lt.pending.take()
@@ -622,14 +638,8 @@ def _visibility_stages(work: str, batches: list[Any], repeats: int) -> tuple[dic
                        "driver merge", st.last(RUN)[0] - nodes_[0],
                        st.last(RUN)[1] - nodes_[1])
                 assert got["n"][0] == done, (got, done)
-            st.less(PLAN, SNAP)   # planning takes the snapshot again: shown once, above
-            return dict(st.summary())
-        if r % 2 == 0:
-            real_runs.append(real())
-            stage_runs.append(stages())
-        else:
-            stage_runs.append(stages())
-            real_runs.append(real())
+            out.update(st.summary())
+        stage_runs.append(_turns(real, stages, n, real_runs))
     return _median_runs(stage_runs), _median_runs(real_runs)
 
 
@@ -642,6 +652,7 @@ def _subscriber_stages(work: str, batches: list[Any], repeats: int, readers: int
     import threading
 
     from hfq.live import node as livenode
+    from hfq.live import subscribe as livesub
     from scenarios.live import new_table
     stage_runs, real_runs = [], []
     total = sum(b.num_rows for b in batches)
@@ -663,28 +674,24 @@ def _subscriber_stages(work: str, batches: list[Any], repeats: int, readers: int
     for _ in range(repeats):
         st = _Stages()
         sub = t.subscribe(start="sod", wait_s=0)
-        alive = db.session.nodes.alive()
-        seen = 0
+        seen, before = 0, -1
         while True:
-            args = (sub.spec, dict(sub._fetched), sub.bounds, sub.symbols, sub.symbol_column,
-                    sub.columns, alive, sub.max_rows, sub.wait_s, sub.cut)
-            with st.on(FETCH):
-                answer = livenode.fetch(ctx, *args)
-            with st.on("  rows of each batch sliced per partition, put together (_served)"), \
-                    lt.lock:
-                for pub_, seq, _, _ in answer["entries"]:
-                    livenode._served(lt.held[(pub_, seq)], None, set(alive), ctx.name,
-                                     None, None, sub.columns, sub.cut)
-            with st.on(FILL):
+            fetched, served = [0.0, 0.0], [0.0, 0.0]
+            with _seam(livesub, "fetch", fetched), _seam(livenode, "_served", served), \
+                    st.on(FILL):
                 sub._fill()
+            st.add(FETCH, *fetched)
+            st.add("  rows of each batch sliced per partition, put together (_served)",
+                   *served)
             with st.on("batches handed out (poll)"):
                 while sub._ready:
                     got = sub.poll()
                     seen += got.num_rows if got is not None else 0
-            if not answer["entries"]:
+            if seen == before:   # a poll that brought nothing: the end of the day
                 break
+            before = seen
         assert seen == total, (seen, total)
-        st.less(FILL, FETCH)   # _fill runs the fetch again: shown once, above
+        st.less(FILL, FETCH)   # the fetch is shown apart
         # a fetch serves up to max_rows: only the mean per 1,000 rows
         stage_runs.append(st.summary(per=per))
         one = [0]
