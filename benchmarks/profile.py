@@ -5,6 +5,7 @@
     python benchmarks/profile.py analytics [--rows N]  # map_reduce's fixed cost vs the kernels
     python benchmarks/profile.py cluster  [--rows N]   # a day from 2 nodes: what each part costs
     python benchmarks/profile.py spread   [--rows N]   # spread_by_minute cold: disk, decode, kernel
+    python benchmarks/profile.py live  [--batches N]   # publish, ack -> SQL, subscribers
 
 Each prints a table of stages with their seconds (median of ``--repeats`` runs, warm page
 cache), on the data the benchmarks use (``hfq.synth`` TAQ; ``--shape`` many or few symbols), under
@@ -16,12 +17,14 @@ core at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -289,16 +292,478 @@ def profile_spread(bench: Bench, repeats: int) -> None:
         print(f"  {label:78s} {seconds * 1e3:8.1f} ms")
 
 
+# -- live (issue 26): publish, visibility, subscribers ------------------------------------------
+VISIBLE_SQL = "SELECT count(*) AS n FROM live"
+"""The query benchmarks/scenarios/live.py's visibility row polls after each ack."""
+SNAP = "  of which the snapshot of live batches (LiveView.snapshot: the node's report)"
+PLAN = "plan (stage: split, plan_read, live rows pinned, bind units)"
+HAND = "handover of the new batch: slices, partitions' runs (prepare, install)"
+PREP = "  its slices, one per partition (prepare)"
+WRITE = "node: log write (writev, group-commit bookkeeping)"
+RUN = "execution: run (the node stage on each unit here, the driver's merge)"
+FETCH = "node: fetch (lock, catch_up, feed walk, rows served)"
+FILL = "subscriber: visible, cast, combine, record batch, offset (_fill)"
+
+
+def _clocks() -> tuple[float, float]:
+    """Wall time and this thread's CPU time (which a loaded machine's other processes do
+    not inflate; an fsync's wait for the disk is not in it)."""
+    return time.perf_counter(), time.thread_time()
+
+
+class _Stages:
+    """Per stage, (wall, CPU) seconds per batch, in order of first use."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, list[tuple[float, float]]] = {}
+
+    def add(self, label: str, wall: float, cpu: float) -> None:
+        self.times.setdefault(label, []).append((wall, cpu))
+
+    @contextlib.contextmanager
+    def on(self, label: str) -> Iterator[None]:
+        wall, cpu = _clocks()
+        yield
+        wall2, cpu2 = _clocks()
+        self.add(label, wall2 - wall, cpu2 - cpu)
+
+    def last(self, label: str) -> tuple[float, float]:
+        return self.times[label][-1]
+
+    def less(self, label: str, inner: str) -> None:
+        """``label``'s times less ``inner``'s (a stage that runs ``inner`` again)."""
+        self.times[label] = [(a - c, b - d) for (a, b), (c, d)
+                             in zip(self.times[label], self.times[inner])]
+
+    def summary(self, first: int = 1, per: float | None = None
+                ) -> dict[str, tuple[float, float, float]]:
+        """Per stage, the wall time's p50 and mean and the CPU time's mean per batch -- of
+        the batches after the ``first`` (the first calls load code and make caches); with
+        ``per``: the totals / ``per`` (no p50: nan)."""
+        if per is not None:
+            return {k: (float("nan"), sum(w for w, _ in v) / per, sum(c for _, c in v) / per)
+                    for k, v in self.times.items()}
+        return {k: (statistics.median(w for w, _ in v[first:]),
+                    statistics.fmean(w for w, _ in v[first:]),
+                    statistics.fmean(c for _, c in v[first:])) for k, v in self.times.items()}
+
+
+class _Parked:
+    """Stands for a node's handover thread (alive, never woken): the profile hands batches
+    over itself, timed, instead of a thread doing it beside the stages."""
+
+    @staticmethod
+    def is_alive() -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def _seam(owner: Any, name: str, spent: list[float]) -> Iterator[None]:
+    """``owner.name`` timed while the block runs: each call's wall and CPU seconds added to
+    ``spent`` (a seam, as the benchmark's group-commit row counts the log's fsyncs)."""
+    real = getattr(owner, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        wall, cpu = _clocks()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            wall2, cpu2 = _clocks()
+            spent[0] += wall2 - wall
+            spent[1] += cpu2 - cpu
+
+    setattr(owner, name, timed)
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def _turns(real: Callable[[dict], Iterator[None]], stages: Callable[[dict], Iterator[None]],
+           n: int, real_runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The real calls and the stages, batch after batch in turns (which goes first
+    alternates): the real figures appended to ``real_runs``, the stages' returned."""
+    got_real: dict[str, Any] = {}
+    got_stages: dict[str, Any] = {}
+    turns = [real(got_real), stages(got_stages)]
+    for g in turns:
+        next(g)   # the tables made
+    for k in range(n):
+        for g in turns if k % 2 == 0 else turns[::-1]:
+            next(g, None)
+    real_runs.append(got_real)
+    return got_stages
+
+
+def _median_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the runs (a tuple: each of its figures)."""
+    out: dict[str, Any] = {}
+    for k, v in runs[0].items():
+        if isinstance(v, tuple):
+            out[k] = tuple(statistics.median(r[k][i] for r in runs) for i in range(len(v)))
+        else:
+            out[k] = statistics.median(r[k] for r in runs)
+    return out
+
+
+def _total(rows: dict[str, tuple[float, ...]], i: int) -> float:
+    """The sum of the stages (an indented label is a part of the stage above it)."""
+    return sum(v[i] for k, v in rows.items() if not k.startswith(" "))
+
+
+def _show_us(title: str, rows: dict[str, tuple[float, float, float]],
+             rows_per: int | None = None) -> None:
+    """Stages in microseconds: the wall time's p50 and mean and the CPU time's mean, the
+    share of each of the wall p50s' sum (the means' when there is no p50) and of the CPU
+    times' sum, and rows/s at the wall mean."""
+    i = 0 if all(v[0] == v[0] for v in rows.values()) else 1
+    total, cpu_total = _total(rows, i), _total(rows, 2)
+    print(f"\n{title}")
+    print(f"  {'stage':70s} {'wall p50':>8s} {'mean':>8s} {'CPU':>8s}   share  CPU share" +
+          ("   rows/s" if rows_per else ""))
+
+    def pct(x: float, part: bool) -> str:
+        return f"({x:5.1%})" if part else f"{x:6.1%} "
+
+    for label, (p50, mean, cpu) in rows.items():
+        part = label.startswith(" ")
+        p50_text = f"{p50 * 1e6:8.1f}" if p50 == p50 else f"{'':8s}"
+        rate = f"  {rows_per / mean / 1e6:6.2f} M" if rows_per and mean else ""
+        print(f"  {label:70s} {p50_text} {mean * 1e6:8.1f} {cpu * 1e6:8.1f}  "
+              f"{pct(rows[label][i] / total, part)}  {pct(cpu / cpu_total, part)}{rate}")
+
+
+def _publish_stages(work: str, batches: list[Any], repeats: int) -> tuple[dict, dict]:
+    """One acknowledged publish, stage by stage -- the library's calls in ``publish``'s
+    order on a table of their own: ``_conform``, ``_plan``, ``_send`` (its call to the node
+    captured: ``log_batch`` replaced for it), then what the node's ``LiveTable.log`` does:
+    ``catch_up``, ``encode``, the writer's ``append`` (its ``_sync`` seam timed: the fsync),
+    ``_hold``; the handover a node thread does every 128 batches done here, timed apart --
+    against the real ``pub.publish`` calls on another table, batch after batch in turns
+    (both see the same load of the machine): per batch, each stage's wall p50 and mean and
+    CPU mean, the real call's p50, mean, p99 and CPU (median of ``repeats`` runs)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from hfq.live import log as livelog
+    from hfq.live import publisher as livepub
+    from hfq.live.log import Entry, encode
+    from hfq.live.node import live_table
+    from hfq.live.route import Router
+    from scenarios.live import new_table
+    stage_runs: list[dict[str, float]] = []
+    real_runs: list[dict[str, float]] = []
+    n = len(batches)
+    for _ in range(repeats):
+        def real(out: dict[str, Any]) -> Iterator[None]:
+            _, t = new_table(os.path.join(work, "pub-real"))
+            pub = t.publisher(name="bench")
+            calls, cpus = [], []
+            for b in batches:
+                yield   # a batch each turn
+                wall, cpu = _clocks()
+                pub.publish(b)
+                wall2, cpu2 = _clocks()
+                calls.append(wall2 - wall)
+                cpus.append(cpu2 - cpu)
+            ms = np.array(calls[1:])   # the first call loads code and makes caches
+            out.update({"mean": float(ms.mean()), "p50": float(np.percentile(ms, 50)),
+                        "p99": float(np.percentile(ms, 99)),
+                        "cpu": statistics.fmean(cpus[1:])})
+
+        def stages(out: dict[str, Any]) -> Iterator[None]:
+            _, t = new_table(os.path.join(work, "pub-stages"))
+            sp = t.publisher(name="bench")
+            nodes = sp.session.nodes
+            lt = live_table(nodes.context(), sp.spec)
+            lt.handover = _Parked()   # type: ignore[assignment]
+            st = _Stages()
+            sent: list[tuple[Any, Any]] = []
+            synced: list[tuple[float, float]] = []
+            real_sync, real_log = livelog._sync, livepub.log_batch
+
+            def capture(node: Any, spec: Any, entry: Any, rows: Any) -> str:
+                live_table(node, spec)   # the node's LiveTable looked up, as log_batch does
+                sent.append((entry, rows))
+                return "logged"
+
+            def timed_sync(fd: int) -> None:
+                wall, cpu = _clocks()
+                real_sync(fd)
+                wall2, cpu2 = _clocks()
+                synced.append((wall2 - wall, cpu2 - cpu))
+
+            handed = 0.0
+            for b in batches:
+                yield
+                number = sp.seq + 1
+                # a part of a stage is timed by a seam inside it (timing it apart, before
+                # or after, would warm the CPU caches for the other)
+                with st.on("conform to the schema (Publisher._conform)"):
+                    rows = sp._conform(b)
+                routed = [0.0, 0.0]
+                with _seam(Router, "route", routed), \
+                        st.on("route + slices by partition and day (Publisher._plan)"):
+                    plan = sp._plan(number, f"{rows.num_rows:x}", rows)
+                st.add("  route: partition of each row (Router.route)", *routed)
+                livepub.log_batch = capture
+                taken = [0.0, 0.0]
+                try:
+                    with _seam(pc, "take", taken), \
+                            st.on("targets, rows in slice order, Entry, call to the node (_send)"):
+                        sp._send(plan)
+                finally:
+                    livepub.log_batch = real_log
+                st.add("  rows taken in slice order (pc.take)", *taken)
+                entry, body = sent.pop()
+                with st.on("node: other processes' streams looked at (catch_up)"), lt.lock:
+                    lt.catch_up()
+                writer = lt._writer()
+                meta = [0.0, 0.0]
+                with _seam(Entry, "meta", meta), \
+                        st.on("node: frame encoded: Arrow IPC stream + meta + CRC (encode)"):
+                    frame = encode(entry, body)
+                st.add("  meta JSON (Entry.meta)", *meta)
+                livelog._sync = timed_sync
+                try:
+                    with st.on(WRITE):
+                        writer.append([frame])
+                finally:
+                    livelog._sync = real_sync
+                (wall, cpu), (sync_wall, sync_cpu) = st.last(WRITE), synced[-1]
+                st.times[WRITE][-1] = (wall - sync_wall, cpu - sync_cpu)
+                st.add("node: fsync", sync_wall, sync_cpu)
+                with st.on("node: rows held, slices numbered, feed (LiveTable._hold)"), \
+                        lt.lock:
+                    lt._hold(entry, body, writer.dir, writer.segment)
+                sp.seq = number   # what publish does after the ack
+                for s, _ in plan.slices:
+                    sp._pseq[s.partition] = max(sp._pseq.get(s.partition, 0), s.pseq)
+                if lt.pending.due():
+                    start = time.perf_counter()
+                    lt.hand_over()
+                    handed += time.perf_counter() - start
+            out.update(st.summary())
+            out["handover"] = handed / n
+        stage_runs.append(_turns(real, stages, n, real_runs))
+    return _median_runs(stage_runs), _median_runs(real_runs)
+
+
+def _show_publish(size: int, n: int, got: dict[str, Any], real: dict[str, float]) -> None:
+    rows = {k: v for k, v in got.items() if k != "handover"}
+    _show_us(f"one acknowledged publish of a {size:,}-row batch, embedded, per batch "
+             f"({n} batches, one thread; us)", rows, rows_per=size)
+    print(f"  sum of stages: wall p50s {_total(rows, 0) * 1e6:.1f} us, means "
+          f"{_total(rows, 1) * 1e6:.1f} us, CPU {_total(rows, 2) * 1e6:.1f} us; the real "
+          f"pub.publish: p50 {real['p50'] * 1e6:.1f} us, mean {real['mean'] * 1e6:.1f} us, "
+          f"p99 {real['p99'] * 1e6:.1f} us, CPU {real['cpu'] * 1e6:.1f} us -> "
+          f"{size / real['mean'] / 1e6:.2f} M rows/s")
+    print(f"  off the ack path, a node thread: the handover to partitions every 128 batches "
+          f"{got['handover'] * 1e6:.1f} us per batch (the 2 cores share it with the publisher)")
+
+
+def _visibility_stages(work: str, batches: list[Any], repeats: int) -> tuple[dict, dict]:
+    """After each acknowledged batch, the query the benchmark polls: its stages on one table
+    (compile, the snapshot of live batches, the rest of planning, the handover of the new
+    batch, the live rows read, execution) and the real ``db.sql(...).collect()`` until it
+    counts the batch on another, batch after batch in turns."""
+    import numpy as np
+
+    from hfq.engine.execute import NodeStage, run, stage
+    from hfq.live import rows as liverows
+    from hfq.live.node import live_table
+    from hfq.live.rows import prepare
+    from hfq.live.snapshot import LiveFragment, LiveView
+    from scenarios.live import new_table
+    stage_runs, real_runs = [], []
+    n = len(batches)
+    for _ in range(repeats):
+        def real(out: dict[str, Any]) -> Iterator[None]:
+            db, t = new_table(os.path.join(work, "vis-real"))
+            pub = t.publisher(name="bench")
+            waits, cpus, polls, done = [], [], 0, 0
+            for b in batches:
+                yield   # a batch each turn
+                pub.publish(b)
+                done += b.num_rows
+                wall, cpu = _clocks()
+                while db.sql(VISIBLE_SQL).collect()["n"][0] < done:
+                    polls += 1
+                wall2, cpu2 = _clocks()
+                waits.append(wall2 - wall)
+                cpus.append(cpu2 - cpu)
+            ms = np.array(waits[1:])
+            out.update({"mean": float(ms.mean()), "p50": float(np.percentile(ms, 50)),
+                        "p99": float(np.percentile(ms, 99)), "extra polls": polls / n,
+                        "cpu": statistics.fmean(cpus[1:])})
+
+        def stages(out: dict[str, Any]) -> Iterator[None]:
+            db, t = new_table(os.path.join(work, "vis-stages"))
+            pub = t.publisher(name="bench")
+            ctx = db.session.nodes.context()
+            lt = live_table(ctx, pub.spec)
+            st = _Stages()
+            done = 0
+            for b in batches:
+                yield
+                pub.publish(b)
+                done += b.num_rows
+                with st.on("compile (db.sql: the statement cache)"):
+                    q = db.sql(VISIBLE_SQL)
+                snapped = [0.0, 0.0]
+                with _seam(LiveView, "snapshot", snapped), st.on(PLAN):
+                    staged = stage(q)
+                st.add(SNAP, *snapped)
+                with lt.lock:   # what a read's Pending.flush does, step by step
+                    with st.on("handover of the new batch: taken (Pending.take)"):
+                        taken = lt.pending.take()
+                    with st.on(PREP):
+                        ready = prepare(taken)
+                    joins = [0.0, 0.0]
+                    with _seam(liverows, "_joined", joins), st.on(HAND):
+                        lt.pending.install(ready)
+                    (a, b_), (c, d) = st.last(HAND), st.last(PREP)
+                    st.times[HAND][-1] = (a + c, b_ + d)
+                    st.add("  of which runs joined (_joined: Arrow concat, polars columns "
+                           "extended)", *joins)
+                reads, nodes_ = [0.0, 0.0], [0.0, 0.0]
+                with _seam(LiveFragment, "read_frame", reads), \
+                        _seam(NodeStage, "__call__", nodes_), st.on(RUN):
+                    got = run(staged)[0]
+                st.add("  of which live rows read, every partition (read_frame: "
+                       "take_frame, polars)", *reads)
+                st.add("  of which the node stage's plan over them (NodeStage, less "
+                       "the reads)", nodes_[0] - reads[0], nodes_[1] - reads[1])
+                st.add("  of which the rest: fast-path check, units batched, concat, "
+                       "driver merge", st.last(RUN)[0] - nodes_[0],
+                       st.last(RUN)[1] - nodes_[1])
+                assert got["n"][0] == done, (got, done)
+            out.update(st.summary())
+        stage_runs.append(_turns(real, stages, n, real_runs))
+    return _median_runs(stage_runs), _median_runs(real_runs)
+
+
+def _subscriber_stages(work: str, batches: list[Any], repeats: int, readers: int = 4
+                       ) -> tuple[dict, dict]:
+    """A subscriber's poll loop over the published day, per 1,000 rows delivered: the node's
+    ``fetch`` (of which the rows of each batch served, ``_served``), the subscriber's side
+    of ``_fill`` (cast, combine, record batch, offset), the batches handed out by ``poll``;
+    against one subscriber's real loop and ``readers`` at once in threads."""
+    import threading
+
+    from hfq.live import node as livenode
+    from hfq.live import subscribe as livesub
+    from scenarios.live import new_table
+    stage_runs, real_runs = [], []
+    total = sum(b.num_rows for b in batches)
+    db, t = new_table(os.path.join(work, "sub"))
+    pub = t.publisher(name="bench")
+    for b in batches:
+        pub.publish(b)
+    ctx = db.session.nodes.context()
+    lt = livenode.live_table(ctx, pub.spec)
+    with lt.lock:
+        lt.pending.flush()
+    per = total / 1000
+
+    def read_all(got: list[int], i: int) -> None:
+        sub = t.subscribe(start="sod", wait_s=0)
+        while (b := sub.poll()) is not None:
+            got[i] += b.num_rows
+
+    for _ in range(repeats):
+        st = _Stages()
+        sub = t.subscribe(start="sod", wait_s=0)
+        seen, before = 0, -1
+        while True:
+            fetched, served = [0.0, 0.0], [0.0, 0.0]
+            with _seam(livesub, "fetch", fetched), _seam(livenode, "_served", served), \
+                    st.on(FILL):
+                sub._fill()
+            st.add(FETCH, *fetched)
+            st.add("  rows of each batch sliced per partition, put together (_served)",
+                   *served)
+            with st.on("batches handed out (poll)"):
+                while sub._ready:
+                    got = sub.poll()
+                    seen += got.num_rows if got is not None else 0
+            if seen == before:   # a poll that brought nothing: the end of the day
+                break
+            before = seen
+        assert seen == total, (seen, total)
+        st.less(FILL, FETCH)   # the fetch is shown apart
+        # a fetch serves up to max_rows: only the mean per 1,000 rows
+        stage_runs.append(st.summary(per=per))
+        one = [0]
+        wall, cpu = _clocks()   # (the CPU of this thread: the subscriber's)
+        read_all(one, 0)
+        wall2, cpu2 = _clocks()
+        alone, alone_cpu = wall2 - wall, cpu2 - cpu
+        got = [0] * readers
+        threads = [threading.Thread(target=read_all, args=(got, i)) for i in range(readers)]
+        start = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        together = time.perf_counter() - start
+        assert got == [total] * readers and one == [total]
+        real_runs.append({"alone": alone / per, "cpu": alone_cpu / per, "together": together,
+                          "rows_per_s": readers * total / together})
+    return _median_runs(stage_runs), _median_runs(real_runs)
+
+
+def profile_live(bench: Bench, repeats: int, batches: int) -> None:
+    """Issue 26's live rows, embedded, the benchmark's data and settings
+    (benchmarks/scenarios/live.py): (a) one acknowledged publish of a 100-row batch and (b)
+    of a 1,000-row batch, stage by stage against the real ``pub.publish``; (c) a published
+    batch's way to ``db.sql``'s count after its ack; (d) a subscriber's poll loop per 1,000
+    rows, against 4 subscribers at once."""
+    from scenarios.live import batches_of, ticks
+    work = os.path.join(bench.work, "live")
+    os.makedirs(work, exist_ok=True)
+    small = ticks(batches * 100, symbols=200)   # as the benchmark's latency rows
+    day = ticks(batches * 1000)                 # as its publish / subscriber day
+    for size, table in ((100, small), (1000, day)):
+        parts = batches_of(table, size)
+        got, real = _publish_stages(work, parts, repeats)
+        _show_publish(size, len(parts), got, real)
+    parts = batches_of(small, 100)
+    got, real = _visibility_stages(work, parts, repeats)
+    _show_us(f"a 100-row batch from its ack to `{VISIBLE_SQL}` counting it, per batch "
+             f"({len(parts)} batches, one thread; us)", got)
+    print(f"  sum of stages: wall p50s {_total(got, 0) * 1e6:.1f} us, means "
+          f"{_total(got, 1) * 1e6:.1f} us, CPU {_total(got, 2) * 1e6:.1f} us; the real wait "
+          f"(db.sql until it counts the batch): p50 {real['p50'] * 1e6:.1f} us, mean "
+          f"{real['mean'] * 1e6:.1f} us, p99 {real['p99'] * 1e6:.1f} us, CPU "
+          f"{real['cpu'] * 1e6:.1f} us ({real['extra polls']:.2f} extra queries a batch)")
+    parts = batches_of(day, 1000)
+    got, real = _subscriber_stages(work, parts, repeats)
+    total = _total(got, 1)
+    _show_us(f"a subscriber's poll loop over {day.num_rows:,} rows in 1,000-row batches, per "
+             "1,000 rows delivered (one thread; us)", got, rows_per=1000)
+    print(f"  sum of stages {total * 1e6:.1f} us per 1,000 rows ({1000 / total / 1e6:.2f} M "
+          f"rows/s), CPU {_total(got, 2) * 1e6:.1f} us; the real loop alone "
+          f"{real['alone'] * 1e6:.1f} us per 1,000 rows ({1000 / real['alone'] / 1e6:.2f} M "
+          f"rows/s), CPU {real['cpu'] * 1e6:.1f} us; 4 subscribers at once (threads) "
+          f"{real['rows_per_s'] / 1e6:.2f} M rows/s together")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["day", "fresh", "analytics", "cluster", "spread"])
+    p.add_argument("what", choices=["day", "fresh", "analytics", "cluster", "spread", "live"])
     p.add_argument("--rows", type=int, default=20_000_000)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="runs, their median (default 5; live: 1, its batches are its runs)")
+    p.add_argument("--batches", type=int, default=300,
+                   help="live: batches published (of 100 and of 1,000 rows)")
     p.add_argument("--out", default="bench_out/profile")
     p.add_argument("--shape", choices=list(SHAPES), default="many",
                    help="the data's shape: " + "; ".join(f"{k} = {v[0]}"
                                                          for k, v in SHAPES.items()))
     args = p.parse_args()
+    args.repeats = args.repeats or (1 if args.what == "live" else 5)
     bench = Bench(out=args.out, rows=args.rows, days=1, repeats=args.repeats, quick=False,
                   shape=args.shape)
     os.makedirs(bench.work, exist_ok=True)
@@ -309,6 +774,8 @@ def main() -> int:
             profile_fresh(args.repeats)
         elif args.what == "analytics":
             profile_analytics(bench, args.repeats)
+        elif args.what == "live":
+            profile_live(bench, args.repeats, args.batches)
         elif args.what == "spread":
             profile_spread(bench, args.repeats)
         else:
