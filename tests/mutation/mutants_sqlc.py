@@ -605,8 +605,9 @@ MUTANTS: list[Mutant] = [
            "            return _decimal_arithmetic(node, left, right)   # (F95)",
            "            return None",
            "2.0 + 0.1 typed as hfq's DECIMAL(38, 1) for a lag/lead default: lead(2.0 + 0.1, 1, "
-           "100.25) answered, DuckDB fails casting 100.25 to DECIMAL(3, 1) (F95)",
-           ("tests/sql/test_findings.py::test_finding[F95]",)),
+           "100.25) answered, DuckDB fails casting 100.25 to DECIMAL(3, 1) (F95); since F106 "
+           "refused, so F95b's defaults that fit fail",
+           ("tests/sql/test_findings.py::test_finding[F95b]",)),
     Mutant("sqlc-power-half-one-row-sqrt", AREA, SQL + "functions.py",
            "        if half:",
            "        if False:",
