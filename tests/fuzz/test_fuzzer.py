@@ -400,6 +400,21 @@ def test_rows_duckdb_qualify_keeps_otherwise_alone_are_unstable(tmp_path):
         assert got.status == status, (rows, got.detail)
 
 
+def test_duckdb_overflowing_only_32_bits_is_widened_not_a_mismatch():
+    # DuckDB's INTEGER overflows where hfq computes in 64 bits (docs/sql.md): not a mismatch;
+    # BIGINT's own overflow is
+    got = _ans([(2147483648,)], ("int",))
+    for text in ("Out of Range Error: Overflow in subtraction of INT32 (-2147483648 - 1)!",
+                 "Out of Range Error: Overflow on abs(-2147483648)",
+                 "Out of Range Error: Overflow on abs(-128)"):
+        assert classify(got, duckdb.OutOfRangeException(text), ordered=False).status == \
+            "widened", text
+    for text in ("Out of Range Error: Overflow on abs(-9223372036854775808)",
+                 "Out of Range Error: Overflow in addition of INT64 (9223372036854775807 + 1)!"):
+        assert classify(got, duckdb.OutOfRangeException(text), ordered=False).status == \
+            "answered_error", text
+
+
 def test_refusals_are_counted_by_the_construct_they_name():
     assert construct(SqlError("unsupported SQL: QUALIFY", line=1, column=8)) == "QUALIFY"
     assert construct(SqlError("unknown column 'x'; columns: a")) == "unknown column …; columns: a"

@@ -760,6 +760,20 @@ MUTANTS: list[Mutant] = [
            "round to more than 38 places before the point with 10^e as a literal: polars takes "
            "no integer literal past 128 bits (a raw error for round(l0, -40)) (F108)",
            ("tests/sql/test_findings.py::test_finding[F108]",)),
+    Mutant("sqlc-literal-beside-narrow-int", AREA, SQL + "windows.py",
+           "        if any(literal) and any(t in (\"TINYINT\", \"SMALLINT\") and not lit",
+           "        if False and any(t in (\"TINYINT\", \"SMALLINT\") and not lit",
+           "an integer literal beside a TINYINT/SMALLINT typed INTEGER for a lag/lead default: "
+           "lead(coalesce(CAST(1 AS TINYINT), 2), 1, 40000) answered, DuckDB fails (F109)",
+           ("tests/sql/test_findings.py::test_finding[F109]",
+            "tests/sql/test_findings.py::test_finding[F109b]")),
+    Mutant("sqlc-param-int-min-bigint", AREA, SQL + "literals.py",
+           "        if value == -(2**31):   # DuckDB binds it an INTEGER",
+           "        if False:   # DuckDB binds it an INTEGER",
+           "the parameter -2147483648 bound a BIGINT: round($1, -1) answered -2147483650, "
+           "DuckDB's INTEGER overflows (F110)",
+           ("tests/sql/test_findings.py::test_finding[F110]",
+            "tests/sql/test_findings.py::test_finding[F110b]")),
     Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
            "        if isinstance(e, (exp.Like, exp.ILike)):",
            "        if False:",

@@ -255,6 +255,9 @@ def _typed(value: Any, node: exp.Expression) -> exp.Expression:
     if isinstance(value, int):
         if not -(2**63) <= value < 2**63:
             raise error(node, f"parameter {value} does not fit in a BIGINT")
+        if value == -(2**31):   # DuckDB binds it an INTEGER (the literal -2147483648 is a
+            # BIGINT: the negation of 2147483648), F110
+            return exp.cast(exp.Neg(this=exp.Literal.number(2**31)), exp.DataType.Type.INT)
         return exp.Literal.number(value) if value >= 0 else \
             exp.Neg(this=exp.Literal.number(-value))
     if isinstance(value, decimal.Decimal):

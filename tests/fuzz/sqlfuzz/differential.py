@@ -64,7 +64,9 @@ _INVALID = (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogExcept
             duckdb.TypeMismatchException)
 #: DuckDB's overflow of a 32/16/8-bit integer (its literals are INTEGER): hfq computes in 64
 #: bits by design, so this error is not a difference (counted as ``widened``)
-_NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b")
+#: (``abs`` of the narrow type's minimum says only the value)
+_NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b|"
+                     r"Overflow on abs\((-2147483648|-32768|-128)\)")
 
 
 #: polars' own words in an error message -- a plan quoted (``col("x")``, ``.alias(``...) or
