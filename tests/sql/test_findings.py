@@ -428,6 +428,35 @@ CASES: list[Case] = [
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          params=(-2147483648,), refuses=r"conversion failed \(CAST to INT",
          note="F110: the default cast to the INTEGER parameter's type fails in both"),
+    Case("F111", "SELECT id, round(d0, -324) AS a, round(d0, -400) AS b, round(d0, 309) AS c, "
+                 "round(d0, 400) AS e, round(d0, -309) AS f FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1.5), (2, D1, "A", -1.5), (3, D1, "A", 1e300),
+                     (4, D2, "B", float("inf")), (5, D2, "B", float("nan")),
+                     (6, D2, "B", None), (7, D2, "B", -0.0), (8, D2, "B", 5e-324)])],
+         note="round of a DOUBLE to digits past DOUBLE's exponent: 10^-324 is 0.0 (x * 0 / 0: "
+              "NaN, DuckDB 0.0) and 10.0 ** 309 a Python OverflowError (review of 06bff34)"),
+    Case("F112", "SELECT id, coalesce(sign(l0), '0') AS a, CASE WHEN id > 1 THEN l0 ELSE '7' END "
+                 "AS b, if(id > 1, l0, '3') AS c, coalesce(CASE WHEN id > 1 THEN date END, "
+                 "'2024-03-01') AS d, CASE WHEN id > 1 THEN l0 > 0 ELSE 'true' END AS e, "
+                 "coalesce(sym, 'N/A') AS f FROM t",
+         [TableSpec("t", [*T3, ("l0", "LONG")], ("date",), (),
+                    [(1, D1, "A", 3), (2, D2, "B", -4), (3, D2, "B", None)])],
+         note="a string literal among values of another type is cast to their type, as DuckDB "
+              "binds it; hfq answered text ('0', '2024-03-01') (review of 06bff34)"),
+    Case("F112b", "SELECT id, coalesce(sign(l0), '300') AS a FROM t",
+         [TableSpec("t", [*T3, ("l0", "LONG")], ("date",), (), [(1, D1, "A", None)])],
+         refuses=r"conversion failed \(CAST to TINYINT\)",
+         note="F112 in DuckDB's type: sign() is a TINYINT, '300' does not convert"),
+    Case("F112c", "SELECT id, coalesce(l0 * 1.5, '2.25') AS a FROM t",
+         [TableSpec("t", [*T3, ("l0", "LONG")], ("date",), (), [(1, D1, "A", None)])],
+         refusal_ok=True, refuses=r"a string literal among values of DECIMAL\(38, 1\)",
+         note="F112 where DuckDB's DECIMAL precision is not known to hfq: refused by name"),
+    Case("F113", "SELECT id, lag(if(id > 1, 1, 0), 1, 4000000000) OVER (ORDER BY id) AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         refuses=r"conversion failed \(CAST to INT\)",
+         note="if(c, 1, 0) is DuckDB's INTEGER: the default fails; duck_type knew CASE, not "
+              "if() (review of 06bff34)"),
 ]
 
 

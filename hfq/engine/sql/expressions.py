@@ -476,7 +476,9 @@ class Plain:
             otherwise = self.expr(default) if default is not None else pl.lit(None)
         finally:
             self.guards.pop()
-        *values, otherwise = functions.as_text(self, [v for _, v in branches] + [otherwise])
+        results = [b.args.get("true") for b in node.args.get("ifs") or []] + [default]
+        *values, otherwise = functions.as_text(self, functions.typed_literals(
+            self, results, [v for _, v in branches] + [otherwise], node))
         for (cond, _), value in zip(branches, values):
             chain = pl.when(cond).then(value) if chain is None else \
                 chain.when(cond).then(value)

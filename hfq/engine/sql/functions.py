@@ -17,13 +17,15 @@ from sqlglot import exp
 
 from hfq.engine.exprs import bucket_expr, parse_every
 from hfq.engine.sql import strings
+from hfq.engine.sql.casts import sql_type
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import compare, count_of, divide, interval_ns, kind, months_of
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, name_of
 from hfq.engine.sql.windows import duck_type
 
-__all__ = ["BY_CLASS", "as_text", "call", "log10", "part", "time_bucket", "trunc"]
+__all__ = ["BY_CLASS", "as_text", "call", "log10", "part", "time_bucket", "trunc",
+           "typed_literals"]
 
 _PARTS = {"year": "year", "month": "month", "day": "day", "hour": "hour", "minute": "minute",
           "second": "second", "millisecond": "millisecond", "microsecond": "microsecond",
@@ -224,11 +226,40 @@ def _coalesce(c: Compiles, node: exp.Expression) -> pl.Expr:
     all NULL."""
     args: list[pl.Expr] = []
     before: pl.Expr | None = None   # the earlier arguments are all NULL
-    for arg in [node.this, *node.expressions]:
+    nodes = [node.this, *node.expressions]
+    for arg in nodes:
         e = c.under(before, arg)
         args.append(e)
         before = e.is_null() if before is None else before & e.is_null()
-    return pl.coalesce(as_text(c, args))
+    return pl.coalesce(as_text(c, typed_literals(c, nodes, args, node)))
+
+
+def typed_literals(c: Compiles, nodes: list[exp.Expression | None], values: list[pl.Expr],
+                   node: exp.Expression) -> list[pl.Expr]:
+    """``values`` (the compiled ``nodes`` one result is chosen from: a CASE's, IF's or
+    coalesce's) with each string literal among values of another type cast to their type,
+    as DuckDB binds it (``coalesce(date, '2024-03-01')`` is a DATE, ``coalesce(sign(x),
+    '0')`` a TINYINT, ``coalesce(l0, 'x')`` fails); hfq answered text (F112).  Refused by name
+    where that type is not known exactly (values of several types, a DECIMAL whose precision
+    hfq does not derive)."""
+    literal = [n is not None and isinstance(n, exp.Literal) and n.is_string for n in nodes]
+    others = [(n, v) for n, v, lit in zip(nodes, values, literal)
+              if not lit and n is not None and not isinstance(c.dtype(v), pl.Null)]
+    if not any(literal) or not others:
+        return values
+    dtypes = {c.dtype(v) for _, v in others}
+    if any(d == pl.String or isinstance(d, (pl.Categorical, pl.Enum)) for d in dtypes):
+        return values   # text: the literal stays text
+    parts = [n.copy() for n, _ in others]
+    narrow = duck_type(exp.Coalesce(this=parts[0], expressions=parts[1:]))
+    target = narrow or (sql_type(next(iter(dtypes))) if len(dtypes) == 1 else None)
+    if target is None or target.startswith("DECIMAL(38"):
+        names = sorted(sql_type(d) or str(d) for d in dtypes)
+        raise unsupported(node, f"a string literal among values of {' and '.join(names)} here "
+                                "(DuckDB casts it to their type, which hfq does not know)")
+    to = exp.DataType.build(target, dialect="duckdb")
+    return [c.expr(exp.cast(n.copy(), to)) if lit and n is not None else v
+            for n, v, lit in zip(nodes, values, literal)]
 
 
 def as_text(c: Compiles, branches: list[pl.Expr]) -> list[pl.Expr]:
@@ -261,8 +292,10 @@ def _if(c: Compiles, node: exp.Expression) -> pl.Expr:
     """``if(cond, a, b)``: a CASE -- each branch evaluated only for the rows it applies to."""
     cond = c.predicate(node.this, "IF").fill_null(False)
     false = node.args.get("false")
-    true, other = as_text(c, [c.under(cond, node.args["true"]),
-                              c.under(~cond, false) if false is not None else pl.lit(None)])
+    true, other = as_text(c, typed_literals(
+        c, [node.args["true"], false],
+        [c.under(cond, node.args["true"]),
+         c.under(~cond, false) if false is not None else pl.lit(None)], node))
     return pl.when(cond).then(true).otherwise(other)
 
 
@@ -333,6 +366,10 @@ def _round(c: Compiles, x: pl.Expr, digits: int, node: exp.Expression) -> pl.Exp
     x = x.cast(pl.Float64)
     if digits == 0:
         return x.round(0, mode="half_away_from_zero")
+    if digits > 308:    # 10^digits past DOUBLE (a Python OverflowError): x as it is (F111)
+        return x
+    if digits < -323:   # 10^digits is 0.0 (x * 0 / 0 was NaN): DuckDB's 0.0, inf/NaN kept
+        return pl.when(x.is_finite()).then(pl.lit(0.0)).otherwise(x)
     return _round_scaled(x, digits)
 
 

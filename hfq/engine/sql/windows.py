@@ -230,10 +230,12 @@ def duck_type(node: exp.Expression) -> str | None:
         if inner in _INT_WIDTH:   # ceil/floor of an integer is a DOUBLE in DuckDB
             return inner if isinstance(node, (exp.Round, exp.Trunc)) else None
         return _decimal_rounded(node, inner) if inner else None
-    if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce, exp.Case)):
+    if isinstance(node, (exp.Greatest, exp.Least, exp.Coalesce, exp.Case, exp.If)):
         if isinstance(node, exp.Case):   # the widest of the results; NULLs take any type
             parts = [b.args.get("true") for b in node.args.get("ifs") or []] + \
                 [node.args.get("default")]
+        elif isinstance(node, exp.If):   # if(c, a, b): a CASE (F113)
+            parts = [node.args.get("true"), node.args.get("false")]
         else:
             parts = [node.this, *node.expressions]
         parts = [n for n in parts if n is not None and not isinstance(n, exp.Null)]

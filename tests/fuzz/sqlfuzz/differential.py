@@ -64,9 +64,10 @@ _INVALID = (duckdb.BinderException, duckdb.ParserException, duckdb.CatalogExcept
             duckdb.TypeMismatchException)
 #: DuckDB's overflow of a 32/16/8-bit integer (its literals are INTEGER): hfq computes in 64
 #: bits by design, so this error is not a difference (counted as ``widened``)
-#: (``abs`` of the narrow type's minimum says only the value)
+#: (``abs`` of the narrow type's minimum, and its division by -1, say only the values)
 _NARROW = re.compile(r"Overflow in \w+ of (INT32|INT16|INT8)\b|"
-                     r"Overflow on abs\((-2147483648|-32768|-128)\)")
+                     r"Overflow on abs\((-2147483648|-32768|-128)\)|"
+                     r"Overflow in division of (-2147483648|-32768|-128) / -1\b")
 
 
 #: polars' own words in an error message -- a plan quoted (``col("x")``, ``.alias(``...) or
