@@ -798,6 +798,21 @@ MUTANTS: list[Mutant] = [
            "if(c, 1, 0) typed as hfq's BIGINT for a lag/lead default: the default 4000000000 "
            "answered, DuckDB fails casting it to INTEGER (F113)",
            ("tests/sql/test_findings.py::test_finding[F113]",)),
+    Mutant("sqlc-sliding-double-overflow-unchecked", AREA, SQL + "windows.py",
+           "    past = (~roll(finite.clip(lower_bound=0.0)).is_finite() |",
+           "    past = pl.lit(False) & (~roll(finite.clip(lower_bound=0.0)).is_finite() |",
+           "a sliding frame's sum of DOUBLEs past DOUBLE's range answered from polars' rolled "
+           "sum: NaN where DuckDB's is inf (F114)",
+           ("tests/sql/test_findings.py::test_finding[F114]",
+            "tests/sql/test_findings.py::test_finding[F114b]")),
+    Mutant("sqlc-sliding-double-overflow-inf-only", AREA, SQL + "windows.py",
+           "    past = (~roll(finite.clip(lower_bound=0.0)).is_finite() |\n"
+           "            ~roll(finite.clip(upper_bound=0.0)).is_finite()).any()",
+           "    past = (roll(finite.clip(lower_bound=0.0)).is_infinite() |\n"
+           "            roll(finite.clip(upper_bound=0.0)).is_infinite()).any()",
+           "the overflow check looking for inf only: polars' rolled sum past DOUBLE's range "
+           "is NaN there (F114)",
+           ("tests/sql/test_findings.py::test_finding[F114]",)),
     Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
            "        if isinstance(e, (exp.Like, exp.ILike)):",
            "        if False:",

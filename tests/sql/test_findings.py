@@ -457,6 +457,30 @@ CASES: list[Case] = [
          refuses=r"conversion failed \(CAST to INT\)",
          note="if(c, 1, 0) is DuckDB's INTEGER: the default fails; duck_type knew CASE, not "
               "if() (review of 06bff34)"),
+    Case("F114", "SELECT id, avg(d0) OVER (ORDER BY tm RANGE BETWEEN INTERVAL '5 minutes' "
+                 "PRECEDING AND CURRENT ROW) AS a FROM t",
+         [TableSpec("t", [*T3, ("tm", "TIME"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", dt.time(0, 0), 0.0), (2, D1, "A", dt.time(9, 29, 59), None),
+                     (3, D1, "A", dt.time(9, 29, 59), 1.7976931348623157e308),
+                     (4, D1, "A", dt.time(9, 29, 59), 1.0), (5, D2, "B", dt.time(9, 30), -1.25),
+                     (6, D2, "B", dt.time(9, 30), 1.7976931348623157e308), (7, D2, "B", dt.time(9, 30), 0.5)])],
+         refusal_ok=True, refuses=r"a sliding frame's avg of DOUBLEs past DOUBLE's range",
+         note="a RANGE frame whose finite values sum past DOUBLE's range: polars' rolled sum "
+              "gave NaN where DuckDB's is inf (fuzz seed 59, 2-node, dataset 59689); the "
+              "value there moves with the order of the additions: refused by name"),
+    Case("F114b", "SELECT id, sum(d0) OVER (ORDER BY id ROWS BETWEEN 40 PRECEDING AND CURRENT "
+                  "ROW) AS a FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(k, D1, "A", 1.7976931348623157e308 if k in (3, 9) else 0.5) for k in range(50)])],
+         refusal_ok=True, refuses=r"a sliding frame's sum of DOUBLEs past DOUBLE's range",
+         note="F114 on a ROWS frame of 32 rows or more (rolled, not added afresh)"),
+    Case("F114c", "SELECT id, avg(d0) OVER (ORDER BY tm RANGE BETWEEN INTERVAL '5 minutes' "
+                  "PRECEDING AND CURRENT ROW) AS a, sum(d0) OVER (ORDER BY id ROWS BETWEEN 40 "
+                  "PRECEDING AND CURRENT ROW) AS b FROM t",
+         [TableSpec("t", [*T3, ("tm", "TIME"), ("d0", "DOUBLE")], ("date",), (),
+                    [(k, D1, "A", dt.time(9, 30 + k % 7), v) for k, v in enumerate(
+                        [1e300, float("inf"), -2.5, None, 1e300, float("nan"), 3.0] * 8)])],
+         note="large values and infinities that do not sum past DOUBLE's range: answered"),
 ]
 
 

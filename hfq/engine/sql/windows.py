@@ -433,7 +433,11 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         if start > end:
             raise error(spec, "a window frame's start is after its end")
         f, ft, back = _in_doubles(c, node, kind, value, dtype)
-        return w.over(back(_sliding(kind, f, ft, -start, end)))
+        out = back(_sliding(kind, f, ft, -start, end))
+        if kind in ("sum", "mean") and dtype.is_float() and end - start >= _SHORT_FRAME:
+            out = _past_double(c, node, kind, value, out,
+                               lambda e: _frame(e, "sum", -start, end))
+        return w.over(out)
     # RANGE frames
     if end != 0:
         raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
@@ -490,6 +494,8 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
     if kind in ("sum", "mean") and dtype.is_float():
+        out = _past_double(c, node, kind, pl.when(known).then(value), out, lambda e: (
+            e.rolling_sum_by(by, f"{width + 1}i", closed="right")))
         checked = c.fail(out, _tie_dependent(value, known, by, f"{width + 1}i"), node,
                          f"a RANGE frame's {'avg' if kind == 'mean' else kind} of DOUBLEs "
                          "over tied ORDER BY keys, whose value depends on the order of the "
@@ -501,6 +507,26 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         v = value.cast(pl.Float64)
         out = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), out, checked)
     return w.over(out, ordered=False)
+
+
+def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, out: pl.Expr,
+                 roll: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+    """``out`` (a sliding frame's sum or avg of DOUBLEs, rolled by adding the rows coming in
+    and subtracting those leaving), failing by name where a frame's finite values of one sign
+    sum past DOUBLE's range: the rolled total then stays inf after the rows leave, or
+    inf - inf made NaN where DuckDB's per-frame sum is inf (F114) -- and DuckDB's own answer
+    there moves with the order it adds in.  Values too small to sum that far (a partition's
+    largest magnitude times its rows under 1e308: prices) skip the check."""
+    v = value.cast(pl.Float64)
+    finite = pl.when(v.is_finite()).then(v)
+    # (polars' rolled sum of finite values past DOUBLE's range is inf or even NaN)
+    past = (~roll(finite.clip(lower_bound=0.0)).is_finite() |
+            ~roll(finite.clip(upper_bound=0.0)).is_finite()).any()
+    small = finite.abs().max().fill_null(0.0) * pl.len().cast(pl.Float64) < 1e308
+    name = "avg" if kind == "mean" else kind
+    return choice(small, out, c.fail(out, past, node, f"a sliding frame's {name} of DOUBLEs "
+                                     "past DOUBLE's range (its value depends on the order of "
+                                     "the additions) is not supported"))
 
 
 def _tie_dependent(value: pl.Expr, known: pl.Expr, by: pl.Expr, size: str) -> pl.Expr:
