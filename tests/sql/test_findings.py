@@ -463,7 +463,8 @@ CASES: list[Case] = [
                     [(1, D1, "A", dt.time(0, 0), 0.0), (2, D1, "A", dt.time(9, 29, 59), None),
                      (3, D1, "A", dt.time(9, 29, 59), 1.7976931348623157e308),
                      (4, D1, "A", dt.time(9, 29, 59), 1.0), (5, D2, "B", dt.time(9, 30), -1.25),
-                     (6, D2, "B", dt.time(9, 30), 1.7976931348623157e308), (7, D2, "B", dt.time(9, 30), 0.5)])],
+                     (6, D2, "B", dt.time(9, 30), 1.7976931348623157e308),
+                     (7, D2, "B", dt.time(9, 30), 0.5)])],
          refusal_ok=True, refuses=r"a sliding frame's avg of DOUBLEs past DOUBLE's range",
          note="a RANGE frame whose finite values sum past DOUBLE's range: polars' rolled sum "
               "gave NaN where DuckDB's is inf (fuzz seed 59, 2-node, dataset 59689); the "
@@ -471,7 +472,8 @@ CASES: list[Case] = [
     Case("F114b", "SELECT id, sum(d0) OVER (ORDER BY id ROWS BETWEEN 40 PRECEDING AND CURRENT "
                   "ROW) AS a FROM t",
          [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
-                    [(k, D1, "A", 1.7976931348623157e308 if k in (3, 9) else 0.5) for k in range(50)])],
+                    [(k, D1, "A", 1.7976931348623157e308 if k in (3, 9) else 0.5)
+                     for k in range(50)])],
          refusal_ok=True, refuses=r"a sliding frame's sum of DOUBLEs past DOUBLE's range",
          note="F114 on a ROWS frame of 32 rows or more (rolled, not added afresh)"),
     Case("F114c", "SELECT id, avg(d0) OVER (ORDER BY tm RANGE BETWEEN INTERVAL '5 minutes' "
