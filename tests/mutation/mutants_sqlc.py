@@ -813,6 +813,13 @@ MUTANTS: list[Mutant] = [
            "the overflow check looking for inf only: polars' rolled sum past DOUBLE's range "
            "is NaN there (F114)",
            ("tests/sql/test_findings.py::test_finding[F114]",)),
+    Mutant("sqlc-window-sum-of-durations-polars", AREA, SQL + "windows.py",
+           "    if kind in (\"sum\", \"mean\") and (dtype.is_temporal() or isinstance(dtype, "
+           "pl.Duration)):",
+           "    if False:",
+           "a window avg of date - NULL handed to polars: 'rolling_sum operation not supported "
+           "for dtype duration' reached the user (F115)",
+           ("tests/sql/test_findings.py::test_finding[F115]",)),
     Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
            "        if isinstance(e, (exp.Like, exp.ILike)):",
            "        if False:",

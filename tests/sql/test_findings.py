@@ -483,6 +483,12 @@ CASES: list[Case] = [
                     [(k, D1, "A", dt.time(9, 30 + k % 7), v) for k, v in enumerate(
                         [1e300, float("inf"), -2.5, None, 1e300, float("nan"), 3.0] * 8)])],
          note="large values and infinities that do not sum past DOUBLE's range: answered"),
+    Case("F115", "SELECT id, avg(date - NULL) OVER (ORDER BY id ROWS BETWEEN 0 PRECEDING AND 1 "
+                 "FOLLOWING) AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         refusal_ok=True, refuses=r"window avg\(\) over INTERVAL values",
+         note="a window sum/avg of dates or intervals reached polars: 'rolling_sum operation "
+              "not supported for dtype duration' (fuzz seeds 53 and 59, in polars' words)"),
 ]
 
 

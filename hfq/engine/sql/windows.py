@@ -396,6 +396,9 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
             return w.over(value, ordered=False)   # (polars rolls no Null column)
         value = value.cast(pl.Float64 if kind == "mean" else pl.Int64)
         dtype = c.dtype(value)
+    if kind in ("sum", "mean") and (dtype.is_temporal() or isinstance(dtype, pl.Duration)):
+        # (date - NULL: polars rolls no dates or durations, said in its words)
+        raise unsupported(fn, f"window {name}() over {sql_type(dtype) or 'INTERVAL'} values")
     if kind in ("sum", "mean") and dtype == pl.Float32:   # FLOAT summed in DOUBLE, as
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64:
