@@ -341,6 +341,18 @@ def test_row_mix_never_counts_a_row_twice():
     assert not _row_mix(_ans([(1, 1.0), (1, 5.0)], kinds), [a, b])
 
 
+def _in_both(tmp_path, t: TableSpec):
+    """Table ``t`` in a new hfq database and in 3 DuckDB connections (its rows as hfq stores
+    them)."""
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t])
+    load_hfq(db, dataset)
+    cons = duckdb_connections(3)
+    for con in cons:
+        load_duckdb(con, db, dataset)
+    return db, cons
+
+
 def test_a_column_duckdb_answers_otherwise_alone_is_unstable(tmp_path):
     # DuckDB's OVER () sum adds in the order another window sorted the rows to: 1e300,
     # -1e300, 1 by id is 1.0, by id DESC 0.0 -- with row_number() OVER (ORDER BY id DESC)
@@ -349,12 +361,7 @@ def test_a_column_duckdb_answers_otherwise_alone_is_unstable(tmp_path):
     t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
                         ("d0", "DOUBLE")], ("date",), (),
                   [(1, d, "A", 1e300), (2, d, "A", -1e300), (3, d, "A", 1.0)])
-    db = hfq.connect(str(tmp_path / "db"))
-    dataset = Dataset(0, [t])
-    load_hfq(db, dataset)
-    cons = duckdb_connections(3)
-    for con in cons:
-        load_duckdb(con, db, dataset)
+    db, cons = _in_both(tmp_path, t)
     sql = "SELECT id, sum(d0) OVER () AS s, row_number() OVER (ORDER BY id DESC) AS r FROM t"
     assert run_duckdb(cons[0], sql).rows[0][1] == 0.0
     out = run_query(db, cons, sql, ordered=False)
@@ -378,12 +385,7 @@ def test_rows_duckdb_qualify_keeps_otherwise_alone_are_unstable(tmp_path):
     t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
                         ("d0", "DOUBLE")], ("date",), (),
                   [(1, d, "A", big), (2, d, "A", big), (3, d, "A", float("-inf"))])
-    db = hfq.connect(str(tmp_path / "db"))
-    dataset = Dataset(0, [t])
-    load_hfq(db, dataset)
-    cons = duckdb_connections(3)
-    for con in cons:
-        load_duckdb(con, db, dataset)
+    db, cons = _in_both(tmp_path, t)
     sql = ("SELECT id, row_number() OVER (ORDER BY id DESC) AS r FROM t "
            "QUALIFY avg(d0) OVER () > 1")
     assert run_duckdb(cons[0], sql).rows == []
