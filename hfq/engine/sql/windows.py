@@ -246,7 +246,7 @@ def duck_type(node: exp.Expression) -> str | None:
             # DuckDB gives an integer literal the narrow type beside it when it fits
             # (coalesce(CAST(1 AS TINYINT), 2) is a TINYINT), by rules hfq does not follow
             raise unsupported(node, "the type of an integer literal beside a TINYINT or "
-                                    "SMALLINT value here (F109)")
+                                    "SMALLINT value here (DuckDB narrows the literal)")
         if not types or not all(t in _INT_WIDTH for t in types):
             return _decimal_widest(types)   # (F106)
         return max(types, key=lambda t: _INT_WIDTH[t or ""])
