@@ -820,6 +820,18 @@ MUTANTS: list[Mutant] = [
            "a window avg of date - NULL handed to polars: 'rolling_sum operation not supported "
            "for dtype duration' reached the user (F115)",
            ("tests/sql/test_findings.py::test_finding[F115]",)),
+    Mutant("sqlc-decimal-null-typed", AREA, SQL + "expressions.py",
+           "        if any(isinstance(t, pl.Null) for t in types) and \\\n",
+           "        if False and \\\n",
+           "DECIMAL + NULL typed DECIMAL(38, s): coalesce(1.5 + NULL, 2) answered 2.0, DuckDB's "
+           "is the INTEGER 2 (F116)",
+           ("tests/sql/test_findings.py::test_finding[F116]",)),
+    Mutant("sqlc-weighted-avg-decimal", AREA, SQL + "aggregates.py",
+           "        if decimal and not any(t.is_float() for t in types):",
+           "        if False:",
+           "weighted_avg of a DECIMAL value answered in DOUBLE where DuckDB's DECIMAL product "
+           "overflows (F117)",
+           ("tests/sql/test_findings.py::test_finding[F117]",)),
     Mutant("sqlc-pushdown-no-like", AREA, SQL + "pushdown.py",
            "        if isinstance(e, (exp.Like, exp.ILike)):",
            "        if False:",

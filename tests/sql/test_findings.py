@@ -489,6 +489,18 @@ CASES: list[Case] = [
          refusal_ok=True, refuses=r"window avg\(\) over INTERVAL values",
          note="a window sum/avg of dates or intervals reached polars: 'rolling_sum operation "
               "not supported for dtype duration' (fuzz seeds 53 and 59, in polars' words)"),
+    Case("F116", "SELECT id, coalesce(round(100.25), (0.0 + NULL)) AS a, "
+                 "coalesce(1.5 + NULL, 2) AS b, coalesce(id * 1.5 - NULL, id) AS c, "
+                 "coalesce(NULL % 2.5, -id) AS d, 1.5 * NULL + 1 AS e FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="a DECIMAL + - * % an untyped NULL is an untyped NULL in DuckDB; hfq typed it "
+              "DECIMAL(38, s): coalesce(1.5 + NULL, 2) answered 2.0 where DuckDB's is the "
+              "INTEGER 2 (fuzz seed 61)"),
+    Case("F117", "SELECT weighted_avg(-2.5 * id, id) AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(2 ** 63 - 1, D1, "A"), (2, D2, "B")])],
+         refusal_ok=True, refuses=r"weighted_avg\(\) of DECIMAL values",
+         note="weighted_avg of a DECIMAL value: DuckDB multiplies in DECIMAL and fails past 38 "
+              "digits, hfq answered in DOUBLE (fuzz seed 61)"),
 ]
 
 

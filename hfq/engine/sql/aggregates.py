@@ -266,6 +266,13 @@ class Agg(Plain):
             den = pl.when(wide[0].is_not_null()).then(wide[1]).otherwise(0)
             return (pl.when(num.count() > 0).then(num.sum()).cast(_F64) /
                     pl.when(den.count() > 0).then(den.sum()).cast(_F64))
+        types = [self.dtype(e) for e in values]
+        decimal = any(isinstance(t, pl.Decimal) for t in types)
+        if decimal and not any(t.is_float() for t in types):
+            # DuckDB multiplies and sums in DECIMAL, failing past 38 digits
+            raise error(node, f"{name}() of DECIMAL values and weights (DuckDB computes value * "
+                              "weight in DECIMAL and fails past 38 digits) is not supported; "
+                              "CAST them to DOUBLE")
         v, w = values[0].cast(_F64), values[1].cast(_F64)
         num, den = v * w, pl.when(v.is_not_null()).then(w).otherwise(0.0)
         return pl.when(num.count() > 0).then(num.sum()) / \

@@ -181,10 +181,17 @@ class Plain:
         left, right = self.expr(node.this), self.expr(node.expression)
         return self.coerce(left, right, node)
 
-    def _arithmetic(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr]:
+    def _arithmetic(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr] | None:
         """The operands of ``+ - * %``: FLOAT (32-bit) ones computed in DOUBLE (docs/sql.md:
-        no float32 overflow, ``f + f`` at 3.4e38 is 6.8e38, not inf)."""
-        left, right = self._binary(node)
+        no float32 overflow, ``f + f`` at 3.4e38 is 6.8e38, not inf).  None for a DECIMAL and
+        an untyped NULL: DuckDB's DECIMAL operators keep the NULL's type, so the result is an
+        untyped NULL (``coalesce(1.5 + NULL, 2)`` is the INTEGER 2, not 2.0)."""
+        left, right = self.expr(node.this), self.expr(node.expression)
+        types = (self.dtype(left), self.dtype(right))
+        if any(isinstance(t, pl.Null) for t in types) and \
+                any(isinstance(t, pl.Decimal) for t in types):
+            return None
+        left, right = self.coerce(left, right, node)
         return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e   # type: ignore
                      for e in (left, right))
 
@@ -279,7 +286,10 @@ class Plain:
         days = self._days(node, 1)
         if days is not None:
             return days
-        left, right = self._arithmetic(node)
+        pair = self._arithmetic(node)
+        if pair is None:
+            return pl.lit(None)
+        left, right = pair
         clock = self._clock(left, right, 1)
         if clock is not None:
             return clock
@@ -294,7 +304,10 @@ class Plain:
         days = self._days(node, -1)
         if days is not None:
             return days
-        left, right = self._arithmetic(node)
+        pair = self._arithmetic(node)
+        if pair is None:
+            return pl.lit(None)
+        left, right = pair
         clock = self._clock(left, right, -1)
         if clock is not None:
             return clock
@@ -305,7 +318,10 @@ class Plain:
         return out
 
     def _Mul(self, node: exp.Mul) -> pl.Expr:
-        left, right = self._arithmetic(node)
+        pair = self._arithmetic(node)
+        if pair is None:
+            return pl.lit(None)
+        left, right = pair
         lt, rt = self.dtype(left), self.dtype(right)
         if isinstance(lt, pl.Decimal) or isinstance(rt, pl.Decimal):
             # DECIMAL products exact at the sum of the scales, as DuckDB's (polars keeps
@@ -343,7 +359,10 @@ class Plain:
         """The remainder with the dividend's sign, as DuckDB's ``%`` (polars' has the
         divisor's); ``x % 0`` raises on integers and decimals, is NaN on doubles (NULL %
         0 is NULL)."""
-        left, right = self._arithmetic(node)
+        pair = self._arithmetic(node)
+        if pair is None:
+            return pl.lit(None)
+        left, right = pair
         zero = left.is_not_null() & (right == 0)
         floats = self.dtype(left).is_float() or self.dtype(right).is_float()
         by = right if floats else pl.when(right != 0).then(right)   # (no polars error)
