@@ -29,7 +29,7 @@ from hfq.engine.sql.literals import (
     same_time_type,
 )
 from hfq.engine.sql.scope import Env, Scope
-from hfq.engine.sql.syntax import is_agg
+from hfq.engine.sql.syntax import has_agg, is_agg
 
 __all__ = ["Plain", "like_categorical", "number"]
 
@@ -191,6 +191,9 @@ class Plain:
         if any(isinstance(t, pl.Null) for t in types) and \
                 any(isinstance(t, pl.Decimal) for t in types):
             return None
+        if any(isinstance(t, pl.Null) for t in types) and pl.String in types:
+            raise error(node, f"{node.sql('duckdb')}: arithmetic on text and an untyped NULL "
+                              "(DuckDB makes it a BIGINT) is not supported")
         left, right = self.coerce(left, right, node)
         return tuple(e.cast(pl.Float64) if self.dtype(e) == pl.Float32 else e   # type: ignore
                      for e in (left, right))
@@ -293,7 +296,7 @@ class Plain:
         clock = self._clock(left, right, 1)
         if clock is not None:
             return clock
-        out = left + right
+        out = self._zero_signed(left + right, left, right, node, 1)
         if self._integers(left, right) and not self._small(node):
             # overflow: the sum's sign differs from both operands
             bad = (left.xor(out) & right.xor(out)) < 0
@@ -311,11 +314,29 @@ class Plain:
         clock = self._clock(left, right, -1)
         if clock is not None:
             return clock
-        out = left - right
+        out = self._zero_signed(left - right, left, right, node, -1)
         if self._integers(left, right) and not self._small(node):
             bad = (left.xor(right) & left.xor(out)) < 0
             return self.fail(out, bad, node, "integer overflow")
         return out
+
+    def _zero_signed(self, out: pl.Expr, left: pl.Expr, right: pl.Expr, node: exp.Binary,
+                     sign: int) -> pl.Expr:
+        """A DOUBLE sum or difference whose zeros carry IEEE's sign, as DuckDB's.  polars skips
+        the arithmetic with a length-1 zero (a constant, an aggregate): its ``x + 0.0`` is
+        ``x`` and ``0.0 - x`` is ``-x``, so -0.0 + 0.0 gave -0.0 (IEEE: 0.0; F118).  Where a
+        side may be such a zero, a zero result is -0.0 only when IEEE's is: both addends
+        -0.0 (``l - r``: l is -0.0 and r is 0.0)."""
+        if not self.dtype(out).is_float() or not _zero_hazard(node.this, node.expression):
+            return out
+
+        def negative_zero(e: pl.Expr) -> pl.Expr:
+            e = e.cast(pl.Float64)
+            return (e == 0) & (pl.lit(1.0) / e < 0)
+
+        other = negative_zero(right) if sign > 0 else (right.cast(pl.Float64) == 0) & \
+            ~negative_zero(right)
+        return pl.when(out == 0).then(_signed_zero(negative_zero(left) & other)).otherwise(out)
 
     def _Mul(self, node: exp.Mul) -> pl.Expr:
         pair = self._arithmetic(node)
@@ -345,6 +366,8 @@ class Plain:
         """Division rounding toward zero, as DuckDB's ``//`` (polars' floors); on other
         numbers, a plain division.  Division by zero raises."""
         left, right = self._binary(node)
+        if all(isinstance(self.dtype(e), pl.Null) for e in (left, right)):
+            return pl.lit(None, dtype=pl.Int64)   # NULL // NULL: a BIGINT, as DuckDB's
         zero = left.is_not_null() & (right == 0)   # (NULL // 0 is NULL)
         if not self._integers(left, right):
             out = divide(left.cast(pl.Float64), right.cast(pl.Float64))
@@ -363,17 +386,42 @@ class Plain:
         if pair is None:
             return pl.lit(None)
         left, right = pair
+        if self.dtype(left).is_float() or self.dtype(right).is_float():
+            return self._fmod(left.cast(pl.Float64), right.cast(pl.Float64), node)
         zero = left.is_not_null() & (right == 0)
-        floats = self.dtype(left).is_float() or self.dtype(right).is_float()
-        by = right if floats else pl.when(right != 0).then(right)   # (no polars error)
+        by = pl.when(right != 0).then(right)   # (no polars error)
         rem = left % by
         out = pl.when((rem != 0) & ((left < 0) != (by < 0))).then(rem - by).otherwise(rem)
-        if floats:
-            return pl.when(zero).then(pl.lit(float("nan"))).otherwise(out)
         return self.fail(out, zero, node, "division by zero")
 
+    def _fmod(self, a: pl.Expr, b: pl.Expr, node: exp.Mod) -> pl.Expr:
+        """DuckDB's DOUBLE ``%``: C's fmod, exact, with the sign of ``a``.  polars' float
+        remainder goes through a division and is not exact (its 5.0 % 0.1 is 0.0, fmod's
+        0.09999999999999973; 1 % inf NaN, fmod's 1; F119): computed in BIGINT for whole
+        numbers below 2^53; ``a`` for a finite ``a`` and an infinite ``b``; NaN for an
+        infinite or NaN ``a``, a NaN ``b`` or ``b`` = 0; other values fail by name."""
+        nan = a.is_not_null() & b.is_not_null() & (
+            a.is_nan() | a.is_infinite() | b.is_nan() | (b == 0))
+        whole = (a == a.round(0)) & (b == b.round(0)) & (a.abs() < 2.0 ** 53) & \
+            (b.abs() < 2.0 ** 53)
+        ai = pl.when(whole & ~nan).then(a).cast(pl.Int64)
+        bi = pl.when(whole & ~nan).then(b).cast(pl.Int64)
+        rem = ai % bi
+        rem = pl.when((rem != 0) & ((ai < 0) != (bi < 0))).then(rem - bi).otherwise(rem)
+        negative = (a < 0) | ((a == 0) & (pl.lit(1.0) / a < 0))
+        exact = pl.when(rem == 0).then(_signed_zero(negative)).otherwise(rem.cast(pl.Float64))
+        out = pl.when(nan).then(pl.lit(float("nan"))).when(b.is_infinite()).then(a) \
+            .when(whole).then(exact).otherwise(pl.lit(None, dtype=pl.Float64))
+        bad = a.is_not_null() & b.is_not_null() & ~nan & ~b.is_infinite() & ~whole
+        return self.fail(out, bad, node, "DOUBLE % of values that are not whole numbers "
+                                         "below 2^53 (polars' remainder is not exact) is "
+                                         "not supported")
+
     def _DPipe(self, node: exp.DPipe) -> pl.Expr:
-        left, right = self._binary(node)
+        left, right = self.expr(node.this), self.expr(node.expression)
+        if any(isinstance(self.dtype(e), pl.Null) for e in (left, right)):
+            return pl.lit(None)   # x || NULL: an untyped NULL, as DuckDB's (F121)
+        left, right = self.coerce(left, right, node)
         return pl.concat_str([left.cast(pl.String), right.cast(pl.String)])
 
     def _EQ(self, node: exp.EQ) -> pl.Expr:
@@ -522,20 +570,62 @@ class Plain:
 _I64_MIN = -(2**63)
 
 
+def _signed_zero(negative: pl.Expr) -> pl.Expr:
+    """-0.0 where ``negative`` holds, else 0.0 (a product: polars folds a when/then between
+    the literals -0.0 and 0.0, equal as numbers, into one of them)."""
+    return pl.when(negative).then(pl.lit(-1.0)).otherwise(pl.lit(1.0)) * pl.lit(0.0)
+
+
+def _zero_hazard(left: exp.Expression, right: exp.Expression) -> bool:
+    """Can one side of ``left +/- right`` be a length-1 zero beside a longer other side?
+    The sides' lengths: a constant (no column outside a subquery) is one value, an aggregate
+    one per group, anything else one per row; a number literal other than zero is no zero."""
+    kinds = [_length_kind(n) for n in (left, right)]
+    if kinds[0] == kinds[1]:
+        return False
+    return not any(k == "const" and _nonzero_number(n) for k, n in zip(kinds, (left, right)))
+
+
+def _length_kind(node: exp.Expression) -> str:
+    if has_agg(node):
+        return "agg"
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (exp.Subquery, exp.Select)) and n is not node:
+            continue
+        if isinstance(n, exp.Window) or (isinstance(n, exp.Column) and
+                                         not isinstance(n.this, exp.Star)):
+            return "row"
+        stack.extend(n.iter_expressions())
+    return "const"
+
+
+def _nonzero_number(node: exp.Expression) -> bool:
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if not isinstance(node, exp.Literal) or node.is_string:
+        return False
+    try:
+        return float(node.this) != 0
+    except ValueError:
+        return False
+
+
 
 
 def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:
-    """A numeric literal as DuckDB types it: integers as BIGINT (HUGEINT-sized ones as
-    DECIMAL(38, 0)), ``1.5`` as an exact DECIMAL (so ``0.1 + 0.2 = 0.3``), ``1e3`` as
+    """A numeric literal as DuckDB types it: integers as BIGINT (HUGEINT-sized ones
+    refused), ``1.5`` as an exact DECIMAL (so ``0.1 + 0.2 = 0.3``), ``1e3`` as
     DOUBLE."""
     text = ("-" if negate else "") + node.this
     if re.fullmatch(r"-?\d+", text):
         value = int(text)
         if -(2**63) <= value < 2**63:
             return pl.lit(value, dtype=pl.Int64)
-        if len(text.lstrip("-")) <= 38:
-            return pl.lit(decimal.Decimal(text), dtype=pl.Decimal(38, 0))
-        raise error(node, f"integer literal {node.this} has more than 38 digits")
+        # a HUGEINT in DuckDB, whose // floor ceil median differ from a DECIMAL's (F119)
+        raise unsupported(node, f"integer literal {text} past BIGINT (DuckDB's HUGEINT; "
+                                "write it with a decimal point, a DECIMAL, or as a DOUBLE)")
     if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)", text) and \
             len(text.lstrip("-").replace(".", "").lstrip("0")) <= 38:
         exact = decimal.Decimal(text)

@@ -241,10 +241,15 @@ def typed_literals(c: Compiles, nodes: list[exp.Expression | None], values: list
     as DuckDB binds it (``coalesce(date, '2024-03-01')`` is a DATE, ``coalesce(sign(x),
     '0')`` a TINYINT, ``coalesce(l0, 'x')`` fails); hfq answered text (F112).  Refused by name
     where that type is not known exactly (values of several types, a DECIMAL whose precision
-    hfq does not derive)."""
+    hfq does not derive).  A number among dates/times is a named error, as in DuckDB.
+    """
     literal = [n is not None and isinstance(n, exp.Literal) and n.is_string for n in nodes]
     others = [(n, v) for n, v, lit in zip(nodes, values, literal)
               if not lit and n is not None and not isinstance(c.dtype(v), pl.Null)]
+    kinds = {kind(c.dtype(v)) for _, v in others}
+    if "a number" in kinds and "a date/time" in kinds:   # DuckDB's binder refuses it (F121)
+        raise error(node, f"type mismatch in {node.sql('duckdb')!r}: a number and a date/time "
+                          "among the values one result is chosen from")
     if not any(literal) or not others:
         return values
     dtypes = {c.dtype(v) for _, v in others}
@@ -536,6 +541,9 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
             return x.is_nan()
         return x.is_infinite() if name in ("isinf", "is_inf") else x.is_finite()
     if name == "nullif" and len(args) == 2:
-        a, b = c.coerce(c.expr(args[0]), c.expr(args[1]), node)
+        a = c.expr(args[0])
+        if isinstance(c.dtype(a), pl.Null):
+            return a   # nullif(NULL, x): an untyped NULL, as DuckDB's (F121)
+        a, b = c.coerce(a, c.expr(args[1]), node)
         return pl.when(compare(a, b, "==")).then(None).otherwise(a)
     raise unsupported(node)

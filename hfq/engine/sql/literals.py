@@ -164,6 +164,15 @@ def same_time_type(left: pl.Expr, lt: pl.DataType, right: pl.Expr, rt: pl.DataTy
     and both take the finer unit (a literal takes its column's unit when that loses
     nothing).  A TIME meets only a TIME."""
     if isinstance(lt, pl.Duration) or isinstance(rt, pl.Duration):
+        # DATE +/- INTERVAL is a TIMESTAMP in DuckDB (polars kept the DATE: the hours were
+        # dropped, F120)
+        if isinstance(lt, pl.Date):
+            return left.cast(pl.Datetime("us")), right
+        if isinstance(rt, pl.Date):
+            if isinstance(node, exp.Sub):
+                raise error(node, f"type mismatch in {node.sql('duckdb')!r}: an INTERVAL minus "
+                                  "a DATE")
+            return left, right.cast(pl.Datetime("us"))
         return left, right
     if isinstance(lt, pl.Time) or isinstance(rt, pl.Time):
         sides = node.this, node.expression
