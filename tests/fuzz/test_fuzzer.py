@@ -91,6 +91,21 @@ def test_answers_from_both_engines_reduce_to_the_same_cells():
     assert differ(got, want, ordered=False) is None
 
 
+def test_intervals_from_both_engines_compare_as_durations_unless_they_hold_months():
+    con = duckdb.connect()
+    got = answer_from_arrow(pl.DataFrame({"x": [dt.timedelta(days=1, hours=2), None]})
+                            .to_arrow())
+    want = run_duckdb(con, "SELECT * FROM (VALUES (INTERVAL '26 hours'), (NULL)) v(x)")
+    assert isinstance(want, Answer)
+    assert differ(got, want, ordered=False) is None
+    other = run_duckdb(con, "SELECT * FROM (VALUES (INTERVAL '25 hours'), (NULL)) v(x)")
+    months = run_duckdb(con, "SELECT * FROM (VALUES (INTERVAL '1 month'), (NULL)) v(x)")
+    assert isinstance(other, Answer) and isinstance(months, Answer)
+    assert differ(got, other, ordered=False) is not None
+    thirty = answer_from_arrow(pl.DataFrame({"x": [dt.timedelta(days=30), None]}).to_arrow())
+    assert differ(thirty, months, ordered=False) is not None
+
+
 # -- data ---------------------------------------------------------------------------------------
 def test_datasets_are_seeded_and_hold_every_adversarial_value():
     assert repr(random_dataset(7)) == repr(random_dataset(7))

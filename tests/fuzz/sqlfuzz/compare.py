@@ -92,9 +92,9 @@ def _cells(col: pa.ChunkedArray | pa.Array, kind: str) -> list[Any]:
         width = pa.int32() if t.bit_width == 32 else pa.int64()
         scale = _NS[t.unit]
         return [None if v is None else v * scale for v in col.cast(width).to_pylist()]
-    if pa.types.is_interval(t):
-        return [None if v is None else (v.months, v.days, v.nanoseconds)
-                for v in col.to_pylist()]
+    if pa.types.is_interval(t):   # DuckDB's INTERVAL: as nanoseconds unless it has months
+        return [None if v is None else (v.days * 86_400 * 10**9 + v.nanoseconds)
+                if not v.months else (v.months, v.days, v.nanoseconds) for v in col.to_pylist()]
     values = col.to_pylist()
     if kind == "int":
         return [None if v is None else int(v) for v in values]
