@@ -179,8 +179,8 @@ def compare(args: argparse.Namespace) -> int:
                    "queries": rows, "answers_differ": wrong}, f, indent=1)
     with open(os.path.join(args.out, "compare.md"), "w") as f:
         f.write(f"# hfq {revs['head']} (head) vs {revs['base']} (base), side by side\n\n"
-                f"`python benchmarks/compare.py --rows {args.rows} --rounds {args.rounds} "
-                f"--shape {args.shape}`: the median of {args.rounds} runs of `db.sql(...)"
+                f"`python benchmarks/compare.py --base BASE --rows {args.rows} "
+                f"--rounds {args.rounds} --shape {args.shape}`: the median of {args.rounds} runs of `db.sql(...)"
                 f".collect()` per checkout, taken in turn; each its own 1-node x 2-CPU cluster "
                 f"on the same machine. head/base below 1: head is faster. *(tie)*: the run "
                 f"ranges overlap.\n\n| query | head ms | base ms | head/base |\n|---|---:|---:|---:|\n")
