@@ -7,9 +7,9 @@ Each checkout is a directory holding hfq and its own ``.venv`` (for an older rev
 ``git worktree add ../hfq-wave2 REV`` and ``bash run.sh bench --help`` inside it). One driver
 process per checkout, with that checkout's hfq and its own 1-node x 2-CPU cluster, loads the
 same rows (made once by this checkout's ``query_data``, saved as Arrow files, and loaded by
-``load_hfq`` of ``scenarios/queries.py``; :data:`SPECS`'s SQL); then every query runs once on each (untimed,
-the answers are saved and must be equal), then ``--rounds`` timed runs alternating which
-checkout goes first. The machine's speed drifts by 20% and more over minutes here (other
+``load_hfq`` of ``scenarios/queries.py``; :data:`SPECS`'s SQL); then every query runs once on
+each (untimed, the answers are saved and must be equal), then ``--rounds`` timed runs
+alternating which checkout goes first. The machine's speed drifts by 20% and more over minutes here (other
 work, the page cache, thermal); runs taken side by side share the drift, where two
 ``run.py`` reports taken one after the other do not.
 
@@ -38,14 +38,15 @@ def driver(data_dir: str, work: str) -> None:
     import gc
     import pickle
 
-    import hfq   # this checkout's (its .venv's editable install), before harness puts ours first
+    import hfq  # this checkout's (its .venv's editable install), before harness puts ours first
     if not os.path.abspath(hfq.__file__).startswith(os.getcwd() + os.sep):
         raise SystemExit(f"{os.getcwd()}: its .venv imports hfq from {hfq.__file__}")
     import polars as pl
 
     sys.path[:0] = [HERE, os.path.join(HERE, "scenarios")]
-    from harness import Bench
     from queries import QueryData, load_hfq
+
+    from harness import Bench
 
     with open(os.path.join(data_dir, "params.pickle"), "rb") as f:
         rows, texts, params = pickle.load(f)
@@ -75,8 +76,9 @@ def save_data(args: argparse.Namespace) -> str:
     ``query_data``, so one generator for both) and saved under ``--out``."""
     import pickle
 
-    from harness import Bench
     from queries import SPECS, query_data
+
+    from harness import Bench
 
     folder = os.path.join(args.out, "data")
     os.makedirs(folder, exist_ok=True)
@@ -180,10 +182,11 @@ def compare(args: argparse.Namespace) -> int:
     with open(os.path.join(args.out, "compare.md"), "w") as f:
         f.write(f"# hfq {revs['head']} (head) vs {revs['base']} (base), side by side\n\n"
                 f"`python benchmarks/compare.py --base BASE --rows {args.rows} "
-                f"--rounds {args.rounds} --shape {args.shape}`: the median of {args.rounds} runs of `db.sql(...)"
-                f".collect()` per checkout, taken in turn; each its own 1-node x 2-CPU cluster "
-                f"on the same machine. head/base below 1: head is faster. *(tie)*: the run "
-                f"ranges overlap.\n\n| query | head ms | base ms | head/base |\n|---|---:|---:|---:|\n")
+                f"--rounds {args.rounds} --shape {args.shape}`: the median of {args.rounds} "
+                f"runs of `db.sql(...).collect()` per checkout, taken in turn; each its own "
+                f"1-node x 2-CPU cluster on the same machine. head/base below 1: head is "
+                f"faster. *(tie)*: the run ranges overlap.\n\n"
+                f"| query | head ms | base ms | head/base |\n|---|---:|---:|---:|\n")
         for r in rows:
             f.write(f"| {r['query']} | {r['head_s'] * 1e3:.1f} | {r['base_s'] * 1e3:.1f} | "
                     f"{r['ratio']:.2f}{' (tie)' if r['tie'] else ''} |\n")
