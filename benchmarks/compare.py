@@ -9,9 +9,9 @@ process per checkout, with that checkout's hfq and its own 1-node x 2-CPU cluste
 same rows (made once by this checkout's ``query_data``, saved as Arrow files, and loaded by
 ``load_hfq`` of ``scenarios/queries.py``; :data:`SPECS`'s SQL); then every query runs once on
 each (untimed, the answers are saved and must be equal), then ``--rounds`` timed runs
-alternating which checkout goes first. The machine's speed drifts by 20% and more over minutes here (other
-work, the page cache, thermal); runs taken side by side share the drift, where two
-``run.py`` reports taken one after the other do not.
+alternating which checkout goes first. The machine's speed drifts by 20% and more over
+minutes here (other work, the page cache, thermal); runs taken side by side share the drift,
+where two ``run.py`` reports taken one after the other do not.
 
 Writes ``compare.md`` and ``compare.json`` to ``--out``: per query the median of each side,
 head / base (below 1: head faster) and whether the run ranges overlap, and the geometric mean.

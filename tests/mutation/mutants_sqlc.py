@@ -833,15 +833,18 @@ MUTANTS: list[Mutant] = [
            "overflows (F117)",
            ("tests/sql/test_findings.py::test_finding[F117]",)),
     Mutant("sqlc-zero-sign-skipped", AREA, SQL + "expressions.py",
-           "        return pl.when(out == 0).then(_signed_zero(negative_zero(left) & other)).otherwise(out)",
+           "        return pl.when(out == 0).then(_signed_zero(negative_zero(left) & other))"
+           ".otherwise(out)",
            "        return out",
            "-0.0 + 0.0 left to polars, which skips adding a length-1 zero: 1 / (0.0 + d0) "
            "-inf where DuckDB's is inf (F118)",
            ("tests/sql/test_findings.py::test_finding[F118]",
             "tests/sql/test_findings.py::test_finding[F118b]")),
     Mutant("sqlc-fmod-infinite-divisor", AREA, SQL + "expressions.py",
-           "        out = pl.when(nan).then(pl.lit(float(\"nan\"))).when(b.is_infinite()).then(a) \\\n",
-           "        out = pl.when(nan).then(pl.lit(float(\"nan\"))).when(pl.lit(False)).then(a) \\\n",
+           "        out = pl.when(nan).then(pl.lit(float(\"nan\"))).when(b.is_infinite())"
+           ".then(a) \\\n",
+           "        out = pl.when(nan).then(pl.lit(float(\"nan\"))).when(pl.lit(False))"
+           ".then(a) \\\n",
            "x % inf left NaN where DuckDB's fmod gives x (F119)",
            ("tests/sql/test_findings.py::test_finding[F119]",)),
     Mutant("sqlc-date-interval-stays-date", AREA, SQL + "literals.py",
