@@ -841,12 +841,16 @@ MUTANTS: list[Mutant] = [
            ("tests/sql/test_findings.py::test_finding[F118]",
             "tests/sql/test_findings.py::test_finding[F118b]")),
     Mutant("sqlc-fmod-infinite-divisor", AREA, SQL + "expressions.py",
-           "        out = pl.when(nan).then(pl.lit(float(\"nan\"))).when(b.is_infinite())"
-           ".then(a) \\\n",
-           "        out = pl.when(nan).then(pl.lit(float(\"nan\"))).when(pl.lit(False))"
-           ".then(a) \\\n",
-           "x % inf left NaN where DuckDB's fmod gives x (F119)",
+           "        small = a.abs() < b.abs()\n",
+           "        small = pl.lit(False)\n",
+           "x % inf computed as x - 0 * inf: NaN where DuckDB's fmod gives x (F119)",
            ("tests/sql/test_findings.py::test_finding[F119]",)),
+    Mutant("sqlc-fmod-quotient-uncorrected", AREA, SQL + "expressions.py",
+           "        r = pl.when((r != 0) & ((r < 0) != (a < 0))).then(step).otherwise(r)\n",
+           "        r = r\n",
+           "fmod's quotient left as the division rounded it: 5.0 % 0.1 is -2.8e-16, DuckDB's "
+           "0.09999999999999973 (F119)",
+           ("tests/sql/test_findings.py::test_finding[F119b]",)),
     Mutant("sqlc-date-interval-stays-date", AREA, SQL + "literals.py",
            "            return left.cast(pl.Datetime(\"us\")), right\n",
            "            return left, right\n",

@@ -516,10 +516,16 @@ CASES: list[Case] = [
          note="DOUBLE %: polars' float remainder goes through a division (1 % inf NaN, "
               "DuckDB's fmod 1; 1e300 % -17 0.0, fmod 6.0); now fmod exactly for whole numbers "
               "(review of F116)"),
-    Case("F119b", "SELECT 5.0 % CAST(0.1 AS DOUBLE) AS a",
+    Case("F119b", "SELECT id, d0 % 0.1 AS a, d0 % -0.3 AS b, -d0 % 0.7 AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 5.0), (2, D1, "A", 2.5), (3, D2, "B", -7.3),
+                     (4, D2, "B", 0.3), (5, D2, "B", 1e-5), (6, D1, "A", 123456.789)])],
+         note="polars' 5.0 % 0.1 is 0.0, fmod's 0.09999999999999973 (the division rounds the "
+              "quotient up across 50): now exact"),
+    Case("F119d", "SELECT CAST(1e300 AS DOUBLE) % 7 AS a",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])],
-         refusal_ok=True, refuses=r"DOUBLE % of values that are not whole numbers",
-         note="polars' 5.0 % 0.1 is 0.0, fmod's 0.09999999999999973: refused by name"),
+         refusal_ok=True, refuses=r"DOUBLE % with a quotient past 2\^53",
+         note="fmod with a quotient past 2^53 (DuckDB 1.0 here) is refused by name"),
     Case("F119c", "SELECT 1 // 100000000000000000000 AS a",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])],
          refusal_ok=True, refuses=r"integer literal 100000000000000000000 past BIGINT",
