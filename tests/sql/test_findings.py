@@ -545,8 +545,14 @@ CASES: list[Case] = [
               "DOUBLE 2.0; review of F116)"),
     Case("F121b", "SELECT coalesce(id, date) AS a FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
-         refuses=r"a number and a date/time",
+         refuses=r"a date/time and a number",
          note="coalesce of a number and a date answered day numbers; DuckDB's binder refuses"),
+    Case("F121c", "SELECT coalesce(upper(NULL), 2) AS a, CASE WHEN id > 0 THEN sym ELSE id END "
+                  "AS b FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         refusal_ok=True, refuses=r"a number and text",
+         note="text beside a number in coalesce/CASE answered text; DuckDB's binder refuses "
+              "(or, for upper(NULL), folds it to an untyped NULL): refused by name"),
 ]
 
 

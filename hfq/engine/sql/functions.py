@@ -246,9 +246,10 @@ def typed_literals(c: Compiles, nodes: list[exp.Expression | None], values: list
     literal = [n is not None and isinstance(n, exp.Literal) and n.is_string for n in nodes]
     others = [(n, v) for n, v, lit in zip(nodes, values, literal)
               if not lit and n is not None and not isinstance(c.dtype(v), pl.Null)]
-    kinds = {kind(c.dtype(v)) for _, v in others}
-    if "a number" in kinds and "a date/time" in kinds:   # DuckDB's binder refuses it (F121)
-        raise error(node, f"type mismatch in {node.sql('duckdb')!r}: a number and a date/time "
+    kinds = sorted({kind(c.dtype(v)) for _, v in others} - {""})
+    if len(kinds) > 1 and kinds != ["a boolean", "a number"]:   # DuckDB's binder refuses
+        # these (F121; a BOOLEAN beside an integer is an INTEGER there)
+        raise error(node, f"type mismatch in {node.sql('duckdb')!r}: {' and '.join(kinds)} "
                           "among the values one result is chosen from")
     if not any(literal) or not others:
         return values
