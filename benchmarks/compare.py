@@ -128,8 +128,11 @@ class Side:
 
     def close(self) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:   # the driver died: its log says why
+            pass
         self.proc.wait(timeout=300)
         self.log.close()
 
@@ -221,6 +224,7 @@ def main() -> int:
         return 0
     if not args.base:
         p.error("--base is required")
+    args.out = os.path.abspath(args.out)   # the drivers run in their own checkouts
     return compare(args)
 
 

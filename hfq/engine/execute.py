@@ -63,6 +63,11 @@ from hfq.storage.cache import PartitionCache, process_cache
 if TYPE_CHECKING:
     from hfq.engine.query import Query, TableSource
 
+ENGINE_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
+"""What polars raises: its errors and its panics (a bug of polars' own: a grouped
+``count(*) FILTER (WHERE DATE '...' BETWEEN x AND x)`` indexed past a column, F122) -- each
+reported as a QueryError naming the query, never a raw panic."""
+
 __all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "run_rows", "stage"]
 
 
@@ -114,7 +119,7 @@ class NodeStage:
             top = self._top(frames, node, unit)
             return top if top is not None else \
                 self._ops(pl.concat(frames, how="vertical", rechunk=False), node, unit)
-        except (QueryError, pl.exceptions.PolarsError):
+        except (QueryError, *ENGINE_ERRORS):
             # partition by partition: the same rows, or an error naming the partition
             return pl.concat([self._ops(f, node, p) for f, p in zip(frames, unit.parts)],
                              how="vertical_relaxed")
@@ -192,7 +197,7 @@ class NodeStage:
                 lf = op.apply(lf, (node, unit))
             return lf.collect(engine="streaming" if frame.height >= STREAM_ROWS and
                               _groups(self.ops) else "in-memory")
-        except pl.exceptions.PolarsError as exc:
+        except ENGINE_ERRORS as exc:
             raise QueryError(f"query on table {self.table!r}, partition {unit.partition}: "
                              f"{polars_message(exc)}") from exc
 
@@ -583,7 +588,7 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
         for op in staged.driver_ops:
             lf = op.apply(lf)
         out = lf.collect()
-    except pl.exceptions.PolarsError as exc:
+    except ENGINE_ERRORS as exc:
         raise QueryError(f"query on table {src.name!r} (driver stage): "
                          f"{polars_message(exc)}") from exc
     stats.seconds = time.perf_counter() - started
@@ -597,7 +602,7 @@ def run_rows(frame: pl.DataFrame, ops: Sequence[Op]) -> pl.DataFrame:
         for op in ops:
             lf = resolve_right(op, _in_order).apply(lf)
         return lf.collect()
-    except pl.exceptions.PolarsError as exc:
+    except ENGINE_ERRORS as exc:
         raise QueryError(f"query without a table: {polars_message(exc)}") from exc
 
 
@@ -694,7 +699,7 @@ def _empty_result(staged: Staged) -> pl.DataFrame:
         for op in staged.node_ops:
             lf = op.apply(lf)
         return lf.collect()
-    except pl.exceptions.PolarsError as exc:
+    except ENGINE_ERRORS as exc:
         raise QueryError(f"query on table {staged.source.name!r}: "
                          f"{polars_message(exc)}") from exc
 

@@ -198,7 +198,10 @@ def polars_message(exc: BaseException) -> str:
     if message is not None:
         return message
     lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    first = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, pl.exceptions.PanicException):
+        return f"the engine failed inside (a polars panic: {first}); not supported"
+    return first
 
 
 def where_mask(frame: pl.DataFrame, where: pl.Expr, rows: int) -> pl.Series | bool:

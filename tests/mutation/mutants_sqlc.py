@@ -385,7 +385,7 @@ MUTANTS: list[Mutant] = [
            ("tests/query/test_batches.py::"
             "test_rows_for_the_driver_batch_consecutive_partitions_only",)),
     Mutant("sqlc-empty-stage-error-leaks", AREA, "hfq/engine/execute.py",
-           "    except pl.exceptions.PolarsError as exc:\n"
+           "    except ENGINE_ERRORS as exc:\n"
            "        raise QueryError(f\"query on table {staged.source.name!r}: \"",
            "    except ImportError as exc:\n"
            "        raise QueryError(f\"query on table {staged.source.name!r}: \"",
@@ -851,6 +851,23 @@ MUTANTS: list[Mutant] = [
            "fmod's quotient left as the division rounded it: 5.0 % 0.1 is -2.8e-16, DuckDB's "
            "0.09999999999999973 (F119)",
            ("tests/sql/test_findings.py::test_finding[F119b]",)),
+    Mutant("sqlc-fmod-reciprocal-quotient", AREA, SQL + "expressions.py",
+           "        q = divide(a, b)   # IEEE's quotient",
+           "        q = (a / b)   # IEEE's quotient",
+           "fmod's quotient from polars' a * (1 / literal): two off, the remainder wrong (F119e)",
+           ("tests/sql/test_findings.py::test_finding[F119e]",)),
+    Mutant("sqlc-polars-panic-raw", AREA, "hfq/engine/execute.py",
+           "ENGINE_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException)",
+           "ENGINE_ERRORS = (pl.exceptions.PolarsError,)",
+           "a polars panic reached the user as a raw PanicException (F122)",
+           ("tests/sql/test_findings.py::test_finding[F122]",)),
+    Mutant("sqlc-running-double-overflow-unchecked", AREA, SQL + "windows.py",
+           "    if kind not in (\"sum\", \"mean\") or not dtype.is_float():\n        return out\n"
+           "    return _past_double(",
+           "    if True:\n        return out\n    return _past_double(",
+           "a running sum of DOUBLEs past DOUBLE's range answered from polars' running sum "
+           "(inf where DuckDB's is NaN, F123)",
+           ("tests/sql/test_findings.py::test_finding[F123]",)),
     Mutant("sqlc-date-interval-stays-date", AREA, SQL + "literals.py",
            "            return left.cast(pl.Datetime(\"us\")), right\n",
            "            return left, right\n",

@@ -522,6 +522,15 @@ CASES: list[Case] = [
                      (4, D2, "B", 0.3), (5, D2, "B", 1e-5), (6, D1, "A", 123456.789)])],
          note="polars' 5.0 % 0.1 is 0.0, fmod's 0.09999999999999973 (the division rounds the "
               "quotient up across 50): now exact"),
+    Case("F119e", "SELECT id, d0 % 2.1693300879063171e-10 AS a, d0 % 0.3e0 AS b FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(k, D1, "A", v) for k, v in enumerate(
+                        [1505450.7864699457, 5.0, 2.5, -7.3, 0.9, 123456.789, 1e-3, 3.3,
+                         -1505450.7864699457, 17.7, 0.3, 0.6, 0.9000000000000001, 42.0,
+                         1e6 + 0.1, -2.2, 8.8, 99.99, 0.15, 1e5 / 3])])],
+         note="a literal divisor on 16 rows or more: polars multiplies by its reciprocal, the "
+              "quotient two off (1505450.78... % 2.169e-10 gave -2.6e-11, DuckDB 1.9e-10; "
+              "review of F119): the quotient is divided as IEEE's"),
     Case("F119d", "SELECT CAST(1e300 AS DOUBLE) % 7 AS a",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])],
          refusal_ok=True, refuses=r"DOUBLE % with a quotient past 2\^53",
@@ -537,12 +546,29 @@ CASES: list[Case] = [
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="DATE - INTERVAL '2 hours' kept a DATE (hours dropped; a filter on it counted "
               "rows DuckDB does not): DuckDB's is a TIMESTAMP (review of F116)"),
+    Case("F122", "SELECT sym, count(*) FILTER (WHERE (DATE '1970-01-01' BETWEEN date AND "
+                 "date)) AS n FROM t GROUP BY sym",
+         [TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL")], ("date",), (),
+                    [(1, dt.date(2024, 1, 7), "O'Neil"), (-2, dt.date(2024, 2, 29), "O'Neil"),
+                     (0, dt.date(2024, 1, 7), " ")], [2])],
+         refusal_ok=True, refuses=r"a polars panic",
+         note="polars panicked ('index: 1 out of bounds for len: 1') and the raw "
+              "PanicException reached the user (fuzz seed 71): now a QueryError naming the "
+              "query (the panic itself is polars' own bug, left to find)"),
+    Case("F123", "SELECT id, sum(d0) OVER (ORDER BY k DESC) AS a FROM t",
+         [TableSpec("t", [*T3, ("k", "LONG"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 10, float("inf")), (2, D1, "A", 0, -1.7976931348623157e308),
+                     (3, D2, "B", 0, -1.7976931348623157e308), (4, D2, "B", -1, 2.0)])],
+         refusal_ok=True, refuses=r"a running frame's sum of DOUBLEs past DOUBLE's range",
+         note="a running sum meeting inf - inf at a row that moves with the order of the "
+              "additions: DuckDB NaN, hfq inf (2-node fuzz seed 73): refused by name"),
     Case("F121", "SELECT id, coalesce(nullif(NULL, 1), DATE '2024-01-01') AS a, "
-                 "coalesce(sym || NULL, 2) AS b, coalesce(NULL // NULL, 2) AS c FROM t",
+                 "coalesce(sym || NULL, 2) AS b, coalesce(NULL // NULL, 2) AS c, "
+                 "coalesce(NULL + NULL, '300') AS d FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          note="untyped NULLs typed as DuckDB types them: nullif(NULL, 1) and x || NULL are "
-              "untyped NULLs, NULL // NULL a BIGINT (hfq: the day number 19723, text '2', "
-              "DOUBLE 2.0; review of F116)"),
+              "untyped NULLs, NULL // NULL and NULL + NULL BIGINTs (hfq: the day number 19723, "
+              "text '2', DOUBLE 2.0, text '300'; reviews of F116)"),
     Case("F121b", "SELECT coalesce(id, date) AS a FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
          refuses=r"a date/time and a number",

@@ -429,7 +429,7 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         return w.over(_whole(kind, value, dtype), ordered=in_order)
     if frame == "rows":
         if start is None and end == 0:
-            return w.over(_running(kind, value, dtype))
+            return w.over(_running_checked(c, node, kind, value, dtype))
         if start is None or end is None:
             raise unsupported(spec, "ROWS frames unbounded on one side only, other than "
                                     "UNBOUNDED PRECEDING AND CURRENT ROW")
@@ -462,7 +462,7 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{_I64}i"))
             return w.over(pl.when(known).then(rolled).otherwise(_whole(kind, value, dtype)),
                           ordered=False)
-        return w.peers(_running(kind, value, dtype))
+        return w.peers(_running_checked(c, node, kind, value, dtype))
     if len(w.keys) != 1 or w.desc[0]:
         raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
                                 "ORDER BY column")
@@ -512,8 +512,20 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     return w.over(out, ordered=False)
 
 
+def _running_checked(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
+                     dtype: pl.DataType) -> pl.Expr:
+    """A running frame's ``kind`` of ``value``; a sum or avg of DOUBLEs fails by name where
+    the partition's finite values of one sign sum past DOUBLE's range: a running total then
+    meets inf - inf at a row that moves with the order of the additions (DuckDB NaN where
+    polars' running sum stayed inf, fuzz seed 73)."""
+    out = _running(kind, value, dtype)
+    if kind not in ("sum", "mean") or not dtype.is_float():
+        return out
+    return _past_double(c, node, kind, value, out, lambda e: e.sum(), "running")
+
+
 def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, out: pl.Expr,
-                 roll: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+                 roll: Callable[[pl.Expr], pl.Expr], frame: str = "sliding") -> pl.Expr:
     """``out`` (a sliding frame's sum or avg of DOUBLEs, rolled by adding the rows coming in
     and subtracting those leaving), failing by name where a frame's finite values of one sign
     sum past DOUBLE's range: the rolled total then stays inf after the rows leave, or
@@ -527,7 +539,7 @@ def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, o
             ~roll(finite.clip(upper_bound=0.0)).is_finite()).any()
     small = finite.abs().max().fill_null(0.0) * pl.len().cast(pl.Float64) < 1e308
     name = "avg" if kind == "mean" else kind
-    return choice(small, out, c.fail(out, past, node, f"a sliding frame's {name} of DOUBLEs "
+    return choice(small, out, c.fail(out, past, node, f"a {frame} frame's {name} of DOUBLEs "
                                      "past DOUBLE's range (its value depends on the order of "
                                      "the additions) is not supported"))
 
