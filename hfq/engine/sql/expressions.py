@@ -589,8 +589,8 @@ _I64_MIN = -(2**63)
 
 
 def _halves(x: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """``x`` as a high and a low half of 26 bits each, their sum exactly ``x`` (Veltkamp's
-    split, for Dekker's exact product; ``x`` below 2^996)."""
+    """``x`` as a high and a low part of at most 27 bits each, their sum exactly ``x``
+    (Veltkamp's split, for Dekker's exact product; ``x`` below 2^996)."""
     c = x * pl.lit(134217729.0)   # 2^27 + 1
     high = c - (c - x)
     return high, x - high
@@ -622,8 +622,6 @@ def _nonzero_number(node: exp.Expression) -> bool:
         return float(node.this) != 0
     except ValueError:
         return False
-
-
 
 
 def number(node: exp.Literal, *, negate: bool = False) -> pl.Expr:

@@ -241,8 +241,8 @@ def typed_literals(c: Compiles, nodes: list[exp.Expression | None], values: list
     as DuckDB binds it (``coalesce(date, '2024-03-01')`` is a DATE, ``coalesce(sign(x),
     '0')`` a TINYINT, ``coalesce(l0, 'x')`` fails); hfq answered text (F112).  Refused by name
     where that type is not known exactly (values of several types, a DECIMAL whose precision
-    hfq does not derive).  A number among dates/times is a named error, as in DuckDB.
-    """
+    hfq does not derive).  Values of different kinds (a number beside a date/time or text)
+    are a named error, as DuckDB's binder's (a BOOLEAN beside a number is allowed)."""
     literal = [n is not None and isinstance(n, exp.Literal) and n.is_string for n in nodes]
     others = [(n, v) for n, v, lit in zip(nodes, values, literal)
               if not lit and n is not None and not isinstance(c.dtype(v), pl.Null)]
