@@ -531,7 +531,8 @@ def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, o
     sum past DOUBLE's range: the rolled total then stays inf after the rows leave, or
     inf - inf made NaN where DuckDB's per-frame sum is inf (F114) -- and DuckDB's own answer
     there moves with the order it adds in.  Values too small to sum that far (a partition's
-    largest magnitude times its rows under 1e308: prices) skip the check."""
+    largest magnitude times its rows under 1e308: prices) skip the check.  ``frame`` names
+    the frame in the message (a running one is checked over its partition's total)."""
     v = value.cast(pl.Float64)
     finite = pl.when(v.is_finite()).then(v)
     # (polars' rolled sum of finite values past DOUBLE's range is inf or even NaN)
