@@ -562,7 +562,17 @@ CASES: list[Case] = [
          refusal_ok=True, refuses=r"a running frame's sum of DOUBLEs past DOUBLE's range",
          note="a running sum meeting inf - inf at a row that moves with the order of the "
               "additions: DuckDB NaN, hfq inf (2-node fuzz seed 73): refused by name"),
-    Case("F121", "SELECT id, coalesce(nullif(NULL, 1), DATE '2024-01-01') AS a, "
+    Case("F124", "SELECT nullif(NULL, date) AS k, min(id) AS a FROM t WHERE id > 5 "
+                 "GROUP BY ALL",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],
+         note="nullif(NULL, date) made an untyped NULL constant: GROUP BY ALL over no rows "
+              "gave one group, DuckDB none (2-node fuzz seed 83)"),
+    Case("F121d", "SELECT coalesce(nullif(NULL, 1), DATE '2024-01-01') AS a FROM t",
+         [TableSpec("t", T3, ("date",), (), [(1, D1, "A")])],
+         refusal_ok=True, refuses=r"a date/time and a number",
+         note="the day number 19723 was answered; DuckDB's nullif(NULL, 1) is untyped and its "
+              "answer a DATE: refused by name"),
+    Case("F121", "SELECT id, "
                  "coalesce(sym || NULL, 2) AS b, coalesce(NULL // NULL, 2) AS c, "
                  "coalesce(NULL + NULL, '300') AS d FROM t",
          [TableSpec("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")])],

@@ -542,9 +542,8 @@ def call(c: Compiles, node: exp.Expression) -> pl.Expr:
             return x.is_nan()
         return x.is_infinite() if name in ("isinf", "is_inf") else x.is_finite()
     if name == "nullif" and len(args) == 2:
-        a = c.expr(args[0])
-        if isinstance(c.dtype(a), pl.Null):
-            return a   # nullif(NULL, x): an untyped NULL, as DuckDB's (F121)
-        a, b = c.coerce(a, c.expr(args[1]), node)
+        # (nullif(NULL, x) stays x's type: an untyped NULL constant made GROUP BY ALL group
+        # an empty input into one row, F124; beside a date in coalesce it is refused, F121)
+        a, b = c.coerce(c.expr(args[0]), c.expr(args[1]), node)
         return pl.when(compare(a, b, "==")).then(None).otherwise(a)
     raise unsupported(node)
