@@ -19,7 +19,8 @@ subscribers, write-down -- hfq against its peers, all in the same run.
 * **write-down**: the published day written into files vs ``load_csv`` of the same rows from
   CSV (target: no slower).
 
-Standalone: ``python benchmarks/scenarios/live.py --rows 1000000 --out /tmp/live``; in the
+Standalone: ``python benchmarks/scenarios/live.py --rows 1000000 --out /tmp/live``, and the
+issue's 20 M-row day written down on its own: ``... --rows 20000000 --only write_down``; in the
 suite: ``python benchmarks/run.py --only live`` (``--quick``: small, not a measurement).
 """
 
@@ -352,43 +353,68 @@ def write_down_vs_load(work: str, table, batch_rows: int) -> dict[str, dict]:
     return {"hfq write_down": {"seconds": wd_s}, "hfq load_csv (same rows)": {"seconds": load_s}}
 
 
+SECTIONS = ("publish_1000", "publish_100", "concurrent_1000", "visibility", "subscribers",
+            "write_down")
+"""The parts of the run, in order (``--only`` picks some: e.g. the write-down of a 20 M-row day
+on its own)."""
+
+
 def run(rows: int, work: str, *, repeats: int = 3, latency_batches: int = 2000,
-        visibility_batches: int = 500) -> dict[str, Any]:
+        visibility_batches: int = 500, only: tuple[str, ...] = SECTIONS) -> dict[str, Any]:
     os.makedirs(work, exist_ok=True)
-    day = ticks(rows)
-    small = ticks(latency_batches * 100, symbols=200)
     result: dict[str, Any] = {"rows": rows}
-    result["publish_1000"] = publish_rates(work, day, 1000, repeats)
-    result["publish_100"] = publish_rates(work, small, 100, 1)
-    result["concurrent_1000"] = concurrent(work, day, 1000)
-    result["visibility"] = visibility(work, small.slice(0, visibility_batches * 100), 100)
-    result["subscribers"] = subscribers(work, day, 1000)
-    result["write_down"] = write_down_vs_load(work, day, 1000)
+    if {"publish_100", "visibility"} & set(only):
+        small = ticks(latency_batches * 100, symbols=200)
+    if set(only) - {"publish_100", "visibility"}:
+        day = ticks(rows)
+    if "publish_1000" in only:
+        result["publish_1000"] = publish_rates(work, day, 1000, repeats)
+    if "publish_100" in only:
+        result["publish_100"] = publish_rates(work, small, 100, 1)
+    if "concurrent_1000" in only:
+        result["concurrent_1000"] = concurrent(work, day, 1000)
+    if "visibility" in only:
+        result["visibility"] = visibility(work, small.slice(0, visibility_batches * 100), 100)
+    if "subscribers" in only:
+        result["subscribers"] = subscribers(work, day, 1000)
+    if "write_down" in only:
+        result["write_down"] = write_down_vs_load(work, day, 1000)
     return result
 
 
 def text(r: dict[str, Any]) -> list[str]:
-    pub, lat = r["publish_1000"], r["publish_100"]
-    hfq_rate = pub["hfq publish"]["rows_per_s"]
-    lines = [f"- publish, 1,000-row batches, {r['rows']:,} rows (target >= 1 M rows/s): "
-             + "; ".join(f"{n} **{v['rows_per_s'] / 1e6:.2f} M rows/s**" for n, v in pub.items())
-             + f" -- hfq at {hfq_rate / pub['Arrow IPC + fsync (limit)']['rows_per_s']:.0%} "
-               "of the limit",
-             "- ack latency, 100-row batches (targets p50 <= 1 ms, p99 <= 5 ms): "
-             + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
-                         for n, v in lat.items()),
-             "- group commit, 1,000-row batches from 4 publishers at once: "
-             + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s, "
-                         f"{v['fsyncs_per_batch']:.2f} fsyncs/batch"
-                         for n, v in r.get("concurrent_1000", {}).items()),
-             "- visible to SQL after the ack (target p99 <= 10 ms): "
-             + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
-                         for n, v in r["visibility"].items()),
-             "- 4 subscribers together (target >= 1 M rows/s): "
-             + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s"
-                         for n, v in r["subscribers"].items()),
-             "- write-down of the day vs load_csv of the same rows (target: no slower): "
-             + "; ".join(f"{n} {v['seconds']:.2f} s" for n, v in r["write_down"].items())]
+    """The report's lines, one per part that ran."""
+    lines = []
+    if "publish_1000" in r:
+        pub = r["publish_1000"]
+        hfq_rate = pub["hfq publish"]["rows_per_s"]
+        lines.append(f"- publish, 1,000-row batches, {r['rows']:,} rows (target >= 1 M rows/s): "
+                     + "; ".join(f"{n} **{v['rows_per_s'] / 1e6:.2f} M rows/s**"
+                                 for n, v in pub.items())
+                     + f" -- hfq at {hfq_rate / pub['Arrow IPC + fsync (limit)']['rows_per_s']:.0%}"
+                       " of the limit")
+    if "publish_100" in r:
+        lines.append("- ack latency, 100-row batches (targets p50 <= 1 ms, p99 <= 5 ms): "
+                     + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
+                                 for n, v in r["publish_100"].items()))
+    if "concurrent_1000" in r:
+        lines.append("- group commit, 1,000-row batches from 4 publishers at once: "
+                     + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s, "
+                                 f"{v['fsyncs_per_batch']:.2f} fsyncs/batch"
+                                 for n, v in r["concurrent_1000"].items()))
+    if "visibility" in r:
+        lines.append("- visible to SQL after the ack (target p99 <= 10 ms): "
+                     + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
+                                 for n, v in r["visibility"].items()))
+    if "subscribers" in r:
+        lines.append("- 4 subscribers together (target >= 1 M rows/s): "
+                     + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s"
+                                 for n, v in r["subscribers"].items()))
+    if "write_down" in r:
+        lines.append(f"- write-down of the day ({r['rows']:,} rows) vs load_csv of the same rows "
+                     "(target: no slower): "
+                     + "; ".join(f"{n} {v['seconds']:.2f} s"
+                                 for n, v in r["write_down"].items()))
     return lines
 
 
@@ -413,11 +439,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency-batches", type=int, default=2000)
     p.add_argument("--visibility-batches", type=int, default=500)
     p.add_argument("--out", default="live_out")
+    p.add_argument("--only", nargs="+", choices=SECTIONS, default=SECTIONS,
+                   help="run only these parts")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     result = run(args.rows, os.path.join(args.out, "work"), repeats=args.repeats,
                  latency_batches=args.latency_batches,
-                 visibility_batches=args.visibility_batches)
+                 visibility_batches=args.visibility_batches, only=tuple(args.only))
     with open(os.path.join(args.out, "live.json"), "w") as f:
         json.dump(result, f, indent=1)
     print("\n".join(text(result)))
