@@ -4,13 +4,14 @@ State is defined the way the batch API defines it -- a polars expression per sym
 ``cumsum(pl.col("size"))`` is ``pl.col("size").cum_sum().over("symbol")``,
 ``ema(mid, alpha=0.1)`` is ``mid.ewm_mean(alpha=0.1, adjust=False).over("symbol")``,
 ``zscore(mid, 20)`` is ``(mid - mid.rolling_mean(20)) / mid.rolling_std(20)`` over the symbol.
-Each batch is evaluated with those very expressions over the batch's rows *after a carry*:
-for a running value (cumulative sum, EMA) one row holding each symbol's last output, for a
-window (rolling mean, std, z-score) each symbol's last ``n - 1`` inputs.  So the state after
-any split of a stream into batches is the expression over the whole stream -- over the stored
-rows of a day, in their order (:meth:`ReactiveStateEngine.batch_exprs` gives the expressions
-to check it with).  A running sum continues exactly (it adds in the same order); rolling
-windows agree to floating-point rounding (polars' rolling sums depend on where they start).
+Each batch is evaluated with those very expressions over the batch's rows *after a carry*: for
+a running value (cumulative sum, EMA) one row holding each symbol's last output (and the null
+inputs that came after it: an EMA decays over them), for a window (rolling mean, std, z-score)
+each symbol's last ``n - 1`` inputs. So the state after any split of a stream into batches is
+the expression over the whole stream -- over the stored rows of a day, in their order
+(:meth:`ReactiveStateEngine.batch_exprs` gives the expressions to check it with). A running sum
+continues exactly (it adds in the same order); rolling windows agree to floating-point rounding
+(polars' rolling sums depend on where they start).
 
 Examples
 --------
@@ -214,9 +215,12 @@ class ReactiveStateEngine:
         both = both.with_columns(st.fn(pl.col(_IN)).over(self.by).alias(name))
         mine = both.filter(pl.col(_ROW) >= 0).sort(_ROW)
         if st.carry == "output":
-            last = both.group_by(self.by, maintain_order=True).agg(
-                pl.col(name).drop_nulls().last())
-            self.carry[name] = last.rename({name: _IN})
+            # each group's last output, and the rows after it (null inputs): an EMA's next
+            # value depends on how many nulls came since (polars' ewm_mean counts the gap)
+            at = pl.int_range(pl.len()).over(self.by)
+            last = at.filter(pl.col(name).is_not_null()).max().over(self.by)
+            self.carry[name] = both.filter(at >= last).select(
+                [*self.by, pl.col(name).alias(_IN)])
         else:
             n = int(st.carry)
             self.carry[name] = both.select([*self.by, _IN]).group_by(

@@ -55,3 +55,31 @@ def test_replay_merges_tables_by_time_and_publishes_every_row_once(tmp_path):
 def _event() -> pl.Expr:
     return pl.col("date").cast(pl.Datetime("ns")).dt.epoch("ns") + \
         pl.col("time").cast(pl.Time).to_physical()
+
+
+def test_replay_waits_for_each_batch_at_its_event_time_over_speed(tmp_path):
+    """``speed=10``: the batch starting at event ``e`` is due ``(e - first event) / 10`` s after
+    the start, across days too.  ``sleep`` is recorded, not slept, so the replay takes its
+    real time (far under the 60 s of slack allowed) and every wait is ``due - elapsed``."""
+    db = hfq.connect(str(tmp_path))
+    quotes = db.create_table("quotes", hfq.schemas.TAQ, partition_by=SCHEME,
+                             sort_by=("symbol", "time"))
+    trades = db.create_table("trades", hfq.schemas.TRADES, partition_by=SCHEME,
+                             sort_by=("symbol", "time"))
+    quotes.append(hfq.synth.taq_table(dates=DAYS, rows_per_day=300, symbols=4, seed=3))
+    trades.append(hfq.synth.trades_table(dates=DAYS, rows_per_day=200, symbols=4, seed=4))
+    sleeps: list[float] = []
+    hfq.replay([quotes, trades], DAYS, batch_rows=50, speed=10, sleep=sleeps.append)
+    events = pl.concat([pl.from_arrow(t.to_arrow()).select(_event().alias("e"))
+                        for t in (quotes, trades)])
+    dues = []
+    for day in DAYS:    # batches start afresh each day
+        mine = events.filter(pl.col("e").cast(pl.Datetime("ns")).dt.date()
+                             == pl.lit(day).str.to_date())["e"].sort()
+        dues += mine.gather_every(50).to_list()
+    dues = [(e - dues[0]) / 1e9 / 10 for e in dues]
+    slack = 60.0
+    assert dues[-1] > 86_400 / 10 > slack             # the second day's last batch
+    assert sum(d > slack for d in dues) <= len(sleeps) <= sum(d > 0 for d in dues)
+    assert all(0 < w <= dues[-1] for w in sleeps)
+    assert dues[-1] - slack < sleeps[-1] <= dues[-1]

@@ -52,6 +52,21 @@ MUTANTS: list[Mutant] = [
            "a bar's window closed a second before the clock reaches its end: a row of its last "
            "second that comes after another of that second is late and dropped",
            (f"{ENGINES}::test_a_window_closes_when_the_clock_reaches_its_end_not_before",)),
+    Mutant("live-ema-carry-forgets-nulls", "live", "hfq/live/state.py",
+           "            self.carry[name] = both.filter(at >= last).select(\n"
+           "                [*self.by, pl.col(name).alias(_IN)])\n",
+           "            self.carry[name] = both.filter(at == last).select(\n"
+           "                [*self.by, pl.col(name).alias(_IN)])\n",
+           "the reactive state's carry keeps a symbol's last output but not the nulls after "
+           "it: an EMA after a null that ends a batch weighs its next value as if no gap",
+           (f"{ENGINES}::test_an_ema_decays_over_nulls_that_straddle_a_batch",
+            f"{ENGINES}::test_reactive_state_equals_the_expressions_over_the_stored_rows")),
+    Mutant("live-replay-speed-ignored", "live", "hfq/live/replay.py",
+           "                due = (int(events[start]) - first_event) / 1e9 / speed\n",
+           "                due = (int(events[start]) - first_event) / 1e9\n",
+           "a replay paced at the events' own speed whatever speed= says",
+           ("tests/live/test_replay.py::test_replay_waits_for_each_batch_at_its_event_time_"
+            "over_speed",)),
     Mutant("live-route-stale-position", "live", "hfq/live/route.py",
            "            self.codes = np.concatenate([self.codes, codes])\n"
            "            pos = pc.index_in(dictionary, value_set=self.values)\n",
