@@ -26,7 +26,8 @@ mismatches), hfq's errors in polars' words (``leaked``: a defect on its own line
 refusals by construct, the metamorphic checks, the process crashes, the
 shrunk mismatches, and apart from the mismatches the differences where DuckDB disagrees with
 itself (``unstable``: its answer moves with the row order; ``plan_error``: it raises only with
-its optimizer on -- the rules are in ``docs/sql.md``, "Evaluation order").  Not part of CI:
+its optimizer on; ``plan_answer``: its plan of a small ASOF JOIN answers otherwise than its ASOF
+operator -- the rules are in ``docs/sql.md``, "Evaluation order").  Not part of CI:
 ``tests/fuzz/test_fuzz.py`` runs a fixed-seed budget.
 """
 
@@ -206,7 +207,8 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
              f"docs/sql.md, listed below): unstable **{total['outcomes'].get('unstable', 0)}** "
              f"(its answer moves with the row order), plan_error "
              f"**{total['outcomes'].get('plan_error', 0)}** (it raises only with its "
-             f"optimizer)",
+             f"optimizer), plan_answer **{total['outcomes'].get('plan_answer', 0)}** (its "
+             f"nested-loop plan of a small ASOF JOIN answers otherwise than its ASOF operator)",
              f"- errors in polars' words (a defect, not counted as a mismatch): "
              f"**{sum(total['leaked'].values())}** (listed below)", "",
              "## Outcomes", "", "| outcome | queries |", "|---|---|"]

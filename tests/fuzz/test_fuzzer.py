@@ -286,6 +286,39 @@ def test_duckdb_raising_on_rows_its_plan_drops_is_counted_apart(tmp_path):
     assert run_query(planted, cons, skipped, ordered=False).status == "plan_error"
 
 
+def test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_apart(tmp_path):
+    # fuzz seed 97 (2-node) dataset 97331: for a left side of <= 64 rows DuckDB plans the ASOF
+    # JOIN as a nested loop and arg_max_null, which returns the right side's -0.0 as 0.0 for
+    # a TIME key: 1 / -0.0 is +inf there, -inf in its ASOF operator and in hfq
+    d = dt.date(2024, 1, 7)
+    t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"), ("time", "TIME"),
+                        ("i0", "INT")], ("date",), (), [(34, d, "A", dt.time(9, 30, 1), 7)])
+    u = TableSpec("u", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"), ("time", "TIME"),
+                        ("ud0", "DOUBLE")], ("date",), (), [(1, d, "A", dt.time(9, 30), -0.0)])
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t, u])
+    load_hfq(db, dataset)
+    cons = duckdb_connections(1)
+    load_duckdb(cons[0], db, dataset)
+    sql = "SELECT t.i0 / u.ud0 AS q FROM t ASOF LEFT JOIN u ON t.time > u.time"
+    assert run_duckdb(cons[0], sql).rows == [(math.inf,)]        # DuckDB's optimized plan
+    assert db.sql(sql).collect()["q"].to_list() == [-math.inf]   # IEEE: 7 / -0.0
+    out = run_query(db, cons, sql, ordered=False)
+    assert out.status == "plan_answer" and not out.mismatch, out.detail
+    assert run_duckdb(cons[0], sql).rows == [(math.inf,)]   # the setting is back as it was
+    # an engine answering neither of DuckDB's answers stays a mismatch
+    wrong = _Engine(bug=lambda text, df: df.with_columns(pl.lit(0.0).alias(df.columns[0])))
+    for spec in (t, u):
+        register(wrong.con, spec)
+    assert run_query(wrong, cons, sql, ordered=False).status == "wrong"
+    # elsewhere the same difference is a mismatch (the setting moves no other statement)
+    flipped = _Engine(bug=lambda text, df: df.with_columns(-pl.col(df.columns[0])))
+    for spec in (t, u):
+        register(flipped.con, spec)
+    plain = "SELECT 1 / u.ud0 AS q FROM u"
+    assert run_query(flipped, cons, plain, ordered=False).status == "wrong"
+
+
 def test_float_values_two_groups_swap_between_row_orders_are_unstable_row_by_row():
     # a sum of -inf, DBL_MAX, 1e300 is -inf or NaN by the order of its rows: DuckDB's stored
     # order gives group 1 -inf and group 2 NaN, the reversed order the other way round, and

@@ -182,6 +182,12 @@ MUTANTS += [
            "        if isinstance(plain, Answer) and None is differ(got, got, ordered=ordered,",
            "'plan_error' without DuckDB's unoptimized answer being hfq's",
            (FUZZER.format("test_duckdb_raising_on_rows_its_plan_drops_is_counted_apart"),)),
+    Mutant("fuzz-plan-answer-any-answer", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "        if isinstance(operator, Answer) and differ(got, operator, ordered=ordered,",
+           "        if isinstance(operator, Answer) and None is differ(got, got, ordered=ordered,",
+           "'plan_answer' without DuckDB's ASOF operator answering as hfq",
+           (FUZZER.format("test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_"
+                          "apart"),)),
     Mutant("fuzz-near-ties-any-key", AREA, "tests/fuzz/sqlfuzz/compare.py",
            "                return False   # decided by an exact key or past the tolerance",
            "                break",
