@@ -67,6 +67,20 @@ MUTANTS: list[Mutant] = [
            "a replay paced at the events' own speed whatever speed= says",
            ("tests/live/test_replay.py::test_replay_waits_for_each_batch_at_its_event_time_"
             "over_speed",)),
+    Mutant("live-half-logged-batch-visible", "live", "hfq/live/snapshot.py",
+           "        out[pub] = seq if complete else seq - 1\n",
+           "        out[pub] = seq\n",
+           "a publisher's last batch visible once one of its nodes logged it: a query sees a "
+           "batch that was never acknowledged (killed between the two nodes' logs)",
+           ("tests/live/test_visible.py::test_a_batch_logged_on_one_of_its_two_nodes_is_not_"
+            "visible_yet",)),
+    Mutant("live-visible-waits-for-a-gone-node", "live", "hfq/live/snapshot.py",
+           "                       for n in went.get(pub, ()) if n in reports)\n",
+           "                       for n in went.get(pub, ()) if n in reports or True)\n",
+           "a batch's visibility waiting for a node that did not answer: a dead node hides "
+           "acknowledged rows its replica holds",
+           ("tests/live/test_visible.py::test_a_node_that_did_not_answer_does_not_hold_a_"
+            "batch_back",)),
     Mutant("live-route-stale-position", "live", "hfq/live/route.py",
            "            self.codes = np.concatenate([self.codes, codes])\n"
            "            pos = pc.index_in(dictionary, value_set=self.values)\n",
