@@ -8,6 +8,7 @@ import json
 import hfq
 from conftest import canonical
 from hfq.cli import main
+from hfq.live.feed import publish_csv
 
 
 def test_publish_a_csv_and_tail_it(tmp_path, capsys):
@@ -32,3 +33,19 @@ def test_publish_a_csv_and_tail_it(tmp_path, capsys):
     assert main(["--root", root, "publish", "q", path, "--name", "feed"]) == 0   # again
     assert "published 1,200 rows" in capsys.readouterr().out
     assert hfq.connect(root)["q"].scan().count() == 2400
+
+
+def test_publish_csv_waits_for_each_batch_at_its_share_of_the_rate(tmp_path):
+    """``rate=10`` rows/s, 250-row batches: batch k (k >= 1) is due k * 25 s after the start.
+    ``sleep`` is recorded, not slept, so each wait is ``due - elapsed`` with elapsed the real
+    time so far (a few seconds; 20 s of slack)."""
+    path = str(hfq.synth.taq_csv_files(tmp_path / "csv", dates=["2007-08-01"],
+                                       rows_per_day=1000, symbols=4)[0])
+    db = hfq.connect(str(tmp_path / "db"))
+    t = db.create_table("q", hfq.schemas.TAQ, partition_by=hfq.Value("date"))
+    sleeps: list[float] = []
+    fed = publish_csv(t, [path], rate=10, batch_rows=250, sleep=sleeps.append)
+    assert (fed.rows, fed.batches) == (1000, 4)
+    assert len(sleeps) == 3
+    for k, wait in enumerate(sleeps, 1):
+        assert k * 25 - 20 < wait <= k * 25, (k, sleeps)

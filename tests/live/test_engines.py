@@ -188,10 +188,14 @@ def test_an_ema_decays_over_nulls_that_straddle_a_batch():
     """Found by review: the carry kept only the last output, so a null at the end of a batch
     was forgotten and the next value weighed as if it came right after."""
     frame = pl.DataFrame({"symbol": ["A"] * 5, "mid": [1.0, 2.0, None, 4.0, 8.0]})
-    engine = ReactiveStateEngine(state={"ema": ema(pl.col("mid"), alpha=0.5)}, keep=["symbol"])
-    got = pl.concat([engine.feed(frame[:3]), engine.feed(frame[3:])])["ema"].to_list()
+    handed: list[pl.DataFrame] = []
+    engine = ReactiveStateEngine(state={"ema": ema(pl.col("mid"), alpha=0.5)}, keep=["symbol"],
+                                 out=handed.append)
+    fed = [engine.feed(frame[:3]), engine.feed(frame[3:])]
+    got = pl.concat(fed)["ema"].to_list()
     # y = ((1 - a)^gap y_prev + a x) / ((1 - a)^gap + a) after a gap: (0.25 * 1.5 + 2) / 0.75
     assert got == [1.0, 1.5, None, pytest.approx(19 / 6), pytest.approx(67 / 12)]
+    assert len(handed) == 2 and all(a.equals(b) for a, b in zip(handed, fed))   # out=
 
 
 def test_first_of_a_filtered_input_skips_partitions_that_kept_no_row(tmp_path):

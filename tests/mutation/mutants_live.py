@@ -81,6 +81,12 @@ MUTANTS: list[Mutant] = [
            "acknowledged rows its replica holds",
            ("tests/live/test_visible.py::test_a_node_that_did_not_answer_does_not_hold_a_"
             "batch_back",)),
+    Mutant("live-feed-rate-per-batch", "live", "hfq/live/feed.py",
+           "                wait = fed.rows / rate - (time.perf_counter() - started)\n",
+           "                wait = fed.batches / rate - (time.perf_counter() - started)\n",
+           "hfq publish --rate N paced at N batches a second, not N rows",
+           ("tests/live/test_cli_live.py::test_publish_csv_waits_for_each_batch_at_its_share_"
+            "of_the_rate",)),
     Mutant("live-route-stale-position", "live", "hfq/live/route.py",
            "            self.codes = np.concatenate([self.codes, codes])\n"
            "            pos = pc.index_in(dictionary, value_set=self.values)\n",
