@@ -19,7 +19,7 @@ import ray
 import hfq
 from conftest import canonical
 from hfq.live.cut import live_spec
-from hfq.live.node import report
+from hfq.live.node import log_batch, report
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -93,6 +93,37 @@ def test_a_killed_node_server_is_replaced_and_replays_its_log(cluster, db, sent)
     # the first connection still counts that server as dead: it reads that node's rows
     # from the other copies, every batch included
     assert t.refresh().scan().count() == 1000 + 7 * 300
+
+
+def test_a_batch_logged_on_one_replica_is_not_visible_until_a_restarted_publisher_completes_it(
+        db, sent, monkeypatch):
+    """A publisher dying between its two nodes' logs (the call to the second never made):
+    the batch was not acknowledged, so no query sees it (``snapshot.visible``); the publisher
+    started again under its name finds it on one node and completes it on the other, and
+    then it is visible once -- two copies held, one row each read."""
+    t = db.create_table("half", hfq.schemas.TAQ, partition_by=hfq.Value("date"), replicas=2)
+    pub = t.publisher(name="feed")
+    pub.publish(sent[0])
+    nodes = db.session.nodes
+    real = nodes.call_each
+
+    def first_node_only(fn, *args, names=None, **kw):
+        if fn is not log_batch:
+            return real(fn, *args, names=names, **kw)
+        real(fn, *args, names=list(names)[:1], **kw)
+        raise RuntimeError("the publisher died here")
+
+    monkeypatch.setattr(nodes, "call_each", first_node_only)
+    with pytest.raises(RuntimeError, match="died here"):
+        pub.publish(sent[1])
+    monkeypatch.undo()
+    assert sum(held_rows(db, t).values()) == 2 * 300 + 300    # batch 2 on one node only
+    assert t.scan().count() == 300                            # ... and not visible
+    assert db.sql("SELECT count(*) AS n FROM half").collect()["n"][0] == 300
+    again = t.publisher(name="feed")
+    assert again.seq == 2
+    assert sum(held_rows(db, t).values()) == 2 * 600          # completed on the other node
+    assert canonical(t.scan().to_arrow()).equals(oracle(sent[:2]))
 
 
 def test_a_dead_nodes_live_rows_are_served_by_the_other_copy(cluster, db, sent):
