@@ -19,6 +19,7 @@ import pytest
 
 import hfq
 from conftest import ROOT, canonical
+from hfq import faults
 from hfq.errors import ArgumentError, SchemaMismatchError
 from hfq.live import PublishConflictError
 
@@ -193,6 +194,29 @@ def test_retries_never_duplicate_and_a_changed_retry_is_refused(tmp_path):
         pub.publish(a, seq=5)
     assert pub.publish(a.slice(0, 0)) == 2      # nothing to publish
     assert t.scan().count() == 600
+
+
+def test_a_retry_with_other_rows_of_a_batch_a_node_logged_is_refused_by_the_node(tmp_path):
+    """The publish failed after the node logged the batch (no ack): a retry under that number
+    with other rows reaches the node, which compares them with what it logged and refuses;
+    the same rows again are a duplicate there -- nothing twice."""
+    db, t = make(tmp_path)
+    pub = t.publisher(name="feed")
+    live = ticks()
+    a, b = live.slice(0, 300), live.slice(300, 300)
+    assert pub.publish(a) == 1
+    faults.arm("live.publish.before_ack", "raise")
+    try:
+        with pytest.raises(faults.FaultInjected):
+            pub.publish(b)                        # logged by the node, never acknowledged
+    finally:
+        faults.disarm("live.publish.before_ack")
+    assert pub.seq == 1
+    with pytest.raises(PublishConflictError, match="again with other rows"):
+        pub.publish(a, seq=2)                     # the node's check: the publisher had no ack
+    assert pub.publish(b, seq=2) == 2
+    assert t.scan().count() == 600
+    assert canonical(t.scan().to_arrow()).equals(canonical(live.slice(0, 600)))
 
 
 def test_a_publisher_restarting_under_its_name_continues(tmp_path):

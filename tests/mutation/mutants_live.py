@@ -87,6 +87,13 @@ MUTANTS: list[Mutant] = [
            "hfq publish --rate N paced at N batches a second, not N rows",
            ("tests/live/test_cli_live.py::test_publish_csv_waits_for_each_batch_at_its_share_"
             "of_the_rate",)),
+    Mutant("live-node-takes-a-changed-retry", "live", "hfq/live/node.py",
+           "                if not _same_slices(held, entry, rows):\n",
+           "                if False:\n",
+           "a node answering 'duplicate' to a batch number it logged with other rows: the "
+           "publisher acknowledges rows nobody holds",
+           (f"{PUBLISH}::test_a_retry_with_other_rows_of_a_batch_a_node_logged_is_refused_by_"
+            "the_node",)),
     Mutant("live-route-stale-position", "live", "hfq/live/route.py",
            "            self.codes = np.concatenate([self.codes, codes])\n"
            "            pos = pc.index_in(dictionary, value_set=self.values)\n",
