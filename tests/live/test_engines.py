@@ -94,6 +94,41 @@ def test_streamed_bars_equal_minute_bars_for_any_split(tmp_path_factory, stream,
     same_bars(got, want)
 
 
+@st.composite
+def trade_streams(draw):
+    """Trades in event-time order with NULL and NaN prices, zero and NULL sizes (a VWAP's
+    nasty rows), millisecond times on window edges, and a split into batches."""
+    n = draw(st.integers(1, 100))
+    price = st.one_of(st.none(), st.just(float("nan")),
+                      st.floats(0.01, 500, allow_nan=False, allow_infinity=False))
+    size = st.one_of(st.none(), st.just(0), st.integers(1, 10**6))
+    rows = [(draw(st.sampled_from(["IBM", "MSFT", "A"])),
+             draw(st.sampled_from([0, 59_999, 60_000, 60_001, 299_999, 34_200_000,
+                                   86_399_999])), draw(price), draw(size))
+            for _ in range(n)]
+    rows.sort(key=lambda r: r[1])
+    frame = hfq.schemas.TRADES.conform(pa.table({
+        "symbol": [r[0] for r in rows], "date": [dt.date(2024, 1, 2)] * n,
+        "time": pa.array([r[1] for r in rows], pa.int32()).cast(pa.time32("ms")),
+        "price": pa.array([r[2] for r in rows], pa.float64()),
+        "size": pa.array([r[3] for r in rows], pa.int32()),
+        "ex": ["N"] * n, "cond": ["@"] * n}))
+    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=8))))
+    return frame, [0, *cuts, n]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(stream=trade_streams(), window=st.sampled_from(["1m", "5m"]))
+def test_streamed_trade_bars_equal_minute_bars_for_any_split(tmp_path_factory, stream, window):
+    """OHLCV and VWAP, as the quotes' property above."""
+    frame, cuts = stream
+    got = stream_bars(frame, cuts, window, "trades")
+    want = stored_bars(tmp_path_factory.mktemp("t"), frame, window, "trades",
+                       hfq.schemas.TRADES)
+    same_bars(got, want)
+
+
 @pytest.mark.slow
 def test_trade_bars_equal_minute_bars_end_to_end(tmp_path):
     """Trades through the real ``minute_bars`` (the embedded runtime): OHLCV and VWAP."""
