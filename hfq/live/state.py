@@ -5,13 +5,14 @@ State is defined the way the batch API defines it -- a polars expression per sym
 ``ema(mid, alpha=0.1)`` is ``mid.ewm_mean(alpha=0.1, adjust=False).over("symbol")``,
 ``zscore(mid, 20)`` is ``(mid - mid.rolling_mean(20)) / mid.rolling_std(20)`` over the symbol.
 Each batch is evaluated with those very expressions over the batch's rows *after a carry*: for
-a running value (cumulative sum, EMA) one row holding each symbol's last output (and the null
-inputs that came after it: an EMA decays over them), for a window (rolling mean, std, z-score)
-each symbol's last ``n - 1`` inputs. So the state after any split of a stream into batches is
-the expression over the whole stream -- over the stored rows of a day, in their order
+a running value (cumulative sum, EMA) one row holding each symbol's last output, in its own
+type (and for an EMA the null inputs after it, up to where they can no longer move a result: it
+decays over them), for a window (rolling mean, std, z-score) each symbol's last ``n - 1``
+inputs. So the state after any split of a stream into batches is the expression over the whole
+stream -- over the stored rows of a day, in their order
 (:meth:`ReactiveStateEngine.batch_exprs` gives the expressions to check it with). A running sum
-continues exactly (it adds in the same order); rolling windows agree to floating-point rounding
-(polars' rolling sums depend on where they start).
+continues exactly (it adds in the same order); EMAs and rolling windows agree to floating-point
+rounding (polars' rolling sums depend on where they start).
 
 Examples
 --------
@@ -24,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,11 +46,13 @@ _IN = "__hfq_in"
 class State:
     """One running state: its input expression, how it is computed over a series of one
     symbol (``fn(pl.col(...)) -> expr``), and what carries over between batches:
-    ``"output"`` (its last value) or ``n`` (its last ``n`` inputs)."""
+    ``"output"`` (its last value, and up to ``gap`` null inputs after it) or ``n`` (its last
+    ``n`` inputs)."""
 
     input: pl.Expr
     fn: Callable[[pl.Expr], pl.Expr]
     carry: str | int
+    gap: int = 0
 
     def batch(self, by: Sequence[str]) -> pl.Expr:
         """The expression over stored rows (every row of a symbol, in order)."""
@@ -79,7 +83,10 @@ def ema(x: pl.Expr, *, alpha: float) -> State:
     """
     if not 0 < alpha <= 1:
         raise ArgumentError(f"alpha=: in (0, 1], not {alpha!r}", argument="alpha")
-    return State(x, lambda e: e.ewm_mean(alpha=alpha, adjust=False), "output")
+    # after g nulls the last value weighs (1 - alpha)^(g + 1) against alpha: the nulls past
+    # the g where that is below 1e-18 of alpha move no result by a rounding, and are not kept
+    gap = 0 if alpha == 1 else math.ceil(math.log(1e-18 * alpha) / math.log1p(-alpha))
+    return State(x, lambda e: e.ewm_mean(alpha=alpha, adjust=False), "output", gap)
 
 
 def rolling_mean(x: pl.Expr, n: int) -> State:
@@ -206,7 +213,13 @@ class ReactiveStateEngine:
         rows = keys.with_columns(values.alias(_IN), pl.int_range(pl.len()).alias(_ROW))
         carry = self.carry.get(name)
         if carry is not None:
-            carry = carry.cast(rows.select(carry.columns).schema, strict=False)
+            # the keys as the batch's; the carried outputs keep their type (an EMA of
+            # integers is a float, a cumulative sum of Int8 an Int64): concat finds the
+            # common one
+            carry = carry.with_columns(
+                [pl.col(k).cast(rows.schema[k]) for k in self.by]
+                + ([pl.col(_IN).cast(rows.schema[_IN])]
+                   if carry.schema[_IN] == pl.Null else []))
             both = pl.concat([carry.with_columns(pl.lit(-1).cast(pl.Int64).alias(_ROW)),
                               rows.with_columns(pl.col(_ROW).cast(pl.Int64))],
                              how="vertical_relaxed")
@@ -215,11 +228,12 @@ class ReactiveStateEngine:
         both = both.with_columns(st.fn(pl.col(_IN)).over(self.by).alias(name))
         mine = both.filter(pl.col(_ROW) >= 0).sort(_ROW)
         if st.carry == "output":
-            # each group's last output, and the rows after it (null inputs): an EMA's next
-            # value depends on how many nulls came since (polars' ewm_mean counts the gap)
+            # each group's last output, and up to st.gap rows after it (null inputs): an
+            # EMA's next value depends on how many nulls came since (polars' ewm_mean
+            # counts the gap)
             at = pl.int_range(pl.len()).over(self.by)
             last = at.filter(pl.col(name).is_not_null()).max().over(self.by)
-            self.carry[name] = both.filter(at >= last).select(
+            self.carry[name] = both.filter((at >= last) & (at <= last + st.gap)).select(
                 [*self.by, pl.col(name).alias(_IN)])
         else:
             n = int(st.carry)

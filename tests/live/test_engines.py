@@ -233,6 +233,49 @@ def test_an_ema_decays_over_nulls_that_straddle_a_batch():
     assert len(handed) == 2 and all(a.equals(b) for a, b in zip(handed, fed))   # out=
 
 
+@pytest.mark.parametrize("dtype, state, want", [
+    (pl.Int64, lambda: ema(pl.col("x"), alpha=0.5), lambda x: x.ewm_mean(alpha=0.5,
+                                                                          adjust=False)),
+    (pl.Int8, lambda: cumsum(pl.col("x")), lambda x: x.cum_sum()),
+    (pl.Int8, lambda: cumsum(pl.col("x") > 50), lambda x: (x > 50).cum_sum()),
+])
+def test_a_carried_output_keeps_its_type_not_the_inputs(dtype, state, want):
+    """Found by review: the carry was cast to the input's type -- an EMA of integers carried
+    1.5 as 1, a cumulative sum of Int8 carried 200 as NULL and started again."""
+    frame = pl.DataFrame({"symbol": ["A"] * 4, "x": [100, 100, 100, 1]},
+                         schema={"symbol": pl.String, "x": dtype})
+    for cut in range(1, 4):
+        engine = ReactiveStateEngine(state={"s": state()}, keep=["symbol"])
+        got = pl.concat([engine.feed(frame[:cut]), engine.feed(frame[cut:])],
+                        how="vertical_relaxed")["s"]
+        assert got.to_list() == frame.select(want(pl.col("x")))["x"].to_list(), cut
+
+
+def test_a_long_run_of_nulls_keeps_the_carry_bounded():
+    """Found by review: every null after a symbol's last output was carried, so a symbol with
+    no mid for a day made each batch slower.  A cumulative sum carries its last output only;
+    an EMA the nulls while they can still move a result (alpha=0.5: 61), and its answers after
+    the run agree with polars over all the rows."""
+    engine = ReactiveStateEngine(state={"v": cumsum(pl.col("x")),
+                                        "e": ema(pl.col("x"), alpha=0.5)}, keep=["symbol"])
+    batches = [pl.DataFrame({"symbol": ["A"], "x": [3.0]})] + \
+        [pl.DataFrame({"symbol": ["A"] * 50, "x": [None] * 50},
+                      schema={"symbol": pl.String, "x": pl.Float64})] * 6 + \
+        [pl.DataFrame({"symbol": ["A", "A"], "x": [5.0, 7.0]})]
+    got = pl.concat([engine.feed(b) for b in batches])
+    assert engine.carry["v"].height == 1 and engine.carry["e"].height == 1
+    whole = pl.concat(batches)
+    want = whole.select(pl.col("x").cum_sum().alias("v"),
+                        pl.col("x").ewm_mean(alpha=0.5, adjust=False).alias("e"))
+    assert got["v"].to_list() == want["v"].to_list()
+    assert got["e"].tail(2).to_list() == pytest.approx(want["e"].tail(2).to_list(),
+                                                        rel=1e-15)
+    engine.feed(batches[1])
+    assert engine.carry["v"].height == 1 and engine.carry["e"].height == 1 + 50
+    engine.feed(batches[1])
+    assert engine.carry["e"].height == 1 + 61
+
+
 def test_first_of_a_filtered_input_skips_partitions_that_kept_no_row(tmp_path):
     """Found by the bars property: the query engine merged ``x.drop_nulls().first()`` over
     partitions as the first partition's value even when that partition kept no row (a null

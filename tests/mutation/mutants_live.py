@@ -53,10 +53,8 @@ MUTANTS: list[Mutant] = [
            "second that comes after another of that second is late and dropped",
            (f"{ENGINES}::test_a_window_closes_when_the_clock_reaches_its_end_not_before",)),
     Mutant("live-ema-carry-forgets-nulls", "live", "hfq/live/state.py",
-           "            self.carry[name] = both.filter(at >= last).select(\n"
-           "                [*self.by, pl.col(name).alias(_IN)])\n",
-           "            self.carry[name] = both.filter(at == last).select(\n"
-           "                [*self.by, pl.col(name).alias(_IN)])\n",
+           "            self.carry[name] = both.filter((at >= last) & (at <= last + st.gap))",
+           "            self.carry[name] = both.filter(at == last)",
            "the reactive state's carry keeps a symbol's last output but not the nulls after "
            "it: an EMA after a null that ends a batch weighs its next value as if no gap",
            (f"{ENGINES}::test_an_ema_decays_over_nulls_that_straddle_a_batch",
@@ -75,8 +73,11 @@ MUTANTS: list[Mutant] = [
            ("tests/live/test_visible.py::test_a_batch_logged_on_one_of_its_two_nodes_is_not_"
             "visible_yet",)),
     Mutant("live-visible-waits-for-a-gone-node", "live", "hfq/live/snapshot.py",
+           "        complete = all(reports[n][\"pubs\"].get(pub, [0])[0] >= seq\n"
            "                       for n in went.get(pub, ()) if n in reports)\n",
-           "                       for n in went.get(pub, ()) if n in reports or True)\n",
+           "        complete = all(reports.get(n, {\"pubs\": {}})[\"pubs\"].get(pub, [0])[0]"
+           " >= seq\n"
+           "                       for n in went.get(pub, ()))\n",
            "a batch's visibility waiting for a node that did not answer: a dead node hides "
            "acknowledged rows its replica holds",
            ("tests/live/test_visible.py::test_a_node_that_did_not_answer_does_not_hold_a_"
@@ -94,6 +95,18 @@ MUTANTS: list[Mutant] = [
            "publisher acknowledges rows nobody holds",
            (f"{PUBLISH}::test_a_retry_with_other_rows_of_a_batch_a_node_logged_is_refused_by_"
             "the_node",)),
+    Mutant("live-carry-cast-to-the-input", "live", "hfq/live/state.py",
+           "                   if carry.schema[_IN] == pl.Null else []))\n",
+           "                   if True else []))\n",
+           "the reactive state's carried output cast to the input's type: an EMA of integers "
+           "carries 1.5 as 1, a cumulative sum of Int8 past 127 as NULL",
+           (f"{ENGINES}::test_a_carried_output_keeps_its_type_not_the_inputs",)),
+    Mutant("live-carry-unbounded", "live", "hfq/live/state.py",
+           "            self.carry[name] = both.filter((at >= last) & (at <= last + st.gap))",
+           "            self.carry[name] = both.filter(at >= last)",
+           "every null after a symbol's last output carried: a symbol without a mid all day "
+           "makes every batch slower",
+           (f"{ENGINES}::test_a_long_run_of_nulls_keeps_the_carry_bounded",)),
     Mutant("live-route-stale-position", "live", "hfq/live/route.py",
            "            self.codes = np.concatenate([self.codes, codes])\n"
            "            pos = pc.index_in(dictionary, value_set=self.values)\n",

@@ -188,6 +188,13 @@ MUTANTS += [
            "'plan_answer' without DuckDB's ASOF operator answering as hfq",
            (FUZZER.format("test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_"
                           "apart"),)),
+    Mutant("fuzz-plan-answer-any-difference", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "isinstance(want, Answer) and differ(_unsigned(want), _unsigned(operator),",
+           "isinstance(want, Answer) and None is differ(want, want,",
+           "'plan_answer' whatever DuckDB's two plans' answers differ in, not only the signs "
+           "of floats",
+           (FUZZER.format("test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_"
+                          "apart"),)),
     Mutant("fuzz-near-ties-any-key", AREA, "tests/fuzz/sqlfuzz/compare.py",
            "                return False   # decided by an exact key or past the tolerance",
            "                break",
