@@ -899,4 +899,10 @@ MUTANTS: list[Mutant] = [
            "`sym LIKE 'B%'` kept above a CTE's items: DuckDB pushes it (LIKE without ESCAPE "
            "cannot throw) and answers; hfq raised (F104)",
            ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_pushes_answer",)),
+    Mutant("sqlc-co-moment-past-range-answered", AREA, SQL + "aggregates.py",
+           "        wide = (n >= 2) & _finite(y, x) & ~spread & moment.is_infinite()",
+           "        wide = pl.lit(False) & ~spread & moment.is_infinite()",
+           "covar_samp whose co-moment leaves DOUBLE's range answered with the scaled "
+           "covariance's finite value, where DuckDB gives +inf or -inf by the row order (F125)",
+           ("tests/sql/test_findings.py::test_finding[F125]",)),
 ]

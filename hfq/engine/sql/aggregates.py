@@ -347,13 +347,22 @@ class Agg(Plain):
         DOUBLE's range: DuckDB's Welford update then meets ``y - mean = -inf`` (the sign
         flipped: +inf for two pairs whose covariance is -inf in one pass, -inf when its
         merge of partial states adds them) or ``inf - inf`` (NaN), by the row order and the
-        merge (F101).  (A co-moment past the range from the deviations' product alone stays
-        hfq's +-inf: covar_pop(x, x) is +inf in every order.)"""
+        merge (F101); and where the co-moment leaves the range with the spreads inside it
+        (F125), unless y and x are the same values (covar_pop(x, x) is +inf in every
+        order)."""
         spread = (y.nan_max() - y.min()).is_infinite() | (x.nan_max() - x.min()).is_infinite()
         bad = (n >= 2) & _finite(y, x) & spread
-        return self.fail(out, bad, node, f"{name} where the pairs' spread leaves DOUBLE's "
-                                         "range (DuckDB's answer, +-inf or NaN, depends on the "
-                                         "row order and how it merges them) is not supported")
+        out = self.fail(out, bad, node, f"{name} where the pairs' spread leaves DOUBLE's "
+                                        "range (DuckDB's answer, +-inf or NaN, depends on the "
+                                        "row order and how it merges them) is not supported")
+        # the co-moment (the sum of the deviations' products) past DOUBLE's range with
+        # spreads inside it: DuckDB's running sum reaches +inf or -inf by the order of the
+        # products' signs (F125) -- except when y and x are the same values (squares: +inf)
+        moment = pl.cov(y * _DOWN, x * _DOWN, ddof=0) * n.cast(_F64) * _UP * _UP
+        wide = (n >= 2) & _finite(y, x) & ~spread & moment.is_infinite() & ((y != x).sum() > 0)
+        return self.fail(out, wide, node, f"{name} where the sum of the deviations' products "
+                                          "leaves DOUBLE's range (DuckDB's answer, +inf or "
+                                          "-inf, depends on the row order) is not supported")
 
     def _bool_agg(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
