@@ -34,7 +34,7 @@ from sqlfuzz.data import (
 )
 from sqlfuzz.differential import _row_mix, classify, construct, run_duckdb, run_query
 from sqlfuzz.findings import normalized, python_case
-from sqlfuzz.metamorphic import _same_rows, random_check
+from sqlfuzz.metamorphic import _same_rows, _tlp_rows, random_check
 from sqlfuzz.queries import QueryGen
 from sqlfuzz.shrink import order_is_total, query_candidates, shrink
 
@@ -327,6 +327,22 @@ def test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_apart(tmp_pat
     monkeypatch.setattr(differential, "_asof_operator",
                         lambda con, sql, params: run_duckdb(con, "SELECT 42.0::DOUBLE AS q"))
     assert run_query(odd, cons, sql, ordered=False).status == "wrong"
+
+
+def test_tlp_distinct_compares_both_sides_as_the_answers_hold_them():
+    # DECIMAL(38, 1) values a unit apart near 2^63 are one float: the parts' union made
+    # distinct has one row where the whole (distinct in the engine, exactly) has two
+    big = [(9223372036854775814.5,), (9223372036854775815.5,)]
+    assert big[0] == big[1]                        # as floats they are one value
+    ans = [Answer(["c"], ["float"], list(big), [False]),
+           Answer(["c"], ["float"], big[:1], [False]), Answer(["c"], ["float"], big[1:], [False]),
+           Answer(["c"], ["float"], [], [False])]
+    assert _tlp_rows(ans, distinct=True) is None
+    # a row the parts lack is still found, and without DISTINCT every row counts
+    ans[2] = Answer(["c"], ["float"], [(1.5,)], [False])
+    assert _tlp_rows(ans, distinct=True) is not None
+    assert _tlp_rows(ans[:1] + [ans[1], Answer(["c"], ["float"], [], [False]), ans[3]],
+                     distinct=False) is not None
 
 
 def test_float_values_two_groups_swap_between_row_orders_are_unstable_row_by_row():

@@ -195,6 +195,12 @@ MUTANTS += [
            "of floats",
            (FUZZER.format("test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_"
                           "apart"),)),
+    Mutant("fuzz-tlp-distinct-whole-exact", AREA, "tests/fuzz/sqlfuzz/metamorphic.py",
+           "        parts, whole = _distinct(parts), _distinct(whole)",
+           "        parts = _distinct(parts)",
+           "TLP DISTINCT making only the parts distinct as floats: two DECIMALs a unit apart "
+           "near 2^63 are a false 'tlp' finding",
+           (FUZZER.format("test_tlp_distinct_compares_both_sides_as_the_answers_hold_them"),)),
     Mutant("fuzz-near-ties-any-key", AREA, "tests/fuzz/sqlfuzz/compare.py",
            "                return False   # decided by an exact key or past the tolerance",
            "                break",

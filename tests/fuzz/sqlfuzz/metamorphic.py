@@ -106,10 +106,7 @@ def random_check(gen: QueryGen) -> Check:
         qs = _tlp_queries(base, p)
 
         def verdict(ans: list[Answer]) -> str | None:
-            parts = ans[1].rows + ans[2].rows + ans[3].rows
-            if distinct:
-                parts = _distinct(parts)
-            return _same_rows(parts, ans[0].rows)
+            return _tlp_rows(ans, distinct=bool(distinct))
         return Check("tlp", kind, qs, verdict, frozenset(gen.tags))
     if kind in ("tlp_aggregate", "tlp_group"):
         aggs = []
@@ -181,6 +178,20 @@ def _same_value(u: Any, v: Any) -> bool:
     if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
         return True
     return u == v and (u is None) == (v is None)
+
+
+def _tlp_rows(ans: list[Answer], *, distinct: bool) -> str | None:
+    """TLP of rows: the whole (``ans[0]``) is the union of the three parts.  Under DISTINCT
+    both sides are made distinct here as the answers hold them: a DECIMAL with a scale is
+    compared as a float, so two values a unit apart near 2^63 are one value in the parts'
+    union while the whole (made distinct exactly, by the engine) still has both (2-node fuzz
+    seed 101, dataset 102432).  Whether the whole kept duplicates is the differential's
+    question (DuckDB's DISTINCT), not this check's."""
+    parts = ans[1].rows + ans[2].rows + ans[3].rows
+    whole = ans[0].rows
+    if distinct:
+        parts, whole = _distinct(parts), _distinct(whole)
+    return _same_rows(parts, whole)
 
 
 def _distinct(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
