@@ -362,24 +362,31 @@ on its own)."""
 def run(rows: int, work: str, *, repeats: int = 3, latency_batches: int = 2000,
         visibility_batches: int = 500, only: tuple[str, ...] = SECTIONS) -> dict[str, Any]:
     os.makedirs(work, exist_ok=True)
+    # the rows are made only for the parts that use them (the day: every part but these two)
+    small_parts = {"publish_100", "visibility"}
+    small = ticks(latency_batches * 100, symbols=200) if small_parts & set(only) else None
+    day = ticks(rows) if set(only) - small_parts else None
+    parts: dict[str, Callable[[], Any]] = {
+        "publish_1000": lambda: publish_rates(work, day, 1000, repeats),
+        "publish_100": lambda: publish_rates(work, small, 100, 1),
+        "concurrent_1000": lambda: concurrent(work, day, 1000),
+        "visibility": lambda: visibility(work, small.slice(0, visibility_batches * 100), 100),
+        "subscribers": lambda: subscribers(work, day, 1000),
+        "write_down": lambda: write_down_vs_load(work, day, 1000)}
     result: dict[str, Any] = {"rows": rows}
-    if {"publish_100", "visibility"} & set(only):
-        small = ticks(latency_batches * 100, symbols=200)
-    if set(only) - {"publish_100", "visibility"}:
-        day = ticks(rows)
-    if "publish_1000" in only:
-        result["publish_1000"] = publish_rates(work, day, 1000, repeats)
-    if "publish_100" in only:
-        result["publish_100"] = publish_rates(work, small, 100, 1)
-    if "concurrent_1000" in only:
-        result["concurrent_1000"] = concurrent(work, day, 1000)
-    if "visibility" in only:
-        result["visibility"] = visibility(work, small.slice(0, visibility_batches * 100), 100)
-    if "subscribers" in only:
-        result["subscribers"] = subscribers(work, day, 1000)
-    if "write_down" in only:
-        result["write_down"] = write_down_vs_load(work, day, 1000)
+    for name in SECTIONS:
+        if name in only:
+            result[name] = parts[name]()
     return result
+
+
+def _each(got: dict[str, dict], cell: Callable[[dict], str]) -> str:
+    """``name cell; name cell; ...`` over a part's contenders."""
+    return "; ".join(f"{n} {cell(v)}" for n, v in got.items())
+
+
+def _millis(v: dict) -> str:
+    return f"p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
 
 
 def text(r: dict[str, Any]) -> list[str]:
@@ -387,34 +394,28 @@ def text(r: dict[str, Any]) -> list[str]:
     lines = []
     if "publish_1000" in r:
         pub = r["publish_1000"]
-        hfq_rate = pub["hfq publish"]["rows_per_s"]
+        limit = pub["hfq publish"]["rows_per_s"] / pub["Arrow IPC + fsync (limit)"]["rows_per_s"]
         lines.append(f"- publish, 1,000-row batches, {r['rows']:,} rows (target >= 1 M rows/s): "
-                     + "; ".join(f"{n} **{v['rows_per_s'] / 1e6:.2f} M rows/s**"
-                                 for n, v in pub.items())
-                     + f" -- hfq at {hfq_rate / pub['Arrow IPC + fsync (limit)']['rows_per_s']:.0%}"
-                       " of the limit")
+                     + _each(pub, lambda v: f"**{v['rows_per_s'] / 1e6:.2f} M rows/s**")
+                     + f" -- hfq at {limit:.0%} of the limit")
     if "publish_100" in r:
         lines.append("- ack latency, 100-row batches (targets p50 <= 1 ms, p99 <= 5 ms): "
-                     + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
-                                 for n, v in r["publish_100"].items()))
+                     + _each(r["publish_100"], _millis))
     if "concurrent_1000" in r:
         lines.append("- group commit, 1,000-row batches from 4 publishers at once: "
-                     + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s, "
-                                 f"{v['fsyncs_per_batch']:.2f} fsyncs/batch"
-                                 for n, v in r["concurrent_1000"].items()))
+                     + _each(r["concurrent_1000"],
+                             lambda v: f"{v['rows_per_s'] / 1e6:.2f} M rows/s, "
+                                       f"{v['fsyncs_per_batch']:.2f} fsyncs/batch"))
     if "visibility" in r:
         lines.append("- visible to SQL after the ack (target p99 <= 10 ms): "
-                     + "; ".join(f"{n} p50 {v['p50_ms']:.2f} / p99 {v['p99_ms']:.2f} ms"
-                                 for n, v in r["visibility"].items()))
+                     + _each(r["visibility"], _millis))
     if "subscribers" in r:
         lines.append("- 4 subscribers together (target >= 1 M rows/s): "
-                     + "; ".join(f"{n} {v['rows_per_s'] / 1e6:.2f} M rows/s"
-                                 for n, v in r["subscribers"].items()))
+                     + _each(r["subscribers"], lambda v: f"{v['rows_per_s'] / 1e6:.2f} M rows/s"))
     if "write_down" in r:
         lines.append(f"- write-down of the day ({r['rows']:,} rows) vs load_csv of the same rows "
-                     "(target: no slower): "
-                     + "; ".join(f"{n} {v['seconds']:.2f} s"
-                                 for n, v in r["write_down"].items()))
+                     "(target: no slower): " + _each(r["write_down"],
+                                                     lambda v: f"{v['seconds']:.2f} s"))
     return lines
 
 
