@@ -15,14 +15,22 @@ SCHEME = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 2))
 DAYS = ("2024-01-02", "2024-01-03")
 
 
-def test_replay_merges_tables_by_time_and_publishes_every_row_once(tmp_path):
+def sources(tmp_path, quote_rows: int, trade_rows: int, symbols: int, seed: int):
+    """A database with ``quotes`` and ``trades`` over :data:`DAYS` (``*_rows`` a day)."""
     db = hfq.connect(str(tmp_path))
     quotes = db.create_table("quotes", hfq.schemas.TAQ, partition_by=SCHEME,
                              sort_by=("symbol", "time"))
     trades = db.create_table("trades", hfq.schemas.TRADES, partition_by=SCHEME,
                              sort_by=("symbol", "time"))
-    quotes.append(hfq.synth.taq_table(dates=DAYS, rows_per_day=400, symbols=6, seed=1))
-    trades.append(hfq.synth.trades_table(dates=DAYS, rows_per_day=300, symbols=6, seed=2))
+    quotes.append(hfq.synth.taq_table(dates=DAYS, rows_per_day=quote_rows, symbols=symbols,
+                                      seed=seed))
+    trades.append(hfq.synth.trades_table(dates=DAYS, rows_per_day=trade_rows, symbols=symbols,
+                                         seed=seed + 1))
+    return db, quotes, trades
+
+
+def test_replay_merges_tables_by_time_and_publishes_every_row_once(tmp_path):
+    db, quotes, trades = sources(tmp_path, 400, 300, symbols=6, seed=1)
     subs = {}
     for name, src in (("quotes_replay", quotes), ("trades_replay", trades)):
         m = src.snapshot()
@@ -61,13 +69,7 @@ def test_replay_waits_for_each_batch_at_its_event_time_over_speed(tmp_path):
     """``speed=10``: the batch starting at event ``e`` is due ``(e - first event) / 10`` s after
     the start, across days too.  ``sleep`` is recorded, not slept, so the replay takes its
     real time (far under the 60 s of slack allowed) and every wait is ``due - elapsed``."""
-    db = hfq.connect(str(tmp_path))
-    quotes = db.create_table("quotes", hfq.schemas.TAQ, partition_by=SCHEME,
-                             sort_by=("symbol", "time"))
-    trades = db.create_table("trades", hfq.schemas.TRADES, partition_by=SCHEME,
-                             sort_by=("symbol", "time"))
-    quotes.append(hfq.synth.taq_table(dates=DAYS, rows_per_day=300, symbols=4, seed=3))
-    trades.append(hfq.synth.trades_table(dates=DAYS, rows_per_day=200, symbols=4, seed=4))
+    _, quotes, trades = sources(tmp_path, 300, 200, symbols=4, seed=3)
     sleeps: list[float] = []
     hfq.replay([quotes, trades], DAYS, batch_rows=50, speed=10, sleep=sleeps.append)
     events = pl.concat([pl.from_arrow(t.to_arrow()).select(_event().alias("e"))
