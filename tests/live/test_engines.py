@@ -31,19 +31,21 @@ SCHEME = hfq.Compo(hfq.Value("date"), hfq.Hash("symbol", 2))
 KEYS = ["symbol", "date"]
 
 
+PRICES = st.one_of(st.none(), st.just(float("nan")),
+                   st.floats(0.01, 500, allow_nan=False, allow_infinity=False))
+
+
 @st.composite
 def tick_streams(draw):
     """Quotes in event-time order (date, time), with the nasty values a feed has, and a split
     of them into batches."""
     n = draw(st.integers(1, 120))
-    price = st.one_of(st.none(), st.just(float("nan")),
-                      st.floats(0.01, 500, allow_nan=False, allow_infinity=False))
     rows = []
     for _ in range(n):
         rows.append((draw(st.sampled_from(["IBM", "MSFT", "A", "ZZ"])),
                      draw(st.sampled_from([dt.date(2024, 1, 2), dt.date(2024, 1, 3)])),
                      draw(st.sampled_from([0, 59, 60, 61, 119, 600, 34_200, 34_259,
-                                           86_399])), draw(price), draw(price)))
+                                           86_399])), draw(PRICES), draw(PRICES)))
     rows.sort(key=lambda r: (r[1], r[2]))   # stable: equal times keep their draw order
     frame = hfq.schemas.TAQ.conform(pa.table({
         "symbol": [r[0] for r in rows], "date": [r[1] for r in rows],
@@ -52,8 +54,12 @@ def tick_streams(draw):
         "ofr": pa.array([r[4] for r in rows], pa.float64()),
         "bidsiz": pa.array([1] * n, pa.int32()), "ofrsiz": pa.array([2] * n, pa.int32()),
         "mode": pa.array([0] * n, pa.int32()), "ex": ["N"] * n, "mmid": [""] * n}))
-    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=8))))
-    return frame, [0, *cuts, n]
+    return frame, split(draw, n)
+
+
+def split(draw, n: int) -> list[int]:
+    """Where a stream of ``n`` rows is cut into batches: ``[0, cut, ..., n]``."""
+    return [0, *sorted(set(draw(st.lists(st.integers(0, n), max_size=8)))), n]
 
 
 def stream_bars(frame: pa.Table, cuts: list[int], window: str, kind: str) -> pl.DataFrame:
@@ -88,10 +94,9 @@ def same_bars(got: pl.DataFrame, want: pl.DataFrame) -> None:
 @given(stream=tick_streams(), window=st.sampled_from(["1m", "5m", "30s"]))
 def test_streamed_bars_equal_minute_bars_for_any_split(tmp_path_factory, stream, window):
     frame, cuts = stream
-    got = stream_bars(frame, cuts, window, "quotes")
-    want = stored_bars(tmp_path_factory.mktemp("b"), frame, window, "quotes",
-                       hfq.schemas.TAQ)
-    same_bars(got, want)
+    same_bars(stream_bars(frame, cuts, window, "quotes"),
+              stored_bars(tmp_path_factory.mktemp("b"), frame, window, "quotes",
+                          hfq.schemas.TAQ))
 
 
 @st.composite
@@ -99,12 +104,10 @@ def trade_streams(draw):
     """Trades in event-time order with NULL and NaN prices, zero and NULL sizes (a VWAP's
     nasty rows), millisecond times on window edges, and a split into batches."""
     n = draw(st.integers(1, 100))
-    price = st.one_of(st.none(), st.just(float("nan")),
-                      st.floats(0.01, 500, allow_nan=False, allow_infinity=False))
     size = st.one_of(st.none(), st.just(0), st.integers(1, 10**6))
     rows = [(draw(st.sampled_from(["IBM", "MSFT", "A"])),
              draw(st.sampled_from([0, 59_999, 60_000, 60_001, 299_999, 34_200_000,
-                                   86_399_999])), draw(price), draw(size))
+                                   86_399_999])), draw(PRICES), draw(size))
             for _ in range(n)]
     rows.sort(key=lambda r: r[1])
     frame = hfq.schemas.TRADES.conform(pa.table({
@@ -113,8 +116,7 @@ def trade_streams(draw):
         "price": pa.array([r[2] for r in rows], pa.float64()),
         "size": pa.array([r[3] for r in rows], pa.int32()),
         "ex": ["N"] * n, "cond": ["@"] * n}))
-    cuts = sorted(set(draw(st.lists(st.integers(0, n), max_size=8))))
-    return frame, [0, *cuts, n]
+    return frame, split(draw, n)
 
 
 @settings(max_examples=40, deadline=None,
@@ -123,10 +125,9 @@ def trade_streams(draw):
 def test_streamed_trade_bars_equal_minute_bars_for_any_split(tmp_path_factory, stream, window):
     """OHLCV and VWAP, as the quotes' property above."""
     frame, cuts = stream
-    got = stream_bars(frame, cuts, window, "trades")
-    want = stored_bars(tmp_path_factory.mktemp("t"), frame, window, "trades",
-                       hfq.schemas.TRADES)
-    same_bars(got, want)
+    same_bars(stream_bars(frame, cuts, window, "trades"),
+              stored_bars(tmp_path_factory.mktemp("t"), frame, window, "trades",
+                          hfq.schemas.TRADES))
 
 
 @pytest.mark.slow
