@@ -525,11 +525,18 @@ def _unoptimized(con: duckdb.DuckDBPyConnection, sql: str, params: tuple[Any, ..
                  ) -> Answer | BaseException:
     """``sql`` on DuckDB with its optimizer off: every expression evaluated where the
     statement writes it (a CTE's items on all its rows)."""
-    con.execute("PRAGMA disable_optimizer")
+    return _run_with(con, sql, params, "PRAGMA disable_optimizer", "PRAGMA enable_optimizer")
+
+
+def _run_with(con: duckdb.DuckDBPyConnection, sql: str, params: tuple[Any, ...], on: str,
+              off: str) -> Answer | BaseException:
+    """``sql`` on DuckDB after the statement ``on``; ``off`` puts the setting back, whatever
+    ``sql`` did."""
+    con.execute(on)
     try:
         return run_duckdb(con, sql, params)
     finally:
-        con.execute("PRAGMA enable_optimizer")
+        con.execute(off)
 
 
 def _unsigned(answer: Answer) -> Answer:
@@ -543,11 +550,8 @@ def _asof_operator(con: duckdb.DuckDBPyConnection, sql: str, params: tuple[Any, 
                    ) -> Answer | BaseException:
     """``sql`` on DuckDB with its ASOF JOIN operator whatever the input's size (no rewrite into
     a nested-loop join for a left side of up to ``asof_loop_join_threshold`` rows)."""
-    con.execute("SET asof_loop_join_threshold = 0")
-    try:
-        return run_duckdb(con, sql, params)
-    finally:
-        con.execute("RESET asof_loop_join_threshold")
+    return _run_with(con, sql, params, "SET asof_loop_join_threshold = 0",
+                     "RESET asof_loop_join_threshold")
 
 
 def _line(exc: Any) -> str:
