@@ -27,12 +27,13 @@ from sqlfuzz.data import (
     Dataset,
     TableSpec,
     load_duckdb,
+    load_duckdb_orders,
     load_hfq,
     random_dataset,
     register,
     to_arrow,
 )
-from sqlfuzz.differential import _row_mix, classify, construct, run_duckdb, run_query
+from sqlfuzz.differential import _row_mix, classify, construct, run_duckdb, run_hfq, run_query
 from sqlfuzz.findings import normalized, python_case
 from sqlfuzz.metamorphic import _same_rows, _tlp_rows, random_check
 from sqlfuzz.queries import QueryGen
@@ -427,6 +428,66 @@ def _in_both(tmp_path, t: TableSpec):
     return db, cons
 
 
+def test_a_sum_past_the_range_before_an_infinity_is_unstable_by_a_sorted_order(tmp_path):
+    # hfq adds per partition: 2000-01-03's DBL_MAX, DBL_MAX, -inf is NaN, and the merged
+    # answer stays NaN; DuckDB on the stored, reversed and shuffled rows meets a -inf first
+    # (-inf). Sorted by d0 descending, DuckDB says NaN too (fuzz seed 103, dataset 103535)
+    big, old, new = 1.7976931348623157e308, dt.date(1969, 12, 31), dt.date(2000, 1, 3)
+    t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
+                        ("d0", "DOUBLE")], ("date",), (),
+                  [(87, new, "B", big), (34, new, "B", big), (100, new, "B", -math.inf),
+                   (52, old, "B", -math.inf)])
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t])
+    load_hfq(db, dataset)
+    cons = duckdb_connections()
+    load_duckdb_orders(cons, db, dataset)
+    sql = "SELECT sum(d0) AS a1, count(d0) AS n FROM t"
+    assert math.isnan(run_hfq(db, sql).rows[0][0])
+    assert run_query(db, cons[:3], sql, ordered=False).status == "wrong"
+    out = run_query(db, cons, sql, ordered=False)
+    assert out.status == "unstable" and not out.mismatch, out.detail
+    # planted: a wrong count beside it (a column DuckDB is sure of) stays a mismatch
+    engine = _Engine(bug=lambda text, df: df.with_columns(a1=pl.lit(math.nan),
+                                                          n=pl.col("n") + 1))
+    register(engine.con, t)
+    assert run_query(engine, cons, sql, ordered=False).status == "wrong"
+
+
+def test_an_ulp_in_a_sort_key_may_move_the_rows_a_limit_keeps(tmp_path):
+    # DuckDB's avg of three copies of log10(2.5) is an ulp above it, hfq's (and its own avg
+    # of one or two copies) exact: by ORDER BY a2, a3 DuckDB puts that group last, hfq by a3,
+    # and LIMIT 3 OFFSET 5 keeps other rows (fuzz seed 103, dataset 103529)
+    d = dt.date(2000, 1, 3)
+    rows = [(2, "B"), (27, "_"), (9, "A"), (42, None), (26, None), (33, "abc "), (10, None),
+            (-2, "hello world"), (31, "B"), (47, "x"), (-13, "a%b"), (20, "abc "), (-3, "_"),
+            (36, "x")]
+    t = TableSpec("t", [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL"),
+                        ("s0", "STRING")], ("hash", 1), ("sym",),
+                  [(i, d, "B" if i % 2 else "%_x", s) for i, s in rows])
+    db, cons = _in_both(tmp_path, t)
+    sql = ("SELECT s0, avg(log10(2.5)) AS a2, sum(-1) AS a3 FROM t GROUP BY s0 "
+           "ORDER BY 2, 3, 1 LIMIT 3 OFFSET 3")
+    got, want = run_hfq(db, sql), run_duckdb(cons[0], sql)
+    assert differ(got, want, ordered=True, keys=[1, 2, 0]) is not None   # other rows kept
+    out = run_query(db, cons, sql, ordered=True)
+    assert out.status == "same", out.detail
+    # an engine answering as hfq (DuckDB's whole answer with the exact avg, sorted again,
+    # then sliced) agrees; planted: a slice other than its own whole answer's, or a value
+    # changed in a row the slice leaves out (the last), stays a mismatch
+    last = pl.col("s0") == "hello world"
+    for start, change, status in ((3, None, "same"), (2, None, "wrong"),
+                                  (3, pl.when(last).then(0).otherwise(pl.col("a3")), "wrong")):
+        def bug(text, df, start=start, change=change):
+            df = df.with_columns(a2=pl.lit(math.log10(2.5)), **(
+                {"a3": change} if change is not None else {}))
+            df = df.sort("a2", "a3", "s0", nulls_last=True)
+            return df.slice(start, 3) if "LIMIT" in text else df
+        engine = _Engine(bug=bug, rewrite=lambda text: text.split(" LIMIT ")[0])
+        register(engine.con, t)
+        assert run_query(engine, cons, sql, ordered=True).status == status, (start, change)
+
+
 def test_a_column_duckdb_answers_otherwise_alone_is_unstable(tmp_path):
     # DuckDB's OVER () sum adds in the order another window sorted the rows to: 1e300,
     # -1e300, 1 by id is 1.0, by id DESC 0.0 -- with row_number() OVER (ORDER BY id DESC)
@@ -551,7 +612,7 @@ class _Engine:
         self.rewrite = rewrite
 
     def sql(self, text, params=None):
-        engine = self
+        engine, asked = self, text   # (``bug`` sees the statement as asked)
         if self.rewrite is not None:
             text = self.rewrite(text)
 
@@ -562,7 +623,7 @@ class _Engine:
                         engine.con.sql(text).pl()
                 except duckdb.Error as exc:   # hfq's errors are HfqErrors
                     raise QueryError(str(exc)) from exc
-                return engine.bug(text, df) if engine.bug else df
+                return engine.bug(asked, df) if engine.bug else df
         return _Q()
 
 

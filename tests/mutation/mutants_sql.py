@@ -195,6 +195,23 @@ MUTANTS += [
            "of floats",
            (FUZZER.format("test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_"
                           "apart"),)),
+    Mutant("fuzz-sorted-orders-unsorted", AREA, "tests/fuzz/sqlfuzz/data.py",
+           '                table = table.take(pc.sort_indices(table, [(column, way, "at_end")]))',
+           "                table = table",
+           "the oracle's sorted row orders left in the stored order: a float sum that is NaN "
+           "only when its largest values come first stays a mismatch",
+           (FUZZER.format("test_a_sum_past_the_range_before_an_infinity_is_unstable_by_a_"
+                          "sorted_order"),)),
+    Mutant("fuzz-near-tie-slice-any-slice", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "mine.rows[start:end], mine.narrow),", "got.rows, mine.narrow),",
+           "an ulp in a sort key excuses any rows under LIMIT, not only the engine's own "
+           "whole answer's slice",
+           (FUZZER.format("test_an_ulp_in_a_sort_key_may_move_the_rows_a_limit_keeps"),)),
+    Mutant("fuzz-near-tie-slice-any-whole", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "differ(mine, theirs, ordered=True, keys=keys) is not None:",
+           "differ(mine, mine, ordered=True, keys=keys) is not None:",
+           "an ulp in a sort key excuses a LIMIT's rows whatever the whole answers differ in",
+           (FUZZER.format("test_an_ulp_in_a_sort_key_may_move_the_rows_a_limit_keeps"),)),
     Mutant("fuzz-tlp-distinct-whole-exact", AREA, "tests/fuzz/sqlfuzz/metamorphic.py",
            "        parts, whole = _distinct(parts), _distinct(whole)",
            "        parts = _distinct(parts)",

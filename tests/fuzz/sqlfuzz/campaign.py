@@ -20,7 +20,7 @@ import duckdb
 
 import hfq
 from sqlfuzz import metamorphic
-from sqlfuzz.data import Dataset, load_duckdb_orders, load_hfq, random_dataset
+from sqlfuzz.data import ORDERS, Dataset, load_duckdb_orders, load_hfq, random_dataset
 from sqlfuzz.differential import APART, Outcome, run_query
 from sqlfuzz.known import KNOWN, Known, explain, skip
 from sqlfuzz.queries import QueryGen
@@ -120,7 +120,7 @@ class Report:
         return "\n".join(lines)
 
 
-def duckdb_connections(n: int = 3) -> list[duckdb.DuckDBPyConnection]:
+def duckdb_connections(n: int = len(ORDERS)) -> list[duckdb.DuckDBPyConnection]:
     """DuckDB sessions as the oracle: one thread (a deterministic order), UTC."""
     cons = []
     for _ in range(n):

@@ -35,8 +35,8 @@ import hfq
 from hfq import schema
 from hfq.testing.strategies import EDGE_VALUES
 
-__all__ = ["KIND", "Dataset", "TableSpec", "load_duckdb", "load_duckdb_orders", "load_hfq",
-           "random_dataset", "register", "register_hfq_table", "to_arrow", "widened"]
+__all__ = ["KIND", "ORDERS", "Dataset", "TableSpec", "load_duckdb", "load_duckdb_orders",
+           "load_hfq", "random_dataset", "register", "register_hfq_table", "to_arrow", "widened"]
 
 #: the SQL kind of each hfq type, as the query grammar sees it
 KIND = {"DOUBLE": "float", "FLOAT": "float", "INT": "int", "LONG": "int", "SHORT": "int",
@@ -244,9 +244,14 @@ def load_duckdb(con: duckdb.DuckDBPyConnection, db: hfq.Database, dataset: Datas
     load_duckdb_orders([con], db, dataset, orders=(order,))
 
 
+#: the row orders the oracle holds each table in (:func:`register_hfq_table`): the first is
+#: compared with, the others consulted when the answers differ
+ORDERS = ("stored", "reversed", "shuffled", "descending0", "ascending0", "descending1",
+          "ascending1", "descending2", "ascending2")
+
+
 def load_duckdb_orders(cons: list[duckdb.DuckDBPyConnection], db: hfq.Database,
-                       dataset: Dataset, *,
-                       orders: tuple[str, ...] = ("stored", "reversed", "shuffled")) -> None:
+                       dataset: Dataset, *, orders: tuple[str, ...] = ORDERS) -> None:
     """Register the rows ``db`` holds for each table of ``dataset`` in each of ``cons``, the
     i-th in ``orders[i]`` -- each table (and version) read from hfq once for all of them."""
     for spec in dataset.tables:
@@ -258,9 +263,13 @@ def load_duckdb_orders(cons: list[duckdb.DuckDBPyConnection], db: hfq.Database,
 def register_hfq_table(con: duckdb.DuckDBPyConnection, db: hfq.Database, name: str, *,
                        versions: int, order: str = "stored", seed: int = 0) -> None:
     """Register in ``con`` the rows table ``name`` of ``db`` holds, in ``order``: ``stored``
-    (hfq's scan order), ``reversed`` or ``shuffled`` (a float answer that depends on the
-    order of the rows is checked against several).  Each version (one per append, 0 the empty
-    table) is registered too, as ``<name>_v<k>``: the oracle of hfq's time travel."""
+    (hfq's scan order), ``reversed``, ``shuffled``, or ``descending<k>``/``ascending<k>``:
+    sorted by the table's k-th floating-point column (counting round; NULLs and NaN last).  A
+    float answer that depends on the order of the rows is checked against several: a sum of
+    DBL_MAX, DBL_MAX and -inf is NaN only when both DBL_MAX come first, which a sort by the
+    column finds and a shuffle of many rows seldom does (fuzz seed 103, dataset 103535).
+    Each version (one per append, 0 the empty table) is registered too, as ``<name>_v<k>``:
+    the oracle of hfq's time travel."""
     _HfqRows(db, name, versions=versions).register(con, order=order, seed=seed)
 
 
@@ -284,4 +293,10 @@ class _HfqRows:
             idx = list(range(table.num_rows))
             random.Random(seed).shuffle(idx)
             table = table.take(pa.array(idx))
+        elif order.startswith(("descending", "ascending")) and table.num_rows:
+            way = order.rstrip("0123456789")
+            floats = [f.name for f in table.schema if pa.types.is_floating(f.type)]
+            if floats:
+                column = floats[int(order[len(way):]) % len(floats)]
+                table = table.take(pc.sort_indices(table, [(column, way, "at_end")]))
         con.register(self.name, table)
