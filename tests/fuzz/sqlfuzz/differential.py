@@ -331,9 +331,11 @@ def _near_tie_slice(db: hfq.Database, con: duckdb.DuckDBPyConnection, sql: str,
     near ties standing otherwise (:func:`sqlfuzz.compare.differ`), and hfq's limited answer
     exactly its own whole answer's slice."""
     parts = _without_limit(sql)
-    if parts is None or parts[0].args.get("limit") is parts[0].args.get("offset") is None:
+    if parts is None:
         return out
-    _, text, start, count = parts
+    tree, text, start, count = parts
+    if tree.args.get("limit") is None and tree.args.get("offset") is None:
+        return out
     mine, theirs = run_hfq(db, text, params), run_duckdb(con, text, params)
     if not isinstance(mine, Answer) or not isinstance(theirs, Answer) or \
             differ(mine, theirs, ordered=True, keys=keys) is not None:
