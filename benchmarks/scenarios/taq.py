@@ -481,10 +481,14 @@ def taq_data(bench: Bench) -> dict[str, Any]:
 
 
 def duck_connection(data: dict[str, Any]):
-    """DuckDB in memory, 2 threads, tables sorted by (symbol, time), times as BIGINT ns."""
+    """DuckDB in memory, 2 threads, tables sorted by (symbol, time), times as BIGINT ns, its
+    ASOF JOIN always its ASOF operator: it estimates a one-symbol filter at ~58 rows and, under
+    ``asof_loop_join_threshold`` (64), plans a nested-loop join instead, which took 10 s where
+    the operator takes 0.02 s (asof_1 at 1 M quotes)."""
     import duckdb
     con = duckdb.connect()
     con.execute("SET threads = 2")
+    con.execute("SET asof_loop_join_threshold = 0")
     for name in ("quotes", "trades"):
         table = data[name]
         fields = [f for f in table.schema]
