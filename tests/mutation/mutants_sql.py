@@ -212,6 +212,20 @@ MUTANTS += [
            "differ(mine, mine, ordered=True, keys=keys) is not None:",
            "an ulp in a sort key excuses a LIMIT's rows whatever the whole answers differ in",
            (FUZZER.format("test_an_ulp_in_a_sort_key_may_move_the_rows_a_limit_keeps"),)),
+    Mutant("fuzz-near-tie-limit-percent-as-rows", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           'for k in ("percent", "rows", "with_ties"))):', 'for k in ())):',
+           "LIMIT 10% read as 10 rows: a wrong row count passes as a near tie",
+           (FUZZER.format("test_no_near_tie_excuses_a_wrong_count_or_an_order_wrong_by_its_"
+                          "own_values"),)),
+    Mutant("fuzz-near-tie-own-order-unchecked", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):\n"
+           "        return out\n    end = None if count is None else start + count\n"
+           "    if differ(got, Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow),",
+           "    end = None if count is None else start + count\n"
+           "    if differ(got, Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow),",
+           "a whole answer sorted otherwise than by its own values passes as a near tie",
+           (FUZZER.format("test_no_near_tie_excuses_a_wrong_count_or_an_order_wrong_by_its_"
+                          "own_values"),)),
     Mutant("fuzz-tlp-distinct-whole-exact", AREA, "tests/fuzz/sqlfuzz/metamorphic.py",
            "        parts, whole = _distinct(parts), _distinct(whole)",
            "        parts = _distinct(parts)",
