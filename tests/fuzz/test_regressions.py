@@ -446,6 +446,23 @@ CASES: list[Case] = [
               "peers: every row) took polars' sum of the partition, another rounding "
               "in the stored order, NULL keys first (102 + 1e300 + 3 - 1e300 + 2 gave 2, "
               "DuckDB's running sum 104; fuzz2: 0.0 for 102)"),
+    Case("F126", "SELECT corr(i0, d0) AS c FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
+                [(1, D1, "A", 9, 1e300), (2, D1, "A", 10, -3.0),
+                 (3, D1, "A", 9, 1.7976931348623157e308)], [])],
+         note="corr of y values whose squared deviations leave DOUBLE's range: DuckDB "
+              "-0.0 on every row order (a finite covariance over an infinite spread), hfq "
+              "NaN (fuzz seed 103, dataset 103510; found by the per-cell unstable rule)",
+         open=True),
+    Case("F127", "SELECT round(f0) AS k, regr_intercept(i0 - 2, i0) AS a FROM t "
+         "GROUP BY round(f0)",
+         [Table("t", [*T3, ("f0", "FLOAT"), ("i0", "INT")], ("date",), (),
+                [(1, D1, "A", float("inf"), 2147483647), (2, D2, "A", float("inf"), 2147483647),
+                 (3, D2, "A", float("inf"), 0)], [])],
+         note="regr_intercept of y = x - 2 over x = 2147483647, 2147483647, 0: DuckDB -2.0 "
+              "on every row order; hfq -2.000000238 under any GROUP BY (one ulp of avg(x) "
+              "left by the cancellation avg(y) - slope * avg(x)), -2.0 without one (fuzz "
+              "seed 107, dataset 107750)", open=True),
 ]
 
 
