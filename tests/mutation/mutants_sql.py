@@ -218,11 +218,8 @@ MUTANTS += [
            (FUZZER.format("test_no_near_tie_excuses_a_wrong_count_or_an_order_wrong_by_its_"
                           "own_values"),)),
     Mutant("fuzz-near-tie-own-order-unchecked", AREA, "tests/fuzz/sqlfuzz/differential.py",
-           "    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):\n"
-           "        return out\n    end = None if count is None else start + count\n"
-           "    if differ(got, Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow),",
-           "    end = None if count is None else start + count\n"
-           "    if differ(got, Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow),",
+           "    if any(not _in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):",
+           "    if False:",
            "a whole answer sorted otherwise than by its own values passes as a near tie",
            (FUZZER.format("test_no_near_tie_excuses_a_wrong_count_or_an_order_wrong_by_its_"
                           "own_values"),)),

@@ -905,4 +905,11 @@ MUTANTS: list[Mutant] = [
            "covar_samp whose co-moment leaves DOUBLE's range answered with the scaled "
            "covariance's finite value, where DuckDB gives +inf or -inf by the row order (F125)",
            ("tests/sql/test_findings.py::test_finding[F125]",)),
+    Mutant("sqlc-corr-deviation-from-overflowed-mean", AREA, SQL + "aggregates.py",
+           "    mean = pl.when(x.mean().is_infinite()).then((x * _DOWN).mean() * _UP) \\\n"
+           "        .otherwise(x.mean())\n",
+           "    mean = x.mean()\n",
+           "corr's largest deviation taken from a mean that overflowed (1e300 and DBL_MAX): NaN "
+           "where DuckDB's running mean stays finite and its corr is -0.0 (F126)",
+           (REGRESSION.format("F126"),)),
 ]

@@ -389,8 +389,12 @@ class Agg(Plain):
 
 def _deviation(x: pl.Expr) -> pl.Expr:
     """The largest distance of an ``x`` from their mean (from a min, a max and a mean, so
-    it merges across partitions)."""
-    up, down = x.max() - x.mean(), x.mean() - x.min()
+    it merges across partitions).  The mean of finite values whose sum leaves DOUBLE's range
+    (1e300 and DBL_MAX) is taken over the values scaled by 2^-600 and scaled back, as
+    DuckDB's running mean stays finite there (F126)."""
+    mean = pl.when(x.mean().is_infinite()).then((x * _DOWN).mean() * _UP) \
+        .otherwise(x.mean())
+    up, down = x.max() - mean, mean - x.min()
     return pl.when(up > down).then(up).otherwise(down)
 
 

@@ -403,8 +403,8 @@ def _near_tie_slice(db: hfq.Database, con: duckdb.DuckDBPyConnection, sql: str,
             differ(mine, theirs, ordered=True) is None or \
             differ(mine, theirs, ordered=True, keys=keys) is not None:
         return out   # no swap at all, or more than near ties
-    if not all(_in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):
-        return out
+    if any(not _in_order(a, b, terms) for a, b in zip(mine.rows, mine.rows[1:])):
+        return out   # hfq's whole answer is not sorted by its own values
     end = None if count is None else start + count
     if differ(got, Answer(mine.names, mine.kinds, mine.rows[start:end], mine.narrow),
               ordered=True) is not None:
