@@ -9,9 +9,8 @@ Outcomes (:class:`Outcome.status`):
   from each other (:func:`_moving_rows`).  The exact answer does not depend on the row
   order, so DuckDB's floating-point evaluation is showing its rounding (a sum of 1e300, 1 and
   -1e300; a Welford variance of ill-conditioned values, finding F59): there is no single
-  answer to agree with.
-  Not a mismatch; counted and listed apart.  (A thread count other than 1 changed nothing on
-  these small tables: the rows are what moves DuckDB's answer.)
+  answer to agree with.  Not a mismatch; counted and listed apart.  (A thread count other
+  than 1 changed nothing on these small tables: the rows are what moves DuckDB's answer.)
 * ``plan_error`` -- DuckDB raised at run time, hfq answered, and DuckDB with its optimizer off
   (``PRAGMA disable_optimizer``: every filter evaluated where the statement writes it) answers
   exactly as hfq: DuckDB's error came from rows its optimized plan evaluates before a join or
