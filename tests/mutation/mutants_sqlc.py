@@ -650,8 +650,8 @@ MUTANTS: list[Mutant] = [
            "(F99); since F106 refused, so F99b's defaults that fit fail",
            ("tests/sql/test_findings.py::test_finding[F99b]",)),
     Mutant("sqlc-regr-slope-zero-variance", AREA, SQL + "aggregates.py",
-           "        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / _covariance(xx, xx, 0))",
-           "        slope = cxy / _covariance(xx, xx, 0)",
+           "        slope = pl.when(sxx == 0).then(_NAN).otherwise(cxy / sxx)",
+           "        slope = cxy / sxx",
            "regr_slope as cov / var_x where var_x underflows to 0: inf (DuckDB NaN) and "
            "regr_intercept NaN (DuckDB NULL) (F100)",
            ("tests/sql/test_findings.py::test_finding[F100]",)),
@@ -913,7 +913,7 @@ MUTANTS: list[Mutant] = [
            "where DuckDB's running mean stays finite and its corr is -0.0 (F126)",
            (REGRESSION.format("F126"),)),
     Mutant("sqlc-regr-slope-grouped-var", AREA, SQL + "aggregates.py",
-           "otherwise(cxy / _covariance(xx, xx, 0))", "otherwise(cxy / vx)",
+           "        sxx = _covariance(xx, xx, 0)\n", "        sxx = vx\n",
            "the slope's x-variance by polars' var, which under GROUP BY rounds apart from its "
            "cov: regr_intercept of y = x - 2 is -2.000000238, not DuckDB's -2.0 (F127)",
            (REGRESSION.format("F127"),)),

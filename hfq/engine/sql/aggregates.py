@@ -328,13 +328,14 @@ class Agg(Plain):
             spread = vx.sqrt() * vy.sqrt() != 0
             return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx) & spread)
                                        .then(r).otherwise(_NAN))
-        # DuckDB: NaN where the x-variance is 0 (one pair, a constant x, or a variance that
-        # underflows: 5e-324 and -0.0), and the intercept NULL there (F100)
         # the slope's x-variance by the covariance's own kernel, cov(x, x): polars' grouped
         # var and cov round apart (1.02481911425164890e18 and ...902e18 for 2147483647,
         # 2147483647, 0), so y = x - 2 had a slope an ulp off 1 and an intercept
-        # -2.000000238 under GROUP BY, -2.0 (DuckDB's) without one (F127)
-        slope = pl.when(vx == 0).then(_NAN).otherwise(cxy / _covariance(xx, xx, 0))
+        # -2.000000238 under GROUP BY, -2.0 (DuckDB's) without one (F127).  DuckDB: NaN where
+        # it is 0 (one pair, a constant x, or a variance that underflows: 5e-324 and -0.0),
+        # and the intercept NULL there (F100)
+        sxx = _covariance(xx, xx, 0)
+        slope = pl.when(sxx == 0).then(_NAN).otherwise(cxy / sxx)
         if name == "regr_slope":
             return self._co_moment(name, slope, y, xx, n, node)
         if name == "regr_intercept":
