@@ -5,6 +5,7 @@ computes.  Each says which columns it reads and whether it can run on one partit
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,15 @@ from typing import Any
 import polars as pl
 
 from hfq.engine.aggs import AggPlan, lighten, may_lighten, widen
-from hfq.engine.exprs import CHOICE, columns_of, from_tree, local_over, node_kind, to_tree
+from hfq.engine.exprs import (
+    CHOICE,
+    columns_of,
+    from_tree,
+    local_over,
+    may_raise,
+    node_kind,
+    to_tree,
+)
 
 __all__ = ["CHOICE", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice",
            "Sort", "TopN", "Unique", "WithColumns", "choice", "plain_name"]
@@ -284,9 +293,17 @@ class MergeAgg(Op):
             .with_columns(self.plan.final) \
             .select([*self.plan.key_names, *self.plan.outputs])
         if self.empty is None:
-            return merged
+            # an error the outputs raise (a constant that cannot be cast, F128) is raised
+            # for every group: polars would push a later filter (HAVING) below them
+            return merged.collect().lazy() if self.raises else merged
         frame = merged.collect()
         return (self.empty() if frame.height == 0 else frame).lazy()
+
+    @functools.cached_property
+    def raises(self) -> bool:
+        """Can the merge's outputs raise an error of the data (:func:`may_raise`)?"""
+        return any(may_raise(e) for e in (*self.plan.merge, *self.plan.final,
+                                          *self.plan.outputs))
 
     def describe(self) -> str:
         by = f" by {', '.join(self.plan.key_names)}" if self.plan.key_names else ""

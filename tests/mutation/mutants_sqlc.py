@@ -917,4 +917,11 @@ MUTANTS: list[Mutant] = [
            "the slope's x-variance by polars' var, which under GROUP BY rounds apart from its "
            "cov: regr_intercept of y = x - 2 is -2.000000238, not DuckDB's -2.0 (F127)",
            (REGRESSION.format("F127"),)),
+    Mutant("sqlc-merge-raise-after-having", AREA, "hfq/engine/ops.py",
+           "            return merged.collect().lazy() if self.raises else merged\n",
+           "            return merged\n",
+           "the merged aggregate's errors checked only on the groups HAVING keeps (polars "
+           "pushes the filter below the outputs): a constant that cannot be cast answers no "
+           "rows where DuckDB raises (F128)",
+           (REGRESSION.format("F128"),)),
 ]
