@@ -35,7 +35,7 @@ from hfq.engine.exprs import (
     signature,
     to_tree,
 )
-from hfq.engine.fastpath import conjuncts, literal, run_one
+from hfq.engine.fastpath import FAST_ROWS, FAST_SYMBOLS, conjuncts, literal, run_one
 from hfq.engine.joins import resolve_right
 from hfq.engine.ops import (
     Aggregate,
@@ -54,7 +54,7 @@ from hfq.engine.ops import (
 )
 from hfq.engine.rowid import ROWID, partition_offsets, read_with_rowid
 from hfq.engine.rows import read_rows, self_reading
-from hfq.errors import CorruptPartitionError, QueryError
+from hfq.errors import CorruptPartitionError, HfqError, QueryError
 from hfq.query.plan import Filters, Plan
 from hfq.query.read import INLINE_ROWS, ReadSpec, polars_message
 from hfq.runtime.task import NodeContext
@@ -68,7 +68,8 @@ ENGINE_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
 ``count(*) FILTER (WHERE DATE '...' BETWEEN x AND x)`` indexed past a column, F122) -- each
 reported as a QueryError naming the query, never a raw panic."""
 
-__all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "run_rows", "stage"]
+__all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "run_rows", "run_selective",
+           "stage"]
 
 
 STREAM_ROWS = 200_000
@@ -544,6 +545,23 @@ class RunStats:
     rows_to_driver: int = 0
     bytes_to_driver: int = 0
     seconds: float = 0.0
+
+
+def run_selective(query: Query, plan: Plan) -> pl.DataFrame | None:
+    """The answer of a plain read (``query``, planned as ``plan``) through the symbol fast path
+    (:func:`~hfq.engine.fastpath.run_one`) when its filters pick a few symbols within at most
+    :data:`~hfq.engine.fastpath.FAST_ROWS` rows -- a symbol's rows found by its run in each
+    cached batch and a time range by binary search, where the plain read decodes and
+    filters every batch of the symbol's run -- or None (the plain read runs)."""
+    symbols = plan.filters.symbols
+    if symbols is None or len(symbols) > FAST_SYMBOLS or not plan.units or \
+            plan.rows > FAST_ROWS:
+        return None
+    try:
+        staged = stage(query)
+    except HfqError:   # the plain read raises its own error
+        return None
+    return run_one(staged)
 
 
 def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunStats]:

@@ -16,11 +16,16 @@ no GROUP BY over at most :data:`KERNEL_ROWS` rows is answered by the numba kerne
 :mod:`hfq.engine.fastagg` instead, with no polars plan (it refuses what it does not compute
 exactly, and the plan runs).
 
-:func:`run_one` is tried first by :func:`hfq.engine.execute.run`; it returns None -- and the
-general engine runs the query -- for anything else: a partition of several files, live rows,
+:func:`run_one` is tried first by :func:`hfq.engine.execute.run`, and by
+:meth:`~hfq.engine.query.Query.collect` for a plain read of a few symbols
+(:func:`hfq.engine.execute.run_selective`: a time window of one symbol no longer decodes
+and filters every batch of the symbol's run); it returns None -- and the general engine or
+the plain read runs the query -- for anything else: a partition of several files, live rows,
 rowids, a row policy, a partition this process's node does not hold, more than
 :data:`FAST_ROWS` rows to read, a damaged copy, a first operation that is not a filter on
-the symbol, an operation that is not row-wise, aggregate, sort or limit.
+the symbol, a leading filter that is not row-wise (``px > px.mean()`` is over the query's
+whole input, not the symbols' slices), an operation that is not row-wise, aggregate, sort or
+limit.
 """
 
 from __future__ import annotations
@@ -133,13 +138,16 @@ class Selection:
 def selection(ops: Sequence[Op], symbol: str, time: str | None,
               schema: pl.Schema) -> Selection | None:
     """The :class:`Selection` of the filters ``ops`` starts with (ANDed), or None when they
-    name no symbol (``symbol == 'X'`` or ``symbol.is_in([...])``)."""
+    name no symbol (``symbol == 'X'`` or ``symbol.is_in([...])``) or one of them is not
+    row-wise."""
     symbols: set[str] | None = None
     bounds: list[tuple[str, int]] = []
     filters, complete = 0, True
     for op in ops:
         if not isinstance(op, Filter):
             break
+        if not op.local(frozenset()):   # a mean or a window over the query's whole input:
+            return None                 # not over the few symbols' slices
         filters += 1
         for term in conjuncts(to_tree(op.predicate)):
             got = _symbols(term, symbol)

@@ -43,6 +43,7 @@ from hfq.engine.execute import (
     hints,
     run,
     run_rows,
+    run_selective,
     stage,
 )
 from hfq.engine.exprs import Bucket, empty_lazy
@@ -682,7 +683,8 @@ class Query:
         plain = self._plain()
         if plain is not None:
             started = time.perf_counter()
-            frame = plain.to_polars()
+            fast = run_selective(self, plain.plan)
+            frame = fast if fast is not None else plain.to_polars()
             self.last_run = RunStats(len(plain.plan.units), frame.height,
                                      int(frame.estimated_size()),
                                      time.perf_counter() - started)

@@ -21,6 +21,9 @@ K_ZEROS = f"{TESTS}::test_a_min_among_both_zeros_is_polars_own"
 K_NOT = f"{TESTS}::test_what_the_kernel_does_not_take_is_the_polars_plans"
 K_WITHIN = f"{TESTS}::test_within_checks_every_bound_on_the_rows"
 K_ARG = f"{TESTS}::test_arg_min_and_max_by_time_in_the_kernel"
+PLAIN = f"{TESTS}::test_a_plain_read_of_a_few_symbols_takes_the_fast_path"
+WHOLE = f"{TESTS}::test_a_filter_over_the_whole_input_is_not_run_on_a_symbols_slices"
+ERROR = f"{TESTS}::test_an_error_of_the_plain_read_stays_its_error"
 
 MUTANTS: list[Mutant] = [
     Mutant("speed-range-lower-bound", "speed", FAST,
@@ -82,4 +85,16 @@ MUTANTS: list[Mutant] = [
            "    for values, valid in vec.chunks:\n", "    for values, valid in vec.chunks[-1:]:\n",
            "the state of the reductions not carried across the parts of the rows (a symbol "
            "over two batches, a symbol list)", (K_DUCK, K_RANDOM)),
+    Mutant("speed-plain-read-not-fast", "speed", "hfq/engine/execute.py",
+           "    return run_one(staged)\n", "    return None\n",
+           "a plain read of one symbol's time range decodes and filters every batch of the "
+           "symbol's run, query after query (TAQ q_top_window: ~12x slower)", (PLAIN,)),
+    Mutant("speed-whole-input-filter-on-slices", "speed", FAST,
+           "        if not op.local(frozenset()):", "        if False:",
+           "a filter over the query's whole input (px > mean(px)) evaluated over the few "
+           "symbols' slices only", (WHOLE,)),
+    Mutant("speed-plain-read-error-class", "speed", "hfq/engine/execute.py",
+           "    except HfqError:   # the plain read raises its own error", "    except KeyError:",
+           "a plain read's error (SchemaMismatchError) raised as the staged plan's QueryError",
+           (ERROR,)),
 ]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import hfq
 import hfq.engine.execute as execute
 from hfq.engine import fastagg, fastpath
-from hfq.errors import CorruptPartitionError, QueryError
+from hfq.errors import CorruptPartitionError, QueryError, SchemaMismatchError
 from hfq.schema import DOUBLE, INT, LONG, SYMBOL, TIME_NS, Schema
 from tests.query.oracle import assert_same
 
@@ -176,6 +176,58 @@ def test_other_shapes_on_the_fast_path_are_duckdbs(
     want = duck.sql(_sql(text, "duck")).pl()
     assert taken == [True]
     assert_same(got, want, ordered="ORDER BY" in text, what=text)
+
+
+def _plain_read(db: hfq.Database, text: str, monkeypatch: pytest.MonkeyPatch) -> pl.DataFrame:
+    """``text`` read by the plain read alone (every batch of the symbols' runs decoded and
+    filtered), not the fast path."""
+    with monkeypatch.context() as m:
+        m.setattr(execute, "run_one", lambda staged: None)
+        return db.sql(text).collect()
+
+
+@pytest.mark.parametrize("sym", ["A", "C", "N", "Z"])
+@pytest.mark.parametrize("where", WHERES)
+def test_a_plain_read_of_a_few_symbols_takes_the_fast_path(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, taken: list[bool],
+        monkeypatch: pytest.MonkeyPatch, sym: str, where: str) -> None:
+    # no aggregate, no ORDER BY: a plain read, whose rows come in partition and stored order
+    sql = f"SELECT time, symbol, px FROM q WHERE {where.replace('{s}', sym)}"
+    text = _sql(sql, "hfq")
+    q = db.sql(text)
+    assert q._plain() is not None, "not a plain read"
+    got = q.collect()
+    # Z is in no batch: nothing to read, nothing to try
+    assert taken == ([True] if sym != "Z" or " IN " in where else []), \
+        "the fast path did not answer"
+    assert q.last_run is not None and q.last_run.rows_to_driver == got.height
+    plain = _plain_read(db, text, monkeypatch)
+    assert got.schema == plain.schema
+    assert_same(got, plain, ordered=True, what=text)
+    want = duck.sql(_sql(sql, "duck")).pl()
+    assert_same(got.with_columns(pl.col(pl.Time).to_physical()), want, what=text)
+
+
+def test_a_filter_over_the_whole_input_is_not_run_on_a_symbols_slices(
+        db: hfq.Database, taken: list[bool]) -> None:
+    # review of stop 12: px.mean() is over every row the filter sees (the whole table), not
+    # over the slices of C's run that the fast path would hold
+    whole = pl.from_arrow(db["q"].to_arrow())
+    above = (pl.col("symbol") == "C") & (pl.col("px") > pl.col("px").mean())
+    got = db["q"].query().filter(above).select("time", "px").collect()
+    assert_same(got, whole.filter(above).select("time", "px"), ordered=True)
+    assert got.height == 0 and taken == [False]   # C's prices are all below the mean
+    # a scan's where runs partition by partition: collect answers as the plain read does
+    narrowed = (pl.col("time") >= dt.time(9, 35)) & (pl.col("px") > pl.col("px").mean())
+    scan = db["q"].scan(symbols="C", columns=["time", "px"], where=narrowed)
+    got = scan.collect()
+    assert_same(got, pl.from_arrow(scan.to_arrow()), ordered=True)
+    assert got.height == 20
+
+
+def test_an_error_of_the_plain_read_stays_its_error(db: hfq.Database) -> None:
+    with pytest.raises(SchemaMismatchError):   # a where that is not a boolean
+        db["q"].scan(symbols="A", where=pl.col("px")).collect()
 
 
 def test_an_overflowing_sum_is_refused_on_the_fast_path_too(
