@@ -1,0 +1,104 @@
+"""The TAQ scenario's plain reads of a few symbols (today: ``q_top_window``), timed alone
+through hfq, DuckDB and polars in one process -- for a before/after of the read path without
+the whole ``taq`` scenario's 6 minutes.
+
+    python benchmarks/taq_selective.py DIR [--quotes 20000000]
+
+DIR keeps the day (generated and loaded by hfq's NYSE TAQ loader the first time, as the
+``taq`` scenario does: seed 29, trades 15% of the quotes, symbol buckets up to 64).  Each
+answer is checked against DuckDB's before timing; the figure is the median of 15 runs after
+one warm-up, for every contender.  Run it with ``PYTHONPATH`` set to another checkout to time
+that checkout's hfq against the same peers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import hfq  # noqa: E402
+from hfq.engine.fastpath import FAST_SYMBOLS  # noqa: E402
+from hfq.ingest.taq import load_taq  # noqa: E402
+from hfq.ingest.taq_synth import nyse_files  # noqa: E402
+from scenarios.queries import differs, normal  # noqa: E402
+from scenarios.taq import QUERIES, duck_connection, texts  # noqa: E402
+
+
+def day(root: str, quotes: int) -> hfq.Database:
+    path = os.path.join(root, "db")
+    if not os.path.isdir(path):
+        os.makedirs(root, exist_ok=True)
+        bbo, trade = nyse_files(root, "2026-04-01", quotes=quotes, trades=int(quotes * 0.15),
+                                seed=29)
+        db = hfq.connect(path)
+        buckets = max(4, min(64, quotes // 300_000))
+        for name, schema, src in (("quotes", hfq.schemas.NYSE_QUOTES, bbo),
+                                  ("trades", hfq.schemas.NYSE_TRADES, trade)):
+            load_taq(db.create_table(name, schema, sort_by=("symbol", "time"),
+                                     partition_by=hfq.Hash("symbol", buckets)), src)
+    return hfq.connect(path)
+
+
+def median_seconds(run: Callable[[], Any], n: int = 15) -> float:
+    run()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir")
+    ap.add_argument("--quotes", type=int, default=20_000_000)
+    args = ap.parse_args()
+    db = day(args.dir, args.quotes)
+    quotes, trades = db["quotes"].to_arrow(), db["trades"].to_arrow()
+    ranked = (pl.from_arrow(quotes.select(["symbol"]))
+              .with_columns(pl.col("symbol").cast(pl.String)).group_by("symbol").len()
+              .sort("len", "symbol", descending=[True, False]))["symbol"].to_list()
+    n = len(ranked)
+    pick = lambda k: [ranked[int(i)] for i in np.linspace(0, n - 1, min(k, n))]  # noqa: E731
+    params = {"sym": ranked[n // 2], "top": ranked[0], "syms50": pick(50),
+              "syms1000": pick(1000), "syms10": pick(10)}
+    params.update({f"s{i}": s for i, s in enumerate(params["syms10"])})
+    con = duck_connection({"quotes": quotes, "trades": trades})
+    lazy = {"quotes": pl.from_arrow(quotes).lazy(), "trades": pl.from_arrow(trades).lazy()}
+    print(f"hfq from {os.path.dirname(hfq.__file__)}; {quotes.num_rows:,} quotes")
+    for spec in QUERIES:
+        sql = texts(spec, params)
+        try:
+            plain = db.sql(sql["hfq"])._plain()
+        except hfq.errors.HfqError:
+            continue
+        symbols = None if plain is None else plain.plan.filters.symbols
+        if symbols is None or len(symbols) > FAST_SYMBOLS:
+            continue
+        want = normal(con.sql(sql["duck"]).pl())
+        for name, got in (("hfq", db.sql(sql["hfq"]).collect()),
+                          ("polars", spec.polars(lambda t: lazy[t], params).collect())):
+            problem = differs(normal(got), want)
+            if problem is not None:
+                raise SystemExit(f"{spec.id}: {name}'s answer differs from DuckDB's: {problem}")
+        h = median_seconds(lambda q=sql["hfq"]: db.sql(q).collect())
+        d = median_seconds(lambda q=sql["duck"]: con.sql(q).pl())
+        p = median_seconds(lambda f=spec.polars: f(lambda t: lazy[t], params).collect())
+        print(f"{spec.id:20} {want.height:>9,} rows   hfq {h * 1e3:8.2f} ms   DuckDB "
+              f"{d * 1e3:8.2f} ms ({d / h:5.2f}x)   polars {p * 1e3:8.2f} ms ({p / h:5.2f}x)",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
