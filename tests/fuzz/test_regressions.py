@@ -471,6 +471,20 @@ CASES: list[Case] = [
               "input row, whatever HAVING keeps; hfq merged the partitions' states, and "
               "polars pushed the HAVING filter below the merge's outputs, so the check ran "
               "on no group and hfq answered no rows (fuzz seed 113, embedded, dataset 113803)"),
+    Case("F129", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(i + 1, D1, "A", v) for i, v in enumerate(
+                    [-0.5, 1.5, -1e300, -1.5, -0.75, 1.75, -1.0, -2.0, 5e-324, -0.75, 0.75,
+                     0.75, -1.25, 2.0, 1.0, 1.75, -0.75, 1.5, 1.0, 0.5, 0.75, -1.5, -0.75,
+                     1e300, 0.1, -1.0, 1.0, -2.0, 1.75, 1.5, -1.25, 0.1, 1.5, 1.5, 1.25,
+                     100.25, -2.0, 0.0, -3.75, 1.75])], [])],
+         open=True,
+         note="a running sum of DOUBLEs across -1e300 ... 1e300: DuckDB adds a frame's rows "
+              "in a segment tree of 16-row nodes, so its total at row 32 is node(1-16) + "
+              "node(17-32) = -1e300 + 1e300 = 0.0 (the small values absorbed in each node); "
+              "hfq's running sum adds row by row and keeps 0.2 from the rows after 1e300. Neither "
+              "is the exact sum; hfq neither takes DuckDB's order nor refuses (fuzz seed 137, "
+              "2-node, dataset 137440)"),
 ]
 
 
