@@ -916,7 +916,7 @@ MUTANTS: list[Mutant] = [
            "        sxx = _covariance(xx, xx, 0)\n", "        sxx = vx\n",
            "the slope's x-variance by polars' var, which under GROUP BY rounds apart from its "
            "cov: regr_intercept of y = x - 2 is -2.000000238, not DuckDB's -2.0 (F127)",
-           (REGRESSION.format("F127"),)),
+           (REGRESSION.format("F127b"), REGRESSION.format("F127"))),
     Mutant("sqlc-merge-raise-after-having", AREA, "hfq/engine/ops.py",
            "            return merged.collect().lazy() if self.raises else merged\n",
            "            return merged\n",
