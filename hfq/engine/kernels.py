@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["known_window_pairs", "pairs_extreme", "range_extreme"]
+__all__ = ["known_window_pairs", "pairs_extreme", "range_extreme", "tree_sums"]
 
 
 @numba.njit(cache=True)
@@ -71,4 +71,80 @@ def pairs_extreme(x: np.ndarray, rows: np.ndarray, n: int,
         best = out[i]
         if np.isnan(best) or (v > best if is_max else v < best):
             out[i] = v
+    return out
+
+
+@numba.njit(cache=True)
+def tree_sums(x: np.ndarray, begin: np.ndarray,
+              end: np.ndarray) -> np.ndarray:   # pragma: no cover - compiled
+    """The sum of ``x[begin[i]:end[i]]`` for every i, added in the order of DuckDB's window
+    segment tree (``window_segment_tree.cpp``, the order-dependent path of ``sum(DOUBLE)``):
+    level 1 holds each aligned block of 16 values summed in order from 0.0, level k each 16
+    nodes of level k - 1; a frame is added strictly left to right, its ragged leaves one by
+    one and every aligned block of 16^k rows inside it as its node's one pre-summed value.
+    A NULL is passed as 0.0 (adding it changes no sum: none of these is ever -0.0); an empty
+    frame sums to 0.0."""
+    n = len(x)
+    levels, size, total = 1, n, n
+    while size > 1:
+        size = (size + 15) // 16
+        total += size
+        levels += 1
+    off = np.zeros(levels + 1, np.int64)
+    flat = np.empty(total, np.float64)
+    flat[:n] = x
+    size, pos = n, n
+    for lv in range(1, levels):
+        nodes = (size + 15) // 16
+        off[lv] = pos
+        for j in range(nodes):
+            acc = 0.0
+            for c in range(16 * j, min(16 * j + 16, size)):
+                acc += flat[off[lv - 1] + c]
+            flat[pos + j] = acc
+        pos += nodes
+        size = nodes
+    out = np.empty(len(begin), np.float64)
+    stack = np.empty((levels + 1, 3), np.int64)
+    for i in range(len(begin)):
+        b, e = begin[i], end[i]
+        acc = 0.0
+        if b >= e:
+            out[i] = 0.0
+            continue
+        pb, pe = b // 16, e // 16
+        if pb == pe:   # inside one block: leaf after leaf
+            for j in range(b, e):
+                acc += flat[j]
+            out[i] = acc
+            continue
+        if b != pb * 16:   # the ragged left leaves
+            for j in range(b, pb * 16 + 16):
+                acc += flat[j]
+        depth = 0
+        lo, hi = b, e
+        for lv in range(levels + 1):   # up: left partial nodes now, right ones stacked
+            parb, pare = lo // 16, hi // 16
+            if parb == pare:
+                if lv:   # the middle run at the level where both ends meet
+                    for j in range(lo, hi):
+                        acc += flat[off[lv] + j]
+                break
+            if lo != parb * 16:
+                if lv:
+                    for j in range(lo, parb * 16 + 16):
+                        acc += flat[off[lv] + j]
+                parb += 1
+            if hi != pare * 16 and lv:
+                stack[depth, 0], stack[depth, 1], stack[depth, 2] = lv, pare * 16, hi
+                depth += 1
+            lo, hi = parb, pare
+        while depth:   # down: the right partial nodes, upper levels first
+            depth -= 1
+            lv = stack[depth, 0]
+            for j in range(stack[depth, 1], stack[depth, 2]):
+                acc += flat[off[lv] + j]
+        for j in range(pe * 16, e):   # the ragged right leaves
+            acc += flat[j]
+        out[i] = acc
     return out

@@ -37,6 +37,18 @@ def Table(name: str, columns: list[tuple[str, str]], scheme: tuple, sort_by: tup
     return TableSpec(name, columns, scheme, sort_by, rows, cuts)
 
 
+def _CANCELS(n: int) -> list[tuple]:
+    """``n`` rows of small DOUBLEs, NULLs and a few +-1e300 that cancel: the data on which
+    the order of a window sum's additions shows (F129), in two symbols and two dates."""
+    small = [0.1, -0.25, 0.5, 1.75, -1.5, 100.25, 0.3, 0.7, None, 2.5]
+    vals = [small[(k * 7 + k // 3) % len(small)] for k in range(n)]
+    for a, b in ((2, 23), (37, 40), (70, 300), (255, 257), (400, 650), (33, 512)):
+        if b < n:
+            vals[a], vals[b] = 1e300, -1e300
+    return [(k + 1, D1 if k < n // 2 else D2, "A" if k % 3 else "B", v)
+            for k, v in enumerate(vals)]
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -488,13 +500,42 @@ CASES: list[Case] = [
                      0.75, -1.25, 2.0, 1.0, 1.75, -0.75, 1.5, 1.0, 0.5, 0.75, -1.5, -0.75,
                      1e300, 0.1, -1.0, 1.0, -2.0, 1.75, 1.5, -1.25, 0.1, 1.5, 1.5, 1.25,
                      100.25, -2.0, 0.0, -3.75, 1.75])], [])],
-         open=True,
          note="a running sum of DOUBLEs across -1e300 ... 1e300: DuckDB adds a frame's rows "
               "in a segment tree of 16-row nodes, so its total at row 32 is node(1-16) + "
               "node(17-32) = -1e300 + 1e300 = 0.0 (the small values absorbed in each node); "
-              "hfq's running sum adds row by row and keeps 0.2 from the rows after 1e300. Neither "
-              "is the exact sum; hfq neither takes DuckDB's order nor refuses (fuzz seed 137, "
+              "hfq's running sum added row by row and kept 0.2 from the rows after 1e300. "
+              "Neither is the exact sum; hfq now adds in DuckDB's tree (fuzz seed 137, "
               "2-node, dataset 137440)"),
+    Case("F129b", "SELECT id, sum(d0) OVER (ORDER BY id ROWS BETWEEN 20 PRECEDING AND "
+         "CURRENT ROW) AS w, avg(d0) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND "
+         "20 FOLLOWING) AS a FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (), _CANCELS(60), [])],
+         note="F129 in sliding frames of 21 and 23 rows: each holds an aligned block of 16 "
+              "rows past its start, which DuckDB's tree adds as one pre-summed value; hfq "
+              "added such frames row by row up to 31 rows and rolled longer ones (adding the "
+              "row coming in, subtracting the one leaving: 1e300 + 1 - 1e300 left 0)"),
+    Case("F129c", "SELECT id, sum(d0) OVER (ORDER BY id) AS w, sum(d0) OVER (ORDER BY id "
+         "ROWS BETWEEN 300 PRECEDING AND 40 FOLLOWING) AS s FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date", "sym"), (), _CANCELS(700), [])],
+         note="F129 over 700 rows in two partitions of hfq: frames holding aligned blocks of "
+              "16 and 256 rows"),
+    Case("F129g", "SELECT id, sum(d0) OVER (ORDER BY i0 RANGE BETWEEN 100 PRECEDING AND "
+         "CURRENT ROW) AS w, avg(d0) OVER (ORDER BY i0 RANGE BETWEEN 700 PRECEDING AND "
+         "CURRENT ROW) AS a FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ("date",), (),
+                [(k, d, sym, None if k % 23 == 0 else k * 37 % 1999, v)
+                 for k, d, sym, v in _CANCELS(400)], [])],
+         note="F129 in RANGE frames with an offset (and NULL keys, their frame the NULL "
+              "keys): DuckDB's tree over the rows in key order; hfq rolled them (adding the "
+              "rows coming in, subtracting those leaving)"),
+    Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(k + 1, D1, "A", {100: 1e300, 4200: -1e300}.get(k, 0.5))
+                 for k in range(4400)], [])],
+         note="F129's tree over 4,400 rows: the frame of row 4,369 is the 4,096-row node "
+              "(1e300), then the 256-row node of rows 4,097-4,352 (-1e300), the 16-row node "
+              "after it (8.0) and one row; DuckDB adds the right partial nodes upper level "
+              "first, so 8.5 (lower level first: 0.5)"),
 ]
 
 

@@ -924,4 +924,60 @@ MUTANTS: list[Mutant] = [
            "pushes the filter below the outputs): a constant that cannot be cast answers no "
            "rows where DuckDB raises (F128)",
            (REGRESSION.format("F128"),)),
+    Mutant("sqlc-window-running-rowwise", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype.is_float():   '
+           '# added in DuckDB\'s order (F129)\n',
+           '    if False:\n',
+           "a running sum of DOUBLEs added row by row: DuckDB's segment tree adds an aligned "
+           "block of 16 rows as one pre-summed value, so -1e300 ... 1e300 among small values "
+           "gives 0.0 there and 0.2 row by row (F129)",
+           (REGRESSION.format("F129"), REGRESSION.format("F129c"))),
+    Mutant("sqlc-window-sliding-rolled", AREA, SQL + "windows.py",
+           "            out = _sliding_tree(kind, value, -start, end)\n",
+           "            out = _sliding(kind, value, dtype, -start, end)\n",
+           "a sliding frame's sum of DOUBLEs rolled (the row coming in added, the one leaving "
+           "subtracted): 1e300 + 1 - 1e300 leaves 0, DuckDB's tree keeps the 1 (F129b)",
+           (REGRESSION.format("F129b"), REGRESSION.format("F129c"))),
+    Mutant("sqlc-window-short-frame-32", AREA, SQL + "windows.py",
+           "_SHORT_FRAME = _BLOCK - 1\n", "_SHORT_FRAME = 31\n",
+           "frames of up to 32 rows summed row by row, as before F129: a frame of 21 rows "
+           "holds an aligned block of 16 past its start, which DuckDB adds pre-summed (F129b)",
+           (REGRESSION.format("F129b"),)),
+    Mutant("sqlc-window-tree-stack-upward", AREA, "hfq/engine/kernels.py",
+           "        while depth:   # down: the right partial nodes, upper levels first\n"
+           "            depth -= 1\n"
+           "            lv = stack[depth, 0]\n"
+           "            for j in range(stack[depth, 1], stack[depth, 2]):\n",
+           "        for d in range(depth):   # (planted: lower levels first)\n"
+           "            lv = stack[d, 0]\n"
+           "            for j in range(stack[d, 1], stack[d, 2]):\n",
+           "the segment tree's right partial nodes added lower level first (the stack walked "
+           "upward): a frame ending past an aligned block of 256 rows adds its 16-row nodes "
+           "before the 256-row one, another order than DuckDB's (F129f)",
+           (REGRESSION.format("F129f"),)),
+    Mutant("sqlc-window-range-rolled", AREA, SQL + "windows.py",
+           '    if kind in ("sum", "mean") and dtype.is_float():   # in DuckDB\'s order (F129)\n',
+           "    if False:\n",
+           "a RANGE frame's sum of DOUBLEs with an offset rolled by key, as before F129: "
+           "1e300 + 1 - 1e300 leaves 0 where DuckDB's tree keeps the 1 (F129g)",
+           (REGRESSION.format("F129g"),)),
+    Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
+           "    if not w.part:\n        return out\n",
+           "    if True:\n        return out\n",
+           "a partitioned running sum of cancelling DOUBLEs answered in a tree laid from the "
+           "partition's first row, where DuckDB lays it over a hash bucket of partitions (F129d)",
+           ("tests/sql/test_findings.py::test_finding[F129d]",)),
+    Mutant("sqlc-window-range-partition-unchecked", AREA, SQL + "windows.py",
+           "        out = _in_tree(c, w, node, kind, value, "
+           "_range_tree(kind, value, phys, width),\n"
+           '                       "a RANGE", lambda e: _range_sum(e, phys, width))\n',
+           "        out = _range_tree(kind, value, phys, width)\n",
+           "a partitioned RANGE frame's avg of cancelling DOUBLEs answered in a tree laid from "
+           "the partition's first row, not DuckDB's hash bucket (F129h)",
+           ("tests/sql/test_findings.py::test_finding[F129h]",)),
+    Mutant("sqlc-window-partition-exact-any", AREA, SQL + "windows.py",
+           "        (finite.abs().sum() < 2.0**37)\n", "        True\n",
+           "a partition of multiples of 2^-16 counted exact in every order whatever their "
+           "total: 1e300 is such a multiple, and -1e300 ... 1e300 was answered (F129d)",
+           ("tests/sql/test_findings.py::test_finding[F129d]",)),
 ]

@@ -602,6 +602,36 @@ CASES: list[Case] = [
          refusal_ok=True, refuses=r"a number and text",
          note="text beside a number in coalesce/CASE answered text; DuckDB's binder refuses "
               "(or, for upper(NULL), folds it to an untyped NULL): refused by name"),
+    Case("F129d", "SELECT id, sum(d0) OVER (PARTITION BY sym ORDER BY id) AS w FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(k + 1, D1, "A" if k < 40 else "B",
+                      {5: 1e300, 30: -1e300}.get(k, 0.25 * (k % 7) - 0.5)) for k in range(44)])],
+         refusal_ok=True, refuses=r"PARTITION BY whose values cancel",
+         note="F129 with PARTITION BY: DuckDB lays its segment tree over a hash bucket of "
+              "partitions, so where partition A's blocks of 16 rows start depends on the "
+              "partitions before it in its bucket; with -1e300 ... 1e300 among small values "
+              "the order decides the sum (0.0 or the small rows' total): refused by name "
+              "(the small values are quarters, so only the total, past 2^37, tells it from "
+              "an exact sum)"),
+    Case("F129h", "SELECT id, avg(d0) OVER (PARTITION BY sym ORDER BY id RANGE BETWEEN 30 "
+                  "PRECEDING AND CURRENT ROW) AS w FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                    [(k + 1, D1, "A" if k < 40 else "B",
+                      {5: 1e300, 30: -1e300}.get(k, 0.1 * (k % 7) - 0.25)) for k in range(44)])],
+         refusal_ok=True, refuses=r"PARTITION BY whose values cancel",
+         note="F129d in a RANGE frame with an offset: refused by name as well"),
+    Case("F129e", "SELECT id, sum(q) OVER (PARTITION BY sym ORDER BY id) AS w, "
+                  "avg(p) OVER (PARTITION BY sym ORDER BY id ROWS BETWEEN 20 PRECEDING AND "
+                  "CURRENT ROW) AS a, sum(d0) OVER (PARTITION BY sym ORDER BY id ROWS "
+                  "BETWEEN 3 PRECEDING AND CURRENT ROW) AS s FROM t",
+         [TableSpec("t", [*T3, ("q", "DOUBLE"), ("p", "DOUBLE"), ("d0", "DOUBLE")], ("date",),
+                    (), [(k + 1, D1, "A" if k < 40 else "B", (k % 5 - 2) * 1000.25,
+                          100.0 + 0.01 * k, {5: 1e300, 7: -1e300}.get(k, 0.5))
+                         for k in range(44)])],
+         note="what F129's check with PARTITION BY answers: a running sum of quarter units "
+              "of both signs (every order adds exactly), an avg of positive prices (orders "
+              "differ by rounding only) and a frame of 4 rows (never an aligned block of 16 "
+              "past its start), each DuckDB's"),
 ]
 
 

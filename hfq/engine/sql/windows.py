@@ -15,10 +15,12 @@ columns (symbol and date) run on the nodes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 from sqlglot import exp
 
@@ -429,18 +431,20 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         return w.over(_whole(kind, value, dtype), ordered=in_order)
     if frame == "rows":
         if start is None and end == 0:
-            return w.over(_running_checked(c, node, kind, value, dtype))
+            return w.over(_running_checked(c, w, node, kind, value, dtype))
         if start is None or end is None:
             raise unsupported(spec, "ROWS frames unbounded on one side only, other than "
                                     "UNBOUNDED PRECEDING AND CURRENT ROW")
         if start > end:
             raise error(spec, "a window frame's start is after its end")
-        f, ft, back = _in_doubles(c, node, kind, value, dtype)
-        out = back(_sliding(kind, f, ft, -start, end))
         if kind in ("sum", "mean") and dtype.is_float() and end - start >= _SHORT_FRAME:
+            out = _sliding_tree(kind, value, -start, end)
             out = _past_double(c, node, kind, value, out,
                                lambda e: _frame(e, "sum", -start, end))
-        return w.over(out)
+            return w.over(_in_tree(c, w, node, kind, value, out, "a sliding",
+                                   lambda e: _tree_sum(e, -start, end)))
+        f, ft, back = _in_doubles(c, node, kind, value, dtype)
+        return w.over(back(_sliding(kind, f, ft, -start, end)))
     # RANGE frames
     if end != 0:
         raise unsupported(spec, "RANGE frames that do not end at the CURRENT ROW")
@@ -462,7 +466,7 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{_I64}i"))
             return w.over(pl.when(known).then(rolled).otherwise(_whole(kind, value, dtype)),
                           ordered=False)
-        return w.peers(_running_checked(c, node, kind, value, dtype))
+        return w.peers(_running_checked(c, w, node, kind, value, dtype))
     if len(w.keys) != 1 or w.desc[0]:
         raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
                                 "ORDER BY column")
@@ -488,11 +492,15 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     phys = key.to_physical().cast(pl.Int64)
     by = phys.fill_null(phys.min().fill_null(0))
     f, ft, back = _in_doubles(c, node, kind, value, dtype)
-    rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
-    full = pl.when(known).then(rolled).otherwise(
-        _whole(kind, pl.when(~known).then(value), dtype))
-    # a frame without NULL keys (most) needs none of that: one rolling window
-    out = choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
+    if kind in ("sum", "mean") and dtype.is_float():   # in DuckDB's order (F129)
+        out = _in_tree(c, w, node, kind, value, _range_tree(kind, value, phys, width),
+                       "a RANGE", lambda e: _range_sum(e, phys, width))
+    else:
+        rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
+        full = pl.when(known).then(rolled).otherwise(
+            _whole(kind, pl.when(~known).then(value), dtype))
+        # a frame without NULL keys (most) needs none of that: one rolling window
+        out = choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
@@ -512,8 +520,8 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     return w.over(out, ordered=False)
 
 
-def _running_checked(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
-                     dtype: pl.DataType) -> pl.Expr:
+def _running_checked(c: Compiles, w: _Window, node: exp.Expression, kind: str,
+                     value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """A running frame's ``kind`` of ``value``; a sum or avg of DOUBLEs fails by name where
     the partition's finite values of one sign sum past DOUBLE's range: a running total then
     meets inf - inf at a row that moves with the order of the additions (DuckDB NaN where
@@ -521,7 +529,111 @@ def _running_checked(c: Compiles, node: exp.Expression, kind: str, value: pl.Exp
     out = _running(kind, value, dtype)
     if kind not in ("sum", "mean") or not dtype.is_float():
         return out
-    return _past_double(c, node, kind, value, out, lambda e: e.sum(), "running")
+    out = _past_double(c, node, kind, value, out, lambda e: e.sum(), "running")
+    return _in_tree(c, w, node, kind, value, out, "a running", lambda e: _tree_sum(e, None, 0))
+
+
+#: frames of fewer rows than this hold no aligned block of 16 rows but at their start, so
+#: DuckDB's segment tree adds them row by row whatever its layout
+_BLOCK = 17
+
+
+def _tree_frames(s: pl.Series, before: int | None, after: int) -> pl.Series:
+    """The sums of the DOUBLEs ``s`` (one partition, in window order) over each row's frame
+    -- running when ``before`` is None, else from ``before`` rows back to ``after`` ahead --
+    in DuckDB's order (:func:`hfq.engine.kernels.tree_sums`, a tree laid from the first row)."""
+    from hfq.engine.kernels import tree_sums  # numba loads on first use
+    x = s.cast(pl.Float64).fill_null(0.0).to_numpy()
+    row = np.arange(len(x), dtype=np.int64)
+    if before is None:
+        begin, end = np.zeros(len(x), np.int64), row + 1
+    else:
+        begin, end = np.clip(row - before, 0, len(x)), np.clip(row + after + 1, 0, len(x))
+    return pl.Series(s.name, tree_sums(x, begin, end), dtype=pl.Float64)
+
+
+def _tree_sum(value: pl.Expr, before: int | None, after: int) -> pl.Expr:
+    """:func:`_tree_frames` of ``value``, to be evaluated over each partition in order."""
+    return value.cast(pl.Float64).map_batches(
+        functools.partial(_tree_frames, before=before, after=after), return_dtype=pl.Float64)
+
+
+def _range_frames(s: pl.Series, width: int) -> pl.Series:
+    """The sums of the DOUBLEs ``v`` of the struct ``s`` (one partition, any order) over
+    each row's RANGE frame ``[k - width, k]`` of the integer keys ``k`` (a NULL key's frame:
+    the NULL keys), in DuckDB's order: its tree over the rows sorted by key, NULLs last (ties
+    as they came: DuckDB's own order of ties is none, checked apart)."""
+    from hfq.engine.kernels import tree_sums  # numba loads on first use
+    x = s.struct.field("v").cast(pl.Float64).fill_null(0.0).to_numpy()
+    k = s.struct.field("k")
+    known = k.is_not_null().to_numpy()
+    keys = k.fill_null(0).to_numpy().astype(np.int64)
+    order = np.lexsort((keys, ~known))
+    x, keys, n = x[order], keys[order], int(known.sum())
+    begin = np.full(len(x), n, np.int64)
+    end = np.full(len(x), len(x), np.int64)
+    with np.errstate(over="ignore"):   # a start past BIGINT fails by name (the caller)
+        begin[:n] = np.searchsorted(keys[:n], keys[:n] - np.int64(width), "left")
+    end[:n] = np.searchsorted(keys[:n], keys[:n], "right")
+    out = np.empty(len(x), np.float64)
+    out[order] = tree_sums(x, begin, end)
+    return pl.Series(s.name, out, dtype=pl.Float64)
+
+
+def _range_tree(kind: str, value: pl.Expr, key: pl.Expr, width: int) -> pl.Expr:
+    """A RANGE frame's sum or avg of DOUBLEs over the integer ``key`` (physical, NULLs kept)
+    added in DuckDB's order (a rolling sum adds the rows coming in and subtracts those
+    leaving: another rounding, and 1e300 + 1 - 1e300 left 0); the frame's count the sum of
+    its ones, exact."""
+    total, count = _range_sum(value, key, width), _range_sum(value.is_not_null(), key, width)
+    return pl.when(count > 0).then(total if kind == "sum" else total / count)
+
+
+def _range_sum(value: pl.Expr, key: pl.Expr, width: int) -> pl.Expr:
+    """:func:`_range_frames` of ``value`` by ``key``, to be evaluated over each partition."""
+    return pl.struct(value.cast(pl.Float64).alias("v"), key.alias("k")).map_batches(
+        functools.partial(_range_frames, width=width), return_dtype=pl.Float64)
+
+
+def _sliding_tree(kind: str, value: pl.Expr, before: int, after: int) -> pl.Expr:
+    """A ROWS frame's sum or avg of DOUBLEs added in DuckDB's order (a rolling sum adds
+    the row coming in and subtracts the one leaving: another rounding, and 1e300 + 1 -
+    1e300 left 0)."""
+    count = _frame(value.is_not_null().cast(pl.Int64), "sum", before, after).fill_null(0)
+    total = _tree_sum(value, before, after)
+    return pl.when(count > 0).then(total if kind == "sum" else total / count)
+
+
+def _in_tree(c: Compiles, w: _Window, node: exp.Expression, kind: str, value: pl.Expr,
+             out: pl.Expr, what: str, sums: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+    """``out``, ``what`` frame's sum or avg of DOUBLEs added in the order of a segment tree
+    laid from the partition's first row (``sums``: a value's sum over each row's frame that
+    way) -- DuckDB's order without PARTITION BY.  With one, DuckDB lays one tree over each
+    hash bucket of partitions (F129), so a partition's blocks of 16 rows start where the
+    partitions before it in its bucket end: there ``out`` fails by name where that could
+    move a frame's sum by more than 1e-9 of it (plus 1e-12): the bound
+    ``2 (k - 1) 2^-53 sum|x|`` over the frame's k finite values.  Only a partition of
+    values of both signs and of 17 rows or more can (ROWS frames shorter than that never
+    come here); and where every finite value is a multiple of 2^-16 and their magnitudes
+    sum below 2^37 (sizes, positions, quarter ticks), every order adds exactly: those
+    partitions skip the check."""
+    if not w.part:
+        return out
+    v = value.cast(pl.Float64)
+    finite = pl.when(v.is_finite()).then(v)
+    k, total, size = sums(finite.is_not_null()), sums(finite), sums(finite.abs())
+    bound = (k - 1.0) * 2.0**-52 * size
+    name = "avg" if kind == "mean" else kind
+    checked = c.fail(out, (bound > total.abs() * 1e-9 + 1e-12).any(), node,
+                     f"{what} frame's {name} of DOUBLEs with PARTITION BY whose values cancel "
+                     "(its value could move by more than 1e-9 of it with the order of the "
+                     "additions: DuckDB adds in a segment tree laid over its hash buckets of "
+                     "partitions) is not supported; CAST the values to DECIMAL for an exact sum")
+    units = finite * 2.0**16
+    exact = ((units == units.round()) | units.is_null()).all() & \
+        (finite.abs().sum() < 2.0**37)
+    safe = (pl.len() < _BLOCK) | ~((v.min() < 0) & (v.max() > 0)) | exact
+    return choice(safe, out, checked)
 
 
 def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, out: pl.Expr,
@@ -687,6 +799,9 @@ def _running(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if kind == "count":
         return value.cast(pl.Int64).cum_sum()
     seen = value.is_not_null().cast(pl.Int64).cum_sum()
+    if kind in ("sum", "mean") and dtype.is_float():   # added in DuckDB's order (F129)
+        total = _tree_sum(value, None, 0)
+        return pl.when(seen > 0).then(total if kind == "sum" else total / seen)
     if kind in ("sum", "mean"):
         total = (_exact(value, dtype) if kind == "mean" else value).fill_null(0).cum_sum()
         if kind == "mean":
@@ -730,8 +845,10 @@ def _frame(e: pl.Expr, how: str, before: int, after: int) -> pl.Expr:
     return (pl.max_horizontal if how == "max" else pl.min_horizontal)(head, tail)
 
 
-#: ROWS frames of fewer rows than this sum their doubles row by row (exact per frame)
-_SHORT_FRAME = 32
+#: ROWS frames of at most this many rows plus one sum their doubles row by row, as DuckDB's
+#: segment tree does (they hold no aligned block of 16 rows but at their start); longer ones
+#: in its tree (:func:`_sliding_tree`)
+_SHORT_FRAME = _BLOCK - 1
 
 
 def _sliding(kind: str, value: pl.Expr, dtype: pl.DataType, before: int, after: int
