@@ -528,6 +528,13 @@ CASES: list[Case] = [
          note="F129 in RANGE frames with an offset (and NULL keys, their frame the NULL "
               "keys): DuckDB's tree over the rows in key order; hfq rolled them (adding the "
               "rows coming in, subtracting those leaving)"),
+    Case("F129i", "SELECT id, sum(d0) OVER (ROWS UNBOUNDED PRECEDING) AS w FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(k, D1, sym, v) for k, _, sym, v in _CANCELS(40)], [])],
+         note="no PARTITION BY and no ORDER BY: DuckDB's streaming window adds row by row, "
+              "in scan order (one partition of 40 rows here, so the order is the stored "
+              "one), not in its segment tree (rows 1e300 ... -1e300 at 3 and 24 and small "
+              "values between: from row 32 on the two orders differ)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
                 [(k + 1, D1, "A", {100: 1e300, 4200: -1e300}.get(k, 0.5))

@@ -925,13 +925,18 @@ MUTANTS: list[Mutant] = [
            "rows where DuckDB raises (F128)",
            (REGRESSION.format("F128"),)),
     Mutant("sqlc-window-running-rowwise", AREA, SQL + "windows.py",
-           '    if kind in ("sum", "mean") and dtype.is_float():   '
-           '# added in DuckDB\'s order (F129)\n',
+           '    if kind in ("sum", "mean") and dtype.is_float() and not streaming:   # F129\n',
            '    if False:\n',
            "a running sum of DOUBLEs added row by row: DuckDB's segment tree adds an aligned "
            "block of 16 rows as one pre-summed value, so -1e300 ... 1e300 among small values "
            "gives 0.0 there and 0.2 row by row (F129)",
            (REGRESSION.format("F129"), REGRESSION.format("F129c"))),
+    Mutant("sqlc-window-streaming-in-tree", AREA, SQL + "windows.py",
+           "    out = _running(kind, value, dtype, streaming=not (w.part or w.keys))\n",
+           "    out = _running(kind, value, dtype)\n",
+           "a running sum of DOUBLEs without PARTITION BY or ORDER BY added in the segment "
+           "tree: DuckDB's streaming window adds those row by row (F129i)",
+           (REGRESSION.format("F129i"),)),
     Mutant("sqlc-window-sliding-rolled", AREA, SQL + "windows.py",
            "            out = _sliding_tree(kind, value, -start, end)\n",
            "            out = _sliding(kind, value, dtype, -start, end)\n",

@@ -526,7 +526,8 @@ def _running_checked(c: Compiles, w: _Window, node: exp.Expression, kind: str,
     the partition's finite values of one sign sum past DOUBLE's range: a running total then
     meets inf - inf at a row that moves with the order of the additions (DuckDB NaN where
     polars' running sum stayed inf, fuzz seed 73)."""
-    out = _running(kind, value, dtype)
+    # (no PARTITION BY and no ORDER BY: DuckDB's streaming window, row by row)
+    out = _running(kind, value, dtype, streaming=not (w.part or w.keys))
     if kind not in ("sum", "mean") or not dtype.is_float():
         return out
     out = _past_double(c, node, kind, value, out, lambda e: e.sum(), "running")
@@ -794,12 +795,14 @@ def _in_order(value: pl.Expr) -> pl.Expr:
     return pl.when(total == 0).then(0.0).otherwise(total)
 
 
-def _running(kind: str, value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """The aggregate of every row up to this one (NULLs skipped)."""
+def _running(kind: str, value: pl.Expr, dtype: pl.DataType, *, streaming: bool = False
+             ) -> pl.Expr:
+    """The aggregate of every row up to this one (NULLs skipped); ``streaming``: doubles
+    summed row by row, else in DuckDB's segment tree."""
     if kind == "count":
         return value.cast(pl.Int64).cum_sum()
     seen = value.is_not_null().cast(pl.Int64).cum_sum()
-    if kind in ("sum", "mean") and dtype.is_float():   # added in DuckDB's order (F129)
+    if kind in ("sum", "mean") and dtype.is_float() and not streaming:   # F129
         total = _tree_sum(value, None, 0)
         return pl.when(seen > 0).then(total if kind == "sum" else total / seen)
     if kind in ("sum", "mean"):
