@@ -535,6 +535,26 @@ CASES: list[Case] = [
               "in scan order (one partition of 40 rows here, so the order is the stored "
               "one), not in its segment tree (rows 1e300 ... -1e300 at 3 and 24 and small "
               "values between: from row 32 on the two orders differ)"),
+    Case("F129j", "SELECT id, sum(d0) OVER (ORDER BY i0 NULLS FIRST RANGE BETWEEN 300 "
+         "PRECEDING AND CURRENT ROW) AS w FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ("date",), (),
+                [(k, D1, sym, None, None) if k % 5 == 0 else (k, D1, sym, k * 37 % 1999, v)
+                 for k, _, sym, v in _CANCELS(200)], [])],
+         note="F129g with NULLS FIRST: DuckDB's tree lays the NULL keys' rows first, so its "
+              "16-row blocks hold other rows than with the NULLs last (a review of the fix: "
+              "hfq laid them last); the NULL keys' rows hold no value, so that their frame "
+              "does not depend on the order of those ties"),
+    Case("F129k", "SELECT id, sum(d0) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND "
+         "9223372036854775807 FOLLOWING) AS w FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (), _CANCELS(40), [])],
+         note="a frame bound of 2^63 - 1 rows: row + bound + 1 wrapped in 64 bits, so every "
+              "frame was empty and summed to 0.0 (a review of the fix)"),
+    Case("F129l", "SELECT id, sum(d0) OVER (PARTITION BY sym RANGE BETWEEN UNBOUNDED "
+         "PRECEDING AND CURRENT ROW) AS w FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (), _CANCELS(120), [])],
+         note="RANGE ... CURRENT ROW without ORDER BY: every row is every row's peer, so the "
+              "frame is the partition, added row by row as OVER (PARTITION BY sym); the fix "
+              "summed it in the tree as a running frame and refused it (a review of the fix)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
                 [(k + 1, D1, "A", {100: 1e300, 4200: -1e300}.get(k, 0.5))

@@ -966,6 +966,23 @@ MUTANTS: list[Mutant] = [
            "a RANGE frame's sum of DOUBLEs with an offset rolled by key, as before F129: "
            "1e300 + 1 - 1e300 leaves 0 where DuckDB's tree keeps the 1 (F129g)",
            (REGRESSION.format("F129g"),)),
+    Mutant("sqlc-window-range-nulls-last-always", AREA, SQL + "windows.py",
+           "        first = not w.nulls_last[0]\n", "        first = False\n",
+           "a RANGE frame's NULL keys laid last in the tree under NULLS FIRST (F129j)",
+           (REGRESSION.format("F129j"),)),
+    Mutant("sqlc-window-bound-wraps", AREA, SQL + "windows.py",
+           "        before, after = max(-n - 1, min(before, n + 1)), "
+           "max(-n - 1, min(after, n + 1))\n",
+           "",
+           "a ROWS bound of 2^63 - 1 not clamped: row + bound + 1 wraps, every frame empty, "
+           "sums 0.0 (F129k)",
+           (REGRESSION.format("F129k"),)),
+    Mutant("sqlc-window-range-no-order-running", AREA, SQL + "windows.py",
+           '    if not w.keys and (spec is None or (frame == "range" and start is None)):\n',
+           "    if not w.keys and spec is None:\n",
+           "RANGE ... CURRENT ROW without ORDER BY taken as a running frame, not the whole "
+           "partition (F129l)",
+           (REGRESSION.format("F129l"),)),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",
@@ -974,9 +991,9 @@ MUTANTS: list[Mutant] = [
            ("tests/sql/test_findings.py::test_finding[F129d]",)),
     Mutant("sqlc-window-range-partition-unchecked", AREA, SQL + "windows.py",
            "        out = _in_tree(c, w, node, kind, value, "
-           "_range_tree(kind, value, phys, width),\n"
-           '                       "a RANGE", lambda e: _range_sum(e, phys, width))\n',
-           "        out = _range_tree(kind, value, phys, width)\n",
+           "_range_tree(kind, value, phys, width, first),\n"
+           '                       "a RANGE", lambda e: _range_sum(e, phys, width, first))\n',
+           "        out = _range_tree(kind, value, phys, width, first)\n",
            "a partitioned RANGE frame's avg of cancelling DOUBLEs answered in a tree laid from "
            "the partition's first row, not DuckDB's hash bucket (F129h)",
            ("tests/sql/test_findings.py::test_finding[F129h]",)),

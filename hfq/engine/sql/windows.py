@@ -424,8 +424,8 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             dtype: pl.DataType, spec: exp.WindowSpec | None) -> pl.Expr:
     """Aggregate ``kind`` of ``value`` over the window's frame."""
     frame, start, end = _bounds(spec, c)
-    if not w.keys and spec is None:
-        start, end = None, None
+    if not w.keys and (spec is None or (frame == "range" and start is None)):
+        start, end = None, None   # (without ORDER BY every row is every row's peer)
     if start is None and end is None:   # the whole partition (doubles: in window order)
         in_order = kind in ("sum", "mean") and dtype.is_float()
         return w.over(_whole(kind, value, dtype), ordered=in_order)
@@ -493,8 +493,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     by = phys.fill_null(phys.min().fill_null(0))
     f, ft, back = _in_doubles(c, node, kind, value, dtype)
     if kind in ("sum", "mean") and dtype.is_float():   # in DuckDB's order (F129)
-        out = _in_tree(c, w, node, kind, value, _range_tree(kind, value, phys, width),
-                       "a RANGE", lambda e: _range_sum(e, phys, width))
+        first = not w.nulls_last[0]
+        out = _in_tree(c, w, node, kind, value, _range_tree(kind, value, phys, width, first),
+                       "a RANGE", lambda e: _range_sum(e, phys, width, first))
     else:
         rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
         full = pl.when(known).then(rolled).otherwise(
@@ -545,11 +546,13 @@ def _tree_frames(s: pl.Series, before: int | None, after: int) -> pl.Series:
     in DuckDB's order (:func:`hfq.engine.kernels.tree_sums`, a tree laid from the first row)."""
     from hfq.engine.kernels import tree_sums  # numba loads on first use
     x = s.cast(pl.Float64).fill_null(0.0).to_numpy()
-    row = np.arange(len(x), dtype=np.int64)
+    n = len(x)
+    row = np.arange(n, dtype=np.int64)
     if before is None:
-        begin, end = np.zeros(len(x), np.int64), row + 1
-    else:
-        begin, end = np.clip(row - before, 0, len(x)), np.clip(row + after + 1, 0, len(x))
+        begin, end = np.zeros(n, np.int64), row + 1
+    else:   # (bounds up to 2^63 - 1 rows: clamped first, so that nothing wraps)
+        before, after = max(-n - 1, min(before, n + 1)), max(-n - 1, min(after, n + 1))
+        begin, end = np.clip(row - before, 0, n), np.clip(row + after + 1, 0, n)
     return pl.Series(s.name, tree_sums(x, begin, end), dtype=pl.Float64)
 
 
@@ -559,41 +562,45 @@ def _tree_sum(value: pl.Expr, before: int | None, after: int) -> pl.Expr:
         functools.partial(_tree_frames, before=before, after=after), return_dtype=pl.Float64)
 
 
-def _range_frames(s: pl.Series, width: int) -> pl.Series:
+def _range_frames(s: pl.Series, width: int, nulls_first: bool) -> pl.Series:
     """The sums of the DOUBLEs ``v`` of the struct ``s`` (one partition, any order) over
     each row's RANGE frame ``[k - width, k]`` of the integer keys ``k`` (a NULL key's frame:
-    the NULL keys), in DuckDB's order: its tree over the rows sorted by key, NULLs last (ties
-    as they came: DuckDB's own order of ties is none, checked apart)."""
+    the NULL keys), in DuckDB's order: its tree over the rows sorted by key, the NULL keys
+    last or first (ties as they came: DuckDB's own order of ties is none, checked apart)."""
     from hfq.engine.kernels import tree_sums  # numba loads on first use
     x = s.struct.field("v").cast(pl.Float64).fill_null(0.0).to_numpy()
     k = s.struct.field("k")
     known = k.is_not_null().to_numpy()
     keys = k.fill_null(0).to_numpy().astype(np.int64)
-    order = np.lexsort((keys, ~known))
+    order = np.lexsort((keys, known if nulls_first else ~known))
     x, keys, n = x[order], keys[order], int(known.sum())
-    begin = np.full(len(x), n, np.int64)
-    end = np.full(len(x), len(x), np.int64)
+    lo, hi = (len(x) - n, len(x)) if nulls_first else (0, n)   # the rows with a key
+    nulls = (0, lo) if nulls_first else (n, len(x))   # the NULL keys' frame: each other
+    begin, end = np.full(len(x), nulls[0], np.int64), np.full(len(x), nulls[1], np.int64)
     with np.errstate(over="ignore"):   # a start past BIGINT fails by name (the caller)
-        begin[:n] = np.searchsorted(keys[:n], keys[:n] - np.int64(width), "left")
-    end[:n] = np.searchsorted(keys[:n], keys[:n], "right")
+        begin[lo:hi] = lo + np.searchsorted(keys[lo:hi], keys[lo:hi] - np.int64(width), "left")
+    end[lo:hi] = lo + np.searchsorted(keys[lo:hi], keys[lo:hi], "right")
     out = np.empty(len(x), np.float64)
     out[order] = tree_sums(x, begin, end)
     return pl.Series(s.name, out, dtype=pl.Float64)
 
 
-def _range_tree(kind: str, value: pl.Expr, key: pl.Expr, width: int) -> pl.Expr:
+def _range_tree(kind: str, value: pl.Expr, key: pl.Expr, width: int, nulls_first: bool
+                ) -> pl.Expr:
     """A RANGE frame's sum or avg of DOUBLEs over the integer ``key`` (physical, NULLs kept)
     added in DuckDB's order (a rolling sum adds the rows coming in and subtracts those
     leaving: another rounding, and 1e300 + 1 - 1e300 left 0); the frame's count the sum of
     its ones, exact."""
-    total, count = _range_sum(value, key, width), _range_sum(value.is_not_null(), key, width)
+    total = _range_sum(value, key, width, nulls_first)
+    count = _range_sum(value.is_not_null(), key, width, nulls_first)
     return pl.when(count > 0).then(total if kind == "sum" else total / count)
 
 
-def _range_sum(value: pl.Expr, key: pl.Expr, width: int) -> pl.Expr:
+def _range_sum(value: pl.Expr, key: pl.Expr, width: int, nulls_first: bool) -> pl.Expr:
     """:func:`_range_frames` of ``value`` by ``key``, to be evaluated over each partition."""
     return pl.struct(value.cast(pl.Float64).alias("v"), key.alias("k")).map_batches(
-        functools.partial(_range_frames, width=width), return_dtype=pl.Float64)
+        functools.partial(_range_frames, width=width, nulls_first=nulls_first),
+        return_dtype=pl.Float64)
 
 
 def _sliding_tree(kind: str, value: pl.Expr, before: int, after: int) -> pl.Expr:
