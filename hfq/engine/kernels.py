@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["known_window_pairs", "pairs_extreme", "range_extreme", "tree_sums"]
+__all__ = ["known_window_pairs", "pairs_extreme", "range_extreme", "tree_running", "tree_sums"]
 
 
 @numba.njit(cache=True)
@@ -148,3 +148,47 @@ def tree_sums(x: np.ndarray, begin: np.ndarray,
             acc += flat[j]
         out[i] = acc
     return out
+
+
+@numba.njit(cache=True)
+def tree_running(x: np.ndarray) -> np.ndarray:   # pragma: no cover - compiled
+    """:func:`tree_sums` of the running frames ``x[0:i + 1]``, in one pass per level: the
+    tree's sum of the first e values at a level is its sum of the first e // 16 nodes of the
+    level above, then the values of the ragged block added one by one (a block of 16 is
+    the one node's value)."""
+    n = len(x)
+    levels, size, total = 1, n, n
+    while size > 1:
+        size = (size + 15) // 16
+        total += size
+        levels += 1
+    off = np.zeros(levels + 1, np.int64)
+    sizes = np.zeros(levels + 1, np.int64)
+    flat = np.empty(total, np.float64)
+    flat[:n] = x
+    sizes[0] = n
+    pos = n
+    for lv in range(1, levels):
+        nodes = (sizes[lv - 1] + 15) // 16
+        off[lv], sizes[lv] = pos, nodes
+        for j in range(nodes):
+            acc = 0.0
+            for c in range(16 * j, min(16 * j + 16, sizes[lv - 1])):
+                acc += flat[off[lv - 1] + c]
+            flat[pos + j] = acc
+        pos += nodes
+    # the running sums of each level, from the top down: above[e] of the level above
+    above = np.zeros(2, np.float64)
+    for lv in range(levels - 1, -1, -1):
+        m = sizes[lv]
+        here = np.empty(m + 1, np.float64)
+        here[0] = 0.0
+        for e in range(1, m + 1):
+            if e % 16 == 0 and m > 16:
+                here[e] = above[e // 16]
+            elif (e - 1) % 16 == 0:
+                here[e] = (above[(e - 1) // 16] if m > 16 else 0.0) + flat[off[lv] + e - 1]
+            else:
+                here[e] = here[e - 1] + flat[off[lv] + e - 1]
+        above = here
+    return above[1:].copy()

@@ -555,14 +555,17 @@ CASES: list[Case] = [
          note="RANGE ... CURRENT ROW without ORDER BY: every row is every row's peer, so the "
               "frame is the partition, added row by row as OVER (PARTITION BY sym); the fix "
               "summed it in the tree as a running frame and refused it (a review of the fix)"),
-    Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w FROM t",
+    Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
+         "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
                 [(k + 1, D1, "A", {100: 1e300, 4200: -1e300}.get(k, 0.5))
                  for k in range(4400)], [])],
          note="F129's tree over 4,400 rows: the frame of row 4,369 is the 4,096-row node "
               "(1e300), then the 256-row node of rows 4,097-4,352 (-1e300), the 16-row node "
               "after it (8.0) and one row; DuckDB adds the right partial nodes upper level "
-              "first, so 8.5 (lower level first: 0.5)"),
+              "first, so 8.5 (lower level first: 0.5); the sliding frame of 4,369 rows is "
+              "the same frame there, summed by the general kernel (running frames take a "
+              "pass per level)"),
 ]
 
 

@@ -983,6 +983,13 @@ MUTANTS: list[Mutant] = [
            "RANGE ... CURRENT ROW without ORDER BY taken as a running frame, not the whole "
            "partition (F129l)",
            (REGRESSION.format("F129l"),)),
+    Mutant("sqlc-window-tree-running-block-rowwise", AREA, "hfq/engine/kernels.py",
+           "                here[e] = above[e // 16]\n",
+           "                here[e] = here[e - 1] + flat[off[lv] + e - 1]\n",
+           "the running tree's sum at the end of a block of 16 added row by row, not taken "
+           "from the level above (node + node): row 32 of -1e300 ... 1e300 is 0.2, DuckDB "
+           "0.0 (F129)",
+           (REGRESSION.format("F129"), REGRESSION.format("F129f"))),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",

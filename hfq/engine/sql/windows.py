@@ -541,24 +541,27 @@ _BLOCK = 17
 
 
 def _tree_frames(s: pl.Series, before: int | None, after: int) -> pl.Series:
-    """The sums of the DOUBLEs ``s`` (one partition, in window order) over each row's frame
-    -- running when ``before`` is None, else from ``before`` rows back to ``after`` ahead --
-    in DuckDB's order (:func:`hfq.engine.kernels.tree_sums`, a tree laid from the first row)."""
-    from hfq.engine.kernels import tree_sums  # numba loads on first use
-    x = s.cast(pl.Float64).fill_null(0.0).to_numpy()
+    """The sums of the DOUBLEs ``s`` (one partition, in window order, NULLs as 0.0) over
+    each row's frame -- running when ``before`` is None, else from ``before`` rows back to
+    ``after`` ahead -- in DuckDB's order (:func:`hfq.engine.kernels.tree_sums`, a tree laid
+    from the first row; running frames in one pass per level, ``tree_running``).  Polars
+    calls it once per partition: keep it lean (an eager polars call costs ~0.1 ms)."""
+    from hfq.engine.kernels import tree_running, tree_sums  # numba loads on first use
+    x = s.to_numpy()   # (DOUBLEs without NULLs: :func:`_tree_sum`)
+    if before is None:
+        return pl.Series(s.name, tree_running(x))
     n = len(x)
     row = np.arange(n, dtype=np.int64)
-    if before is None:
-        begin, end = np.zeros(n, np.int64), row + 1
-    else:   # (bounds up to 2^63 - 1 rows: clamped first, so that nothing wraps)
-        before, after = max(-n - 1, min(before, n + 1)), max(-n - 1, min(after, n + 1))
-        begin, end = np.clip(row - before, 0, n), np.clip(row + after + 1, 0, n)
-    return pl.Series(s.name, tree_sums(x, begin, end), dtype=pl.Float64)
+    # (bounds up to 2^63 - 1 rows: clamped first, so that nothing wraps)
+    before, after = max(-n - 1, min(before, n + 1)), max(-n - 1, min(after, n + 1))
+    begin, end = np.clip(row - before, 0, n), np.clip(row + after + 1, 0, n)
+    return pl.Series(s.name, tree_sums(x, begin, end))
 
 
 def _tree_sum(value: pl.Expr, before: int | None, after: int) -> pl.Expr:
-    """:func:`_tree_frames` of ``value``, to be evaluated over each partition in order."""
-    return value.cast(pl.Float64).map_batches(
+    """:func:`_tree_frames` of ``value`` (NULLs as 0.0: adding one changes no sum here), to
+    be evaluated over each partition in order."""
+    return value.cast(pl.Float64).fill_null(0.0).map_batches(
         functools.partial(_tree_frames, before=before, after=after), return_dtype=pl.Float64)
 
 
@@ -568,7 +571,7 @@ def _range_frames(s: pl.Series, width: int, nulls_first: bool) -> pl.Series:
     the NULL keys), in DuckDB's order: its tree over the rows sorted by key, the NULL keys
     last or first (ties as they came: DuckDB's own order of ties is none, checked apart)."""
     from hfq.engine.kernels import tree_sums  # numba loads on first use
-    x = s.struct.field("v").cast(pl.Float64).fill_null(0.0).to_numpy()
+    x = s.struct.field("v").to_numpy()   # (DOUBLEs without NULLs: :func:`_range_sum`)
     k = s.struct.field("k")
     known = k.is_not_null().to_numpy()
     keys = k.fill_null(0).to_numpy().astype(np.int64)
@@ -598,7 +601,7 @@ def _range_tree(kind: str, value: pl.Expr, key: pl.Expr, width: int, nulls_first
 
 def _range_sum(value: pl.Expr, key: pl.Expr, width: int, nulls_first: bool) -> pl.Expr:
     """:func:`_range_frames` of ``value`` by ``key``, to be evaluated over each partition."""
-    return pl.struct(value.cast(pl.Float64).alias("v"), key.alias("k")).map_batches(
+    return pl.struct(value.cast(pl.Float64).fill_null(0.0).alias("v"), key.alias("k")).map_batches(
         functools.partial(_range_frames, width=width, nulls_first=nulls_first),
         return_dtype=pl.Float64)
 
