@@ -555,6 +555,17 @@ CASES: list[Case] = [
          note="RANGE ... CURRENT ROW without ORDER BY: every row is every row's peer, so the "
               "frame is the partition, added row by row as OVER (PARTITION BY sym); the fix "
               "summed it in the tree as a running frame and refused it (a review of the fix)"),
+    Case("F130", "SELECT avg(1.5 + l0) AS a, avg(CAST(l0 AS DECIMAL(38, 2))) AS b FROM t",
+         [Table("t", [*T3, ("l0", "LONG")], ("hash", 1), (),
+                [(73, D2, "IBM", 2**63 - 1), (1, D1, "IBM", -2**63)], [])],
+         note="avg of a DECIMAL (1.5 + l0 is a DECIMAL(21, 1)) over BIGINT extremes: DuckDB "
+              "sums the DECIMAL's integers exactly and divides, 1.0; hfq averaged the values "
+              "as doubles, 0.0 (fuzz seed 157, 2-node, dataset 151164)"),
+    Case("F130b", "SELECT sym AS k, avg(0.1 * l0) AS a, avg(1.5 + l0) AS b FROM t GROUP BY sym",
+         [Table("t", [*T3, ("l0", "LONG")], ("date",), (),
+                [(1, D1, "A", 2**63 - 1), (2, D2, "A", -2**63), (3, D2, "B", 3),
+                 (4, D1, "B", -2**63), (5, D1, "A", 7)], [])],
+         note="F130 grouped, the groups' rows in two partitions (partial states merged)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

@@ -990,6 +990,12 @@ MUTANTS: list[Mutant] = [
            "from the level above (node + node): row 32 of -1e300 ... 1e300 is 0.2, DuckDB "
            "0.0 (F129)",
            (REGRESSION.format("F129"), REGRESSION.format("F129f"))),
+    Mutant("sqlc-avg-decimal-as-doubles", AREA, SQL + "aggregates.py",
+           "        if isinstance(dtype, pl.Decimal):\n            # DuckDB's: the DECIMAL's",
+           "        if False:\n            # DuckDB's: the DECIMAL's",
+           "avg of a DECIMAL as the mean of its values as doubles: 1.5 + 2^63 - 1 and "
+           "1.5 - 2^63 average to 0.0, DuckDB's exact sum over the count 1.0 (F130)",
+           (REGRESSION.format("F130"), REGRESSION.format("F130b"))),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",

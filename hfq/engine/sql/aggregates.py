@@ -167,6 +167,14 @@ class Agg(Plain):
         if self.dtype(x).is_integer():   # summed exactly in 128 bits (DuckDB's HUGEINT),
             n = x.count()                 # then divided: a mean in doubles loses 2^63's
             return pl.when(n > 0).then(x.cast(pl.Decimal(38, 0)).sum().cast(_F64) / n)
+        dtype = self.dtype(x)
+        if isinstance(dtype, pl.Decimal):
+            # DuckDB's: the DECIMAL's integers summed exactly, as a DOUBLE over count *
+            # 10^scale -- a mean of the values as doubles lost 1.5 + 2^63 - 1 and 1.5 - 2^63
+            # (0.0 for DuckDB's 1.0, F130)
+            n = x.count()
+            return pl.when(n > 0).then(x.sum().to_physical().cast(_F64) /
+                                       (n.cast(_F64) * 10.0 ** (dtype.scale or 0)))
         # (FLOAT averaged in DOUBLE, as DuckDB's avg)
         return x.cast(_F64).mean() if self.dtype(x) != _F64 else x.mean()
 
