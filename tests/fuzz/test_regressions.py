@@ -566,6 +566,32 @@ CASES: list[Case] = [
                 [(1, D1, "A", 2**63 - 1), (2, D2, "A", -2**63), (3, D2, "B", 3),
                  (4, D1, "B", -2**63), (5, D1, "A", 7)], [])],
          note="F130 grouped, the groups' rows in two partitions (partial states merged)"),
+    Case("F131", "SELECT id, row_number() OVER (PARTITION BY i0, sym ORDER BY y2 DESC, id DESC) "
+         "AS w2, sum(d0 - 0.5) OVER (ORDER BY i0 DESC) AS w3 FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("y2", "SYMBOL"), ("d0", "DOUBLE")], ("compo", 1), (),
+                [(46, D1, "%_x", 4, "B", 0.5),
+                 (50, D1, "a/b", 4, " ", -2.5),
+                 (54, D1, "a/b", 100, "x", 1.5),
+                 (1, D1, "a/b", 5, "B", 1.5),
+                 (-20, D1, "a/b", 10, "IBM", -1.75),
+                 (-16, D1, "a/b", 4, "A", -1e300),
+                 (93, D1, "%_x", 5, "é", 2.0),
+                 (53, D1, "a/b", 4, "MSFT", 0.0),
+                 (-38, D1, "日本株", 7, "MSFT", -2.0),
+                 (94, D1, "日本株", 2147483647, "IBM", -1.0),
+                 (-28, D1, "a/b", 5, "IBM", -3.75),
+                 (99, D1, "%_x", 4, "", -1.5),
+                 (85, D1, "日本株", 4, "IBM", -1.75),
+                 (35, D1, "日本株", 5, "", 1e300)], [])],
+         open=True,
+         note="the default RANGE running frame's sum of DOUBLEs over tied ORDER BY keys: the "
+              "ties' order decides it (1e300 ... -1e300 among the i0 = 5 and i0 = 4 peers: "
+              "-4.75 or 0.0). Alone, DuckDB's answer moves with the input's order (counted "
+              "apart); beside another window, DuckDB's ties stand as that window's sort left "
+              "them, which no row order of the input reproduces, and hfq adds them in stored "
+              "order (one partition here, so that order is the listed one). F102's check "
+              "(refuse where the ties could move the sum past 1e-9) covers RANGE frames with "
+              "an offset only (fuzz seed 179, 2-node, dataset 179467)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
