@@ -592,6 +592,14 @@ CASES: list[Case] = [
               "order (one partition here, so that order is the listed one). F102's check "
               "(refuse where the ties could move the sum past 1e-9) covers RANGE frames with "
               "an offset only (fuzz seed 179, 2-node, dataset 179467)"),
+    Case("F132", "SELECT id AS k, first(id ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT)) "
+         "AS a, first(5 ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT)) AS b FROM t GROUP BY id",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         open=True,
+         note="an aggregate's ORDER BY key that raises (CAST of NaN to BIGINT): DuckDB "
+              "evaluates it on every row and raises; hfq sorts by the constant without "
+              "evaluating it and answers. Over no rows DuckDB answers NULL, so the fix must "
+              "raise only where a row exists (fuzz seed 157, 2-node, dataset 157311)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
