@@ -560,7 +560,7 @@ CASES: list[Case] = [
                 [(73, D2, "IBM", 2**63 - 1), (1, D1, "IBM", -2**63)], [])],
          note="avg of a DECIMAL (1.5 + l0 is a DECIMAL(21, 1)) over BIGINT extremes: DuckDB "
               "sums the DECIMAL's integers exactly and divides, 1.0; hfq averaged the values "
-              "as doubles, 0.0 (fuzz seed 157, 2-node, dataset 151164)"),
+              "as doubles, 0.0 (fuzz seed 151, embedded, dataset 151164)"),
     Case("F130b", "SELECT sym AS k, avg(0.1 * l0) AS a, avg(1.5 + l0) AS b FROM t GROUP BY sym",
          [Table("t", [*T3, ("l0", "LONG")], ("date",), (),
                 [(1, D1, "A", 2**63 - 1), (2, D2, "A", -2**63), (3, D2, "B", 3),
