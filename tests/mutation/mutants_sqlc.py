@@ -169,9 +169,9 @@ MUTANTS: list[Mutant] = [
            "rows with a NULL ORDER BY key counted in the RANGE frames of the smallest keys "
            "(F17)", (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-range-null-key-frame", AREA, SQL + "windows.py",
-           "    full = pl.when(known).then(rolled).otherwise(\n"
-           "        _whole(kind, pl.when(~known).then(value), dtype))",
-           "    full = rolled",
+           "        full = pl.when(known).then(rolled).otherwise(\n"
+           "            _whole(kind, pl.when(~known).then(value), dtype))",
+           "        full = rolled",
            "a NULL ORDER BY key's RANGE frame is not its NULL peers (F17)",
            (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-running-range-narrow-window", AREA, SQL + "windows.py",
@@ -863,8 +863,8 @@ MUTANTS: list[Mutant] = [
            ("tests/sql/test_findings.py::test_finding[F122]",)),
     Mutant("sqlc-running-double-overflow-unchecked", AREA, SQL + "windows.py",
            "    if kind not in (\"sum\", \"mean\") or not dtype.is_float():\n        return out\n"
-           "    return _past_double(",
-           "    if True:\n        return out\n    return _past_double(",
+           "    out = _past_double(",
+           "    if True:\n        return out\n    out = _past_double(",
            "a running sum of DOUBLEs past DOUBLE's range answered from polars' running sum "
            "(inf where DuckDB's is NaN, F123)",
            ("tests/sql/test_findings.py::test_finding[F123]",)),
@@ -971,7 +971,7 @@ MUTANTS: list[Mutant] = [
            "a RANGE frame's NULL keys laid last in the tree under NULLS FIRST (F129j)",
            (REGRESSION.format("F129j"),)),
     Mutant("sqlc-window-bound-wraps", AREA, SQL + "windows.py",
-           "        before, after = max(-n - 1, min(before, n + 1)), "
+           "    before, after = max(-n - 1, min(before, n + 1)), "
            "max(-n - 1, min(after, n + 1))\n",
            "",
            "a ROWS bound of 2^63 - 1 not clamped: row + bound + 1 wraps, every frame empty, "
