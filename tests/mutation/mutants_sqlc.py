@@ -996,6 +996,12 @@ MUTANTS: list[Mutant] = [
            "avg of a DECIMAL as the mean of its values as doubles: 1.5 + 2^63 - 1 and "
            "1.5 - 2^63 average to 0.0, DuckDB's exact sum over the count 1.0 (F130)",
            (REGRESSION.format("F130"), REGRESSION.format("F130b"))),
+    Mutant("sqlc-window-range-running-ties-unchecked", AREA, SQL + "windows.py",
+           "        return choice(calm, out, checked)\n    if len(w.keys) != 1 or w.desc[0]:\n",
+           "        return out\n    if len(w.keys) != 1 or w.desc[0]:\n",
+           "a running RANGE frame's sum of DOUBLEs over tied keys answered in stored order: "
+           "beside another window DuckDB's ties stand otherwise, -4.75 against 0.0 (F131)",
+           (REGRESSION.format("F131"),)),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",

@@ -466,7 +466,18 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{_I64}i"))
             return w.over(pl.when(known).then(rolled).otherwise(_whole(kind, value, dtype)),
                           ordered=False)
-        return w.peers(_running_checked(c, w, node, kind, value, dtype))
+        out = w.peers(_running_checked(c, w, node, kind, value, dtype))
+        if kind not in ("sum", "mean") or not dtype.is_float():
+            return out
+        # ties: the peers' order decides the sum (F131), as with an offset (F102)
+        tied = _tie_dependent(value, pl.lit(True), w.code(), f"{2**62}i")
+        checked = c.fail(out, w.over(tied, ordered=False), node,
+                         f"a running RANGE frame's {'avg' if kind == 'mean' else kind} of "
+                         "DOUBLEs over tied ORDER BY keys, whose value depends on the order "
+                         "of the ties (DuckDB's sort leaves them in none), is not supported")
+        v = value.cast(pl.Float64)
+        calm = w.over(~((v.min() < 0) & (v.max() > 0)), ordered=False).all()
+        return choice(calm, out, checked)
     if len(w.keys) != 1 or w.desc[0]:
         raise unsupported(node, "RANGE frames with an offset need exactly one ascending "
                                 "ORDER BY column")
