@@ -448,8 +448,7 @@ CASES: list[Case] = [
                  (4, D1, "A", dt.time(8)), (5, D2, "A", None)], [1, 3])],
          note="the same in a SELECT list: one row where the partition has two"),
     Case("F74", "SELECT id, sum(d0) OVER (PARTITION BY sym ORDER BY tm0) AS a, "
-                "avg(d0) OVER (ORDER BY tm0) AS b FROM t",
-         [Table("t", [*T3, ("tm0", "TIME"), ("d0", "DOUBLE")], ONE, ("sym", "tm0"),
+                "avg(d0) OVER (ORDER BY tm0) AS b FROM t", refusal_ok=True, tables=[Table("t", [*T3, ("tm0", "TIME"), ("d0", "DOUBLE")], ONE, ("sym", "tm0"),
                 [(1, D1, "A", dt.time(9), 1e300), (2, D1, "A", dt.time(10), 3.0),
                  (3, D1, "A", dt.time(11), -1e300), (4, D1, "A", dt.time(12), 2.0),
                  (5, D1, "A", None, 101.0), (6, D1, "A", None, None), (7, D1, "A", None, 1.0),
@@ -457,7 +456,18 @@ CASES: list[Case] = [
          note="a running RANGE sum of doubles over one time key: the NULL keys (last, "
               "peers: every row) took polars' sum of the partition, another rounding "
               "in the stored order, NULL keys first (102 + 1e300 + 3 - 1e300 + 2 gave 2, "
-              "DuckDB's running sum 104; fuzz2: 0.0 for 102)"),
+              "DuckDB's running sum 104; fuzz2: 0.0 for 102). Since F131 both windows fail "
+              "by name: the NULL keys are tied, and 1e300 among them lets their order move "
+              "the sum (F74b keeps the guarantee without ties)"),
+    Case("F74b", "SELECT id, sum(d0) OVER (PARTITION BY sym ORDER BY tm0) AS a, "
+                 "avg(d0) OVER (ORDER BY tm0) AS b FROM t",
+         [Table("t", [*T3, ("tm0", "TIME"), ("d0", "DOUBLE")], ONE, ("sym", "tm0"),
+                [(1, D1, "A", dt.time(9), 1e300), (2, D1, "A", dt.time(10), 3.0),
+                 (3, D1, "A", dt.time(11), -1e300), (4, D1, "A", dt.time(12), 2.0),
+                 (5, D1, "A", None, 101.0), (8, D1, "B", dt.time(8), 0.5),
+                 (9, D1, "B", dt.time(9, 30), -0.0)], [])],
+         note="F74 without tied keys: one NULL key, whose frame is its whole partition "
+              "(and, for b, every row), summed in DuckDB's order, not polars' sum"),
     Case("F126", "SELECT corr(i0, d0) AS c FROM t",
          [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
                 [(1, D1, "A", 9, 1e300), (2, D1, "A", 10, -3.0),
@@ -595,11 +605,52 @@ CASES: list[Case] = [
     Case("F132", "SELECT id AS k, first(id ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT)) "
          "AS a, first(5 ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT)) AS b FROM t GROUP BY id",
          [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
-         open=True,
          note="an aggregate's ORDER BY key that raises (CAST of NaN to BIGINT): DuckDB "
-              "evaluates it on every row and raises; hfq sorts by the constant without "
-              "evaluating it and answers. Over no rows DuckDB answers NULL, so the fix must "
-              "raise only where a row exists (fuzz seed 157, 2-node, dataset 157311)"),
+              "evaluates it on every row and raises; hfq sorted by the constant without "
+              "evaluating it and answered (fuzz seed 157, 2-node, dataset 157311)"),
+    Case("F132b", "SELECT first(id ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT)) AS a, "
+         "last(5 ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT), id) AS b, "
+         "first(id ORDER BY CAST(CASE WHEN id = 1 THEN 'NaN'::DOUBLE ELSE 1 END AS BIGINT)) "
+         "AS c FROM t WHERE id > 5",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="F132 over no rows: DuckDB answers NULL, so a constant key's error is raised "
+              "only where the group has a row (pl.repeat of the constant would raise here)"),
+    Case("F132c", "SELECT first(id ORDER BY CAST(CASE WHEN id = 1 THEN 'NaN'::DOUBLE ELSE 1 "
+         "END AS BIGINT)) FILTER (WHERE id > 1) AS a FROM t",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="F132 with FILTER: DuckDB evaluates the ORDER BY key on every row, the ones "
+              "FILTER drops too (id = 1 raises)"),
+    Case("F132d", "SELECT first(5 ORDER BY CAST(CAST('NaN' AS DOUBLE) AS BIGINT)) "
+         "FILTER (WHERE id > 7) AS a FROM t",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="F132 with FILTER keeping no row: the key is still evaluated on the group's "
+              "rows, and DuckDB raises"),
+    Case("F132e", "SELECT sym, first(id ORDER BY id DESC) FILTER (WHERE id < 3) AS a, "
+         "last(id ORDER BY sym, id DESC) FILTER (WHERE id > 1) AS b, "
+         "first(id ORDER BY 1 + 1, id DESC) AS c FROM t GROUP BY sym",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "A"), (3, D1, "A"),
+                                         (4, D1, "B")], [])],
+         note="an ORDER BY inside first/last beside FILTER: the keys of the rows FILTER "
+              "keeps; a constant key orders nothing"),
+    Case("F132f", "SELECT sym, arg_min(id, i ORDER BY id DESC) AS a, "
+         "arg_max(id, i ORDER BY id DESC) AS b, arg_min(id, d ORDER BY id DESC) AS c, "
+         "arg_max(id, d ORDER BY d NULLS FIRST, id DESC) AS e, arg_min(id, i) AS f "
+         "FROM t GROUP BY sym",
+         [Table("t", [*T3, ("i", "INT"), ("d", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 0, -0.0), (2, D1, "A", 0, 0.0), (3, D1, "A", 5, 5.0),
+                 (4, D1, "A", 5, None), (5, D1, "A", 5, 5.0), (6, D2, "B", None, float("nan")),
+                 (7, D2, "B", 2, float("nan"))], [])],
+         note="ORDER BY inside arg_min/arg_max: of tied keys, the first in that order (hfq "
+              "took the first in stored order)"),
+    Case("F132g", "SELECT max_by(id, id ORDER BY CAST(CASE WHEN id = 2 THEN 'NaN'::DOUBLE "
+         "ELSE 1 END AS BIGINT)) FILTER (WHERE sym = 'C') AS g FROM t",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="arg_max's ORDER BY key raises on a row FILTER drops: DuckDB raises"),
+    Case("F132h", "SELECT first(5 ORDER BY CAST(CASE WHEN id = 1 THEN 'NaN'::DOUBLE ELSE 1 "
+         "END AS BIGINT)) AS a FROM t",
+         [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="a constant value ordered by a column key that raises: the constant's rule "
+              "does not sort, so the key's rows are evaluated on their own (DuckDB raises)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

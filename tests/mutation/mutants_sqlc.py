@@ -489,7 +489,7 @@ MUTANTS: list[Mutant] = [
            '            w.nulls_last[0] else None',
            "a running RANGE sum of doubles with NULL keys: the NULL keys' total is polars' "
            "sum of the partition, not DuckDB's row-after-row sum (F74)",
-           (REGRESSION.format("F74"),)),
+           (REGRESSION.format("F74"), REGRESSION.format("F74b"))),
     Mutant("sqlc-round-null-double", AREA, SQL + "functions.py",
            "    if isinstance(dtype, pl.Null):   # DuckDB binds round(NULL) to its BIGINT overload",
            "    if False:",
@@ -1002,6 +1002,36 @@ MUTANTS: list[Mutant] = [
            "a running RANGE frame's sum of DOUBLEs over tied keys answered in stored order: "
            "beside another window DuckDB's ties stand otherwise, -4.75 against 0.0 (F131)",
            (REGRESSION.format("F131"),)),
+    Mutant("sqlc-agg-order-constant-key-unraised", AREA, SQL + "aggregates.py",
+           "                    out = fail_where(out, pl.len() > 0, message)\n",
+           "                    pass\n",
+           "an aggregate's constant ORDER BY key that raises is not evaluated: first(x ORDER BY "
+           "CAST('NaN'::DOUBLE AS BIGINT)) answers where DuckDB raises (F132)",
+           (REGRESSION.format("F132"), REGRESSION.format("F132d"))),
+    Mutant("sqlc-agg-order-constant-key-raises-over-no-rows", AREA, SQL + "aggregates.py",
+           "                    out = fail_where(out, pl.len() > 0, message)\n",
+           "                    out = fail_where(out, pl.len() >= 0, message)\n",
+           "a constant ORDER BY key that raises fails the query over no rows too, where DuckDB "
+           "answers NULL (F132b)",
+           (REGRESSION.format("F132b"),)),
+    Mutant("sqlc-agg-order-keys-unfiltered", AREA, SQL + "aggregates.py",
+           "        keys = [k.filter(where) for k in keys] if where is not None else keys\n",
+           "",
+           "first(x ORDER BY k) FILTER (WHERE ...) sorts the kept values by every row's key: "
+           "a polars shape error (F132e)",
+           (REGRESSION.format("F132e"),)),
+    Mutant("sqlc-arg-order-ignored", AREA, SQL + "aggregates.py",
+           "        if order is not None and name in _ORDERED:   # (arg_*: the first of tied keys)",
+           "        if order is not None and name in ('first', 'last'):",
+           "arg_min(x, y ORDER BY z) takes the first of tied keys in stored order, not in the "
+           "ORDER BY's (F132f)",
+           (REGRESSION.format("F132f"),)),
+    Mutant("sqlc-agg-order-key-rows-unraised", AREA, SQL + "aggregates.py",
+           "                out = every_row(key, out)\n",
+           "                pass\n",
+           "first(<constant> ORDER BY k) leaves the key unevaluated, where a row of k raises "
+           "in DuckDB (F132h)",
+           (REGRESSION.format("F132h"),)),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",

@@ -19,7 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.aggs import SCALED
-from hfq.engine.exprs import every_row
+from hfq.engine.exprs import every_row, fail_where, may_raise, raised
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.syntax import args_of, name_of
@@ -40,6 +40,7 @@ _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "q
           "wavg": "weighted_avg", "mean": "avg", "quantile": "quantile_disc",
           "variance_pop": "var_pop", "covariance_pop": "covar_pop",
           "covariance_samp": "covar_samp"}
+_ORDERED = ("first", "last", "arg_max", "arg_min")   # take ORDER BY inside the call
 _SHOWN = {"logical_and": "bool_and", "logical_or": "bool_or"}   # as users write them
 
 
@@ -68,11 +69,11 @@ class Agg(Plain):
             args = [node.this]
         if args and isinstance(args[0], exp.Distinct):
             raise unsupported(node, f"{name}(DISTINCT ...)")
-        if args and isinstance(args[0], exp.Order):
-            if name not in ("first", "last", "arg_max", "arg_min"):
-                raise unsupported(args[0], f"ORDER BY inside {name}()")
-            order = args[0]
-            args = [order.this, *args[1:]]
+        if args and isinstance(args[-1], exp.Order):   # first(x ORDER BY k), arg_min(x, y ORDER ..)
+            if name not in _ORDERED:
+                raise unsupported(args[-1], f"ORDER BY inside {name}()")
+            order = args[-1]
+            args = [*args[:-1], order.this]
         if order is not None and name in ("quantile_cont", "quantile_disc", "median"):
             if len(order.expressions) != 1:
                 raise error(order, f"{name} WITHIN GROUP takes one ORDER BY expression")
@@ -83,6 +84,14 @@ class Agg(Plain):
         if not args:
             raise error(node, f"{name}() needs an argument")
         values = [self.expr(a) for a in args]
+        if order is not None and name in _ORDERED:
+            return self._keys_raised(self._ordered(name, values, args, order, where, node),
+                                     order)
+        return self._ordered(name, values, args, order, where, node)
+
+    def _ordered(self, name: str, values: list[pl.Expr], args: list[exp.Expression],
+                 order: exp.Order | None, where: pl.Expr | None,
+                 node: exp.Expression) -> pl.Expr:
         if all(_reads_no_column(v) for v in values) and not isinstance(node, exp.ArgMax) \
                 and not isinstance(node, exp.ArgMin):
             return self._constant(name, values[0], where, node)
@@ -92,11 +101,46 @@ class Agg(Plain):
         if where is not None:
             values = [v.filter(where) for v in values]
         values = [lexical(self, v) for v in values] if name in ("min", "max") else values
+        if order is not None and name in _ORDERED:   # (arg_*: the first of tied keys)
+            values = [self._sorted(v, order, where) for v in values]
         x = values[0]
         build = self._RULES.get(name)
         if build is None:
             raise unsupported(node, f"aggregate {name}()")
         return build(self, name, x, values, args, order, node)
+
+    def _sorted(self, x: pl.Expr, order: exp.Order, where: pl.Expr | None) -> pl.Expr:
+        """``x`` in the aggregate's ORDER BY order (the rows FILTER keeps); a constant key
+        orders nothing (its errors: :meth:`_keys_raised`)."""
+        by = [(self.expr(o.this), o) for o in order.expressions]
+        by = [(k, o) for k, o in by if not _reads_no_column(k)]
+        if not by:
+            return x
+        keys = [lexical(self, k) for k, _ in by]
+        keys = [k.filter(where) for k in keys] if where is not None else keys
+        return x.sort_by(keys, descending=[bool(o.args.get("desc")) for _, o in by],
+                         nulls_last=[not o.args.get("nulls_first") for _, o in by],
+                         maintain_order=True)
+
+    def _keys_raised(self, out: pl.Expr, order: exp.Order) -> pl.Expr:
+        """``out``, with the errors of the aggregate's ORDER BY keys raised as DuckDB's: each
+        key evaluated on every row of the group (FILTER or not), and so a constant that
+        raises fails the query where the group has a row -- over no rows DuckDB answers
+        NULL (F132)."""
+        for o in order.expressions:
+            key = self.expr(o.this)
+            if not may_raise(key):
+                continue
+            if not _reads_no_column(key):
+                out = every_row(key, out)
+                continue
+            try:   # a constant: evaluated once, here (pl.repeat would raise over no rows)
+                pl.select(key)
+            except pl.exceptions.PolarsError as exc:
+                message = raised(exc)   # (another failure: the query meets it as it runs)
+                if message is not None:
+                    out = fail_where(out, pl.len() > 0, message)
+        return out
 
     # -- the rules -----------------------------------------------------------------------
     def _count(self, node: exp.Count, where: pl.Expr | None) -> pl.Expr:
@@ -231,11 +275,6 @@ class Agg(Plain):
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
                     args: list[exp.Expression], order: exp.Order | None,
                     node: exp.Expression) -> pl.Expr:
-        if order is not None:
-            keys = [lexical(self, self.expr(o.this)) for o in order.expressions]
-            desc = [bool(o.args.get("desc")) for o in order.expressions]
-            last = [not o.args.get("nulls_first") for o in order.expressions]
-            x = x.sort_by(keys, descending=desc, nulls_last=last, maintain_order=True)
         # the argument's errors raised for every row, not only the one picked
         return every_row(values[0], x.last() if name == "last" else x.first())
 
