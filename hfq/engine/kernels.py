@@ -151,6 +151,27 @@ def tree_sums(x: np.ndarray, begin: np.ndarray,
 
 
 @numba.njit(cache=True)
+def range_bounds(keys: np.ndarray, width: int
+                 ) -> tuple[np.ndarray, np.ndarray]:   # pragma: no cover - compiled
+    """For the ascending integer ``keys``, each row's RANGE frame ``[key - width, key]`` as
+    the rows ``[begin, end)``: ``np.searchsorted(keys, keys - width, "left")`` and
+    ``np.searchsorted(keys, keys, "right")`` in one pass (a start that wraps past BIGINT
+    gives some frame: the caller fails the query there by name)."""
+    n = len(keys)
+    begin = np.empty(n, np.int64)
+    end = np.empty(n, np.int64)
+    b, e = 0, 0
+    for i in range(n):
+        start = keys[i] - width
+        while b < n and keys[b] < start:
+            b += 1
+        while e < n and keys[e] <= keys[i]:
+            e += 1
+        begin[i], end[i] = b, e
+    return begin, end
+
+
+@numba.njit(cache=True)
 def tree_running(x: np.ndarray) -> np.ndarray:   # pragma: no cover - compiled
     """:func:`tree_sums` of the running frames ``x[0:i + 1]``, in one pass per level: the
     tree's sum of the first e values at a level is its sum of the first e // 16 nodes of the

@@ -559,6 +559,17 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (), _CANCELS(40), [])],
          note="a frame bound of 2^63 - 1 rows: row + bound + 1 wrapped in 64 bits, so every "
               "frame was empty and summed to 0.0 (a review of the fix)"),
+    Case("F129m", "SELECT id, sum(d0) OVER (PARTITION BY sym ORDER BY i0 RANGE BETWEEN 3 "
+         "PRECEDING AND CURRENT ROW) AS s, avg(d0) OVER (PARTITION BY sym ORDER BY i0 RANGE "
+         "BETWEEN 3 PRECEDING AND CURRENT ROW) AS a FROM t",
+         [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ("date",), (),
+                [(k, D1, "AB"[k % 2], None if k % 2 and k % 7 == 0 else k * 29 % 47,
+                  None if 10 <= k % 40 <= 21 else (k % 9 - 4) * 0.25) for k in range(80)],
+                [])],
+         note="RANGE frames with PARTITION BY over keys stored out of order (A: no NULL key, "
+              "B: some), frames of only NULL values (NULL, count 0), values exact in any "
+              "order: the per-partition kernel's fast path (sorted or not) and its NULL-key "
+              "path against DuckDB"),
     Case("F129l", "SELECT id, sum(d0) OVER (PARTITION BY sym RANGE BETWEEN UNBOUNDED "
          "PRECEDING AND CURRENT ROW) AS w FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (), _CANCELS(120), [])],

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from sqlglot import exp
 
 from hfq.engine.exprs import every_row
@@ -576,26 +577,60 @@ def _tree_sum(value: pl.Expr, before: int | None, after: int) -> pl.Expr:
         functools.partial(_tree_frames, before=before, after=after), return_dtype=pl.Float64)
 
 
-def _range_frames(s: pl.Series, width: int, nulls_first: bool) -> pl.Series:
-    """The sums of the DOUBLEs ``v`` of the struct ``s`` (one partition, any order) over
-    each row's RANGE frame ``[k - width, k]`` of the integer keys ``k`` (a NULL key's frame:
-    the NULL keys), in DuckDB's order: its tree over the rows sorted by key, the NULL keys
-    last or first (ties as they came: DuckDB's own order of ties is none, checked apart)."""
-    from hfq.engine.kernels import tree_sums  # numba loads on first use
-    x = s.struct.field("v").to_numpy()   # (DOUBLEs without NULLs: :func:`_range_sum`)
-    k = s.struct.field("k")
-    known = k.is_not_null().to_numpy()
-    keys = k.fill_null(0).to_numpy().astype(np.int64)
-    order = np.lexsort((keys, known if nulls_first else ~known))
-    x, keys, n = x[order], keys[order], int(known.sum())
-    lo, hi = (len(x) - n, len(x)) if nulls_first else (0, n)   # the rows with a key
-    nulls = (0, lo) if nulls_first else (n, len(x))   # the NULL keys' frame: each other
-    begin, end = np.full(len(x), nulls[0], np.int64), np.full(len(x), nulls[1], np.int64)
-    with np.errstate(over="ignore"):   # a start past BIGINT fails by name (the caller)
-        begin[lo:hi] = lo + np.searchsorted(keys[lo:hi], keys[lo:hi] - np.int64(width), "left")
-    end[lo:hi] = lo + np.searchsorted(keys[lo:hi], keys[lo:hi], "right")
-    out = np.empty(len(x), np.float64)
-    out[order] = tree_sums(x, begin, end)
+def _range_frames(s: pl.Series, width: int, nulls_first: bool, kind: str | None = None
+                  ) -> pl.Series:
+    """Over each row's RANGE frame ``[k - width, k]`` of the integer keys ``k`` of the
+    struct ``s`` (one partition, any order; a NULL key's frame: the NULL keys), the sum of
+    the DOUBLEs ``v`` (without NULLs) -- or with ``kind`` ("sum" or "mean") their sum or
+    avg, NULLs skipped (NULL over a frame without a value) -- in DuckDB's order: its tree
+    over the rows sorted by key, the NULL keys last or first (ties as they came: DuckDB's
+    own order of ties is none, checked apart).  Polars calls it once per partition: keep
+    it lean (``struct.unnest`` costs ~2 us where ``struct.field`` costs ~50 us)."""
+    from hfq.engine.kernels import range_bounds, tree_sums  # numba loads on first use
+    parts = s.struct.unnest()
+    v, k = parts.get_column("v"), parts.get_column("k")
+    holes = v.null_count() > 0
+    x = v.fill_null(0.0).to_numpy() if holes else v.to_numpy()
+    if k.null_count() == 0:   # (most partitions: one pass, no sort where the keys are)
+        keys = k.to_numpy().astype(np.int64, copy=False)
+        order = None if (keys[1:] >= keys[:-1]).all() else np.argsort(keys, kind="stable")
+        if order is not None:
+            x, keys = x[order], keys[order]
+        begin, end = range_bounds(keys, width)
+    else:
+        known = k.is_not_null().to_numpy()
+        keys = k.fill_null(0).to_numpy().astype(np.int64, copy=False)
+        order = np.lexsort((keys, known if nulls_first else ~known))
+        x, keys, n = x[order], keys[order], int(known.sum())
+        lo, hi = (len(x) - n, len(x)) if nulls_first else (0, n)   # the rows with a key
+        nulls = (0, lo) if nulls_first else (n, len(x))   # the NULL keys' frame: each other
+        begin, end = np.full(len(x), nulls[0], np.int64), np.full(len(x), nulls[1], np.int64)
+        b, e = range_bounds(keys[lo:hi], width)
+        begin[lo:hi], end[lo:hi] = b + lo, e + lo
+    out = tree_sums(x, begin, end)
+    mask = None
+    if kind is not None:   # the frame's count of values: exact, from a running count
+        if holes:
+            seen = v.is_not_null().to_numpy()
+            ahead = np.concatenate(([0], np.cumsum(seen[order] if order is not None
+                                                   else seen)))
+            count = ahead[end] - ahead[begin]
+        else:
+            count = end - begin
+        mask = count == 0
+        if kind == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = out / count
+    if order is not None:
+        back = np.empty_like(out)
+        back[order] = out
+        out = back
+        if mask is not None:
+            shown = np.empty_like(mask)
+            shown[order] = mask
+            mask = shown
+    if mask is not None and mask.any():
+        return pl.Series(s.name, pa.array(out, mask=mask), dtype=pl.Float64)
     return pl.Series(s.name, out, dtype=pl.Float64)
 
 
@@ -603,11 +638,10 @@ def _range_tree(kind: str, value: pl.Expr, key: pl.Expr, width: int, nulls_first
                 ) -> pl.Expr:
     """A RANGE frame's sum or avg of DOUBLEs over the integer ``key`` (physical, NULLs kept)
     added in DuckDB's order (a rolling sum adds the rows coming in and subtracts those
-    leaving: another rounding, and 1e300 + 1 - 1e300 left 0); the frame's count the sum of
-    its ones, exact."""
-    total = _range_sum(value, key, width, nulls_first)
-    count = _range_sum(value.is_not_null(), key, width, nulls_first)
-    return pl.when(count > 0).then(total if kind == "sum" else total / count)
+    leaving: another rounding, and 1e300 + 1 - 1e300 left 0); the frame's count exact."""
+    return pl.struct(value.cast(pl.Float64).alias("v"), key.alias("k")).map_batches(
+        functools.partial(_range_frames, width=width, nulls_first=nulls_first, kind=kind),
+        return_dtype=pl.Float64)
 
 
 def _range_sum(value: pl.Expr, key: pl.Expr, width: int, nulls_first: bool) -> pl.Expr:
