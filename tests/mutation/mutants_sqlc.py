@@ -1032,6 +1032,18 @@ MUTANTS: list[Mutant] = [
            "first(<constant> ORDER BY k) leaves the key unevaluated, where a row of k raises "
            "in DuckDB (F132h)",
            (REGRESSION.format("F132h"),)),
+    Mutant("sqlc-range-keys-taken-as-sorted", AREA, SQL + "windows.py",
+           '        order = None if (keys[1:] >= keys[:-1]).all() else np.argsort(keys, '
+           'kind="stable")\n',
+           "        order = None\n",
+           "a partition's RANGE frames over keys stored out of order, bounded as if sorted "
+           "(F129m)",
+           (REGRESSION.format("F129m"),)),
+    Mutant("sqlc-range-empty-frame-sums-to-zero", AREA, SQL + "windows.py",
+           "        mask = count == 0\n",
+           "        mask = count < 0\n",
+           "a RANGE frame of only NULL values sums to 0.0, where DuckDB gives NULL (F129m)",
+           (REGRESSION.format("F129m"),)),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",
