@@ -654,6 +654,15 @@ CASES: list[Case] = [
                  (7, D2, "B", 2, float("nan"))], [])],
          note="ORDER BY inside arg_min/arg_max: of tied keys, the first in that order (hfq "
               "took the first in stored order)"),
+    Case("F132i", "SELECT arg_max(id, i ORDER BY id DESC) AS a, arg_min(id, i ORDER BY id "
+         "DESC) AS b, min_by(id, i ORDER BY id) AS c, max_by(id, i ORDER BY i, id DESC) AS d "
+         "FROM t",
+         [Table("t", [*T3, ("i", "INT")], ("date",), (),
+                [(1, D1, "A", 0), (2, D1, "A", 0), (3, D1, "A", 5), (4, D1, "A", 5),
+                 (5, D1, "A", 5), (6, D2, "B", None), (7, D2, "B", 0), (8, D2, "B", 5)], [])],
+         note="F132f without GROUP BY: polars' streaming engine (the driver's collect) takes "
+              "no defined one of tied keys in max_by/min_by (3 where DuckDB gives 8), so "
+              "with ORDER BY inside hfq sorts by the key after the order (found by review)"),
     Case("F132g", "SELECT max_by(id, id ORDER BY CAST(CASE WHEN id = 2 THEN 'NaN'::DOUBLE "
          "ELSE 1 END AS BIGINT)) FILTER (WHERE sym = 'C') AS g FROM t",
          [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],

@@ -1003,14 +1003,14 @@ MUTANTS: list[Mutant] = [
            "beside another window DuckDB's ties stand otherwise, -4.75 against 0.0 (F131)",
            (REGRESSION.format("F131"),)),
     Mutant("sqlc-agg-order-constant-key-unraised", AREA, SQL + "aggregates.py",
-           "                    out = fail_where(out, pl.len() > 0, message)\n",
-           "                    pass\n",
+           "                    fail_where(out, pl.len() > 0, message)   # (another failure",
+           "                    out   # (another failure",
            "an aggregate's constant ORDER BY key that raises is not evaluated: first(x ORDER BY "
            "CAST('NaN'::DOUBLE AS BIGINT)) answers where DuckDB raises (F132)",
            (REGRESSION.format("F132"), REGRESSION.format("F132d"))),
     Mutant("sqlc-agg-order-constant-key-raises-over-no-rows", AREA, SQL + "aggregates.py",
-           "                    out = fail_where(out, pl.len() > 0, message)\n",
-           "                    out = fail_where(out, pl.len() >= 0, message)\n",
+           "                    fail_where(out, pl.len() > 0, message)   # (another failure",
+           "                    fail_where(out, pl.len() >= 0, message)   # (another failure",
            "a constant ORDER BY key that raises fails the query over no rows too, where DuckDB "
            "answers NULL (F132b)",
            (REGRESSION.format("F132b"),)),
@@ -1021,11 +1021,18 @@ MUTANTS: list[Mutant] = [
            "a polars shape error (F132e)",
            (REGRESSION.format("F132e"),)),
     Mutant("sqlc-arg-order-ignored", AREA, SQL + "aggregates.py",
-           "        if order is not None and name in _ORDERED:   # (arg_*: the first of tied keys)",
+           "        if order is not None and keys is not None:   # (arg_*: the first of tied "
+           "keys)",
            "        if order is not None and name in ('first', 'last'):",
            "arg_min(x, y ORDER BY z) takes the first of tied keys in stored order, not in the "
            "ORDER BY's (F132f)",
            (REGRESSION.format("F132f"),)),
+    Mutant("sqlc-arg-order-ties-by-max-by", AREA, SQL + "aggregates.py",
+           "        if order is None and not self.dtype(key).is_float():\n",
+           "        if not self.dtype(key).is_float():\n",
+           "arg_max(x, y ORDER BY z) by polars' max_by: its streaming engine takes no defined "
+           "one of tied keys (F132i)",
+           (REGRESSION.format("F132i"),)),
     Mutant("sqlc-agg-order-key-rows-unraised", AREA, SQL + "aggregates.py",
            "                out = every_row(key, out)\n",
            "                pass\n",

@@ -84,14 +84,15 @@ class Agg(Plain):
         if not args:
             raise error(node, f"{name}() needs an argument")
         values = [self.expr(a) for a in args]
-        if order is not None and name in _ORDERED:
-            return self._keys_raised(self._ordered(name, values, args, order, where, node),
-                                     order)
+        if order is not None and name in _ORDERED:   # (each key compiled once: a subquery
+            keys = [self.expr(o.this) for o in order.expressions]   # in one runs once)
+            return self._keys_raised(
+                self._ordered(name, values, args, order, where, node, keys), keys)
         return self._ordered(name, values, args, order, where, node)
 
     def _ordered(self, name: str, values: list[pl.Expr], args: list[exp.Expression],
-                 order: exp.Order | None, where: pl.Expr | None,
-                 node: exp.Expression) -> pl.Expr:
+                 order: exp.Order | None, where: pl.Expr | None, node: exp.Expression,
+                 keys: list[pl.Expr] | None = None) -> pl.Expr:
         if all(_reads_no_column(v) for v in values) and not isinstance(node, exp.ArgMax) \
                 and not isinstance(node, exp.ArgMin):
             return self._constant(name, values[0], where, node)
@@ -101,19 +102,19 @@ class Agg(Plain):
         if where is not None:
             values = [v.filter(where) for v in values]
         values = [lexical(self, v) for v in values] if name in ("min", "max") else values
-        if order is not None and name in _ORDERED:   # (arg_*: the first of tied keys)
-            values = [self._sorted(v, order, where) for v in values]
+        if order is not None and keys is not None:   # (arg_*: the first of tied keys)
+            values = [self._sorted(v, order, keys, where) for v in values]
         x = values[0]
         build = self._RULES.get(name)
         if build is None:
             raise unsupported(node, f"aggregate {name}()")
         return build(self, name, x, values, args, order, node)
 
-    def _sorted(self, x: pl.Expr, order: exp.Order, where: pl.Expr | None) -> pl.Expr:
-        """``x`` in the aggregate's ORDER BY order (the rows FILTER keeps); a constant key
-        orders nothing (its errors: :meth:`_keys_raised`)."""
-        by = [(self.expr(o.this), o) for o in order.expressions]
-        by = [(k, o) for k, o in by if not _reads_no_column(k)]
+    def _sorted(self, x: pl.Expr, order: exp.Order, keys: list[pl.Expr],
+                where: pl.Expr | None) -> pl.Expr:
+        """``x`` in the aggregate's ORDER BY order (the rows FILTER keeps), by ``keys``
+        (compiled); a constant key orders nothing (its errors: :meth:`_keys_raised`)."""
+        by = [(k, o) for k, o in zip(keys, order.expressions) if not _reads_no_column(k)]
         if not by:
             return x
         keys = [lexical(self, k) for k, _ in by]
@@ -122,13 +123,12 @@ class Agg(Plain):
                          nulls_last=[not o.args.get("nulls_first") for _, o in by],
                          maintain_order=True)
 
-    def _keys_raised(self, out: pl.Expr, order: exp.Order) -> pl.Expr:
+    def _keys_raised(self, out: pl.Expr, keys: list[pl.Expr]) -> pl.Expr:
         """``out``, with the errors of the aggregate's ORDER BY keys raised as DuckDB's: each
         key evaluated on every row of the group (FILTER or not), and so a constant that
         raises fails the query where the group has a row -- over no rows DuckDB answers
         NULL (F132)."""
-        for o in order.expressions:
-            key = self.expr(o.this)
+        for key in keys:
             if not may_raise(key):
                 continue
             if not _reads_no_column(key):
@@ -137,9 +137,9 @@ class Agg(Plain):
             try:   # a constant: evaluated once, here (pl.repeat would raise over no rows)
                 pl.select(key)
             except pl.exceptions.PolarsError as exc:
-                message = raised(exc)   # (another failure: the query meets it as it runs)
-                if message is not None:
-                    out = fail_where(out, pl.len() > 0, message)
+                message = raised(exc)
+                out = every_row(pl.repeat(key, pl.len()), out) if message is None else \
+                    fail_where(out, pl.len() > 0, message)   # (another failure: as it runs)
         return out
 
     # -- the rules -----------------------------------------------------------------------
@@ -291,7 +291,9 @@ class Agg(Plain):
             return pl.when(values[1].count() > 0).then(first)
         both = x.is_not_null() & values[1].is_not_null()
         key = lexical(self, values[1]).filter(both)
-        if not self.dtype(key).is_float():   # no NaN: polars' own max_by/min_by (merged)
+        if order is None and not self.dtype(key).is_float():
+            # no NaN, ties in no order: polars' own max_by/min_by (merged); of tied keys
+            # (ORDER BY inside) its streaming engine takes no defined one
             return x.filter(both).max_by(key) if name == "arg_max" else \
                 x.filter(both).min_by(key)
         return x.filter(both).sort_by(key, descending=name == "arg_max", nulls_last=True,
