@@ -573,10 +573,14 @@ CASES: list[Case] = [
               "path against DuckDB"),
     Case("F129l", "SELECT id, sum(d0) OVER (PARTITION BY sym RANGE BETWEEN UNBOUNDED "
          "PRECEDING AND CURRENT ROW) AS w FROM t",
-         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (), _CANCELS(120), [])],
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(k, D1, sym, None if v is None else abs(v))
+                 for k, _, sym, v in _CANCELS(120)], [])],
          note="RANGE ... CURRENT ROW without ORDER BY: every row is every row's peer, so the "
               "frame is the partition, added row by row as OVER (PARTITION BY sym); the fix "
-              "summed it in the tree as a running frame and refused it (a review of the fix)"),
+              "summed it in the tree as a running frame and refused it (a review of the fix). "
+              "Values of one sign: where they cancel, the rows' lack of order fails it by "
+              "name since F133"),
     Case("F130", "SELECT avg(1.5 + l0) AS a, avg(CAST(l0 AS DECIMAL(38, 2))) AS b FROM t",
          [Table("t", [*T3, ("l0", "LONG")], ("hash", 1), (),
                 [(73, D2, "IBM", 2**63 - 1), (1, D1, "IBM", -2**63)], [])],
@@ -672,6 +676,40 @@ CASES: list[Case] = [
          [Table("t", T3, ("date",), (), [(1, D1, "A"), (2, D2, "B")], [])],
          note="a constant value ordered by a column key that raises: the constant's rule "
               "does not sort, so the key's rows are evaluated on their own (DuckDB raises)"),
+    Case("F133", "SELECT id, sum(d0) OVER () AS w, lead(id) OVER (ORDER BY d0 DESC, id) AS l "
+         "FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 2.0), (2, D1, "A", float("-inf")),
+                 (3, D1, "A", 1.7976931348623157e308), (4, D1, "A", -0.75),
+                 (5, D1, "A", 1.7976931348623157e308)], [])],
+         refusal_ok=True,
+         note="a whole-partition sum of DOUBLEs over rows in no order (OVER ()): 1.8e308 "
+              "twice and -inf give NaN added in the order lead()'s sort left (DuckDB), -inf "
+              "in stored order (hfq) -- now refused by name where the order could change it "
+              "(fuzz seed 193, 2-node, dataset 193261)"),
+    Case("F133c", "SELECT id, sum(d0) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND "
+         "UNBOUNDED FOLLOWING) AS s, avg(d0) OVER (PARTITION BY sym ORDER BY id ROWS BETWEEN "
+         "UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS a FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(k, D1, "AB"[k // 300], {0: 1e300, 150: -1e300, 300: -1e300,
+                                          450: 1e300}.get(k, 0.5)) for k in range(600)],
+                [75, 225, 375, 525])],
+         note="a whole-partition sum of DOUBLEs with ORDER BY adds row after row in that "
+              "order (DuckDB: 74.5 after 1e300 ... -1e300), not polars' sum in blocks; "
+              "F77's guarantee where F133 no longer answers OVER ()"),
+    Case("F133b", "SELECT id, sum(d0) OVER () AS a, avg(d0) OVER (PARTITION BY sym) AS b, "
+         "sum(d1) OVER (PARTITION BY sym) AS c, sum(d2) OVER () AS d, sum(d3) OVER () AS e, "
+         "lead(id) OVER (ORDER BY d0 DESC, id) AS l FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE"), ("d2", "DOUBLE"),
+                      ("d3", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 1.5, 1e300, float("nan"), float("-inf")),
+                 (2, D1, "A", -0.25, -1e300, 1e300, 1e300),
+                 (3, D1, "B", 3.0, 5.0, -1e300, 2.0),
+                 (4, D1, "B", None, 7.0, 1.0, -1e300),
+                 (5, D1, "B", 100.25, 9.0, 2.0, 3.0)], [])],
+         note="F133's check answers where every order gives the same: values that do not "
+              "cancel (a, b), one partition of 1e300 and -1e300 alone (c: two values), a NaN "
+              "(d: NaN in any order), an infinity without an overflowing total (e: -inf)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

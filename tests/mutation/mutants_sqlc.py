@@ -501,12 +501,6 @@ MUTANTS: list[Mutant] = [
            "window sum/avg of FLOAT added in single precision: a running average of two "
            "FLOAT maxima was inf, DuckDB's 3.4e38 (F76)",
            (CORPUS.format("windows.test:362"), CORPUS.format("windows.test:373"))),
-    Mutant("sqlc-window-double-sum-blocks", AREA, SQL + "windows.py",
-           "            _in_order(value) if dtype.is_float() else value.sum())",
-           "            value.sum())",
-           "sum(DOUBLE) OVER () by polars' sum, chunk by chunk: 1e300 | -1e300 + 8 over two "
-           "appends summed to 0, DuckDB's row-after-row 8 (F77)",
-           (CORPUS.format("windows.test:386"),)),
     Mutant("sqlc-epoch-divides-by-reciprocal", AREA, SQL + "functions.py",
            '        return divide(value.dt.epoch("us").cast(pl.Float64), pl.lit(1e6))',
            '        return value.dt.epoch("us").cast(pl.Float64) / 1e6',
@@ -1051,6 +1045,18 @@ MUTANTS: list[Mutant] = [
            "        mask = count < 0\n",
            "a RANGE frame of only NULL values sums to 0.0, where DuckDB gives NULL (F129m)",
            (REGRESSION.format("F129m"),)),
+    Mutant("sqlc-window-unordered-sum-unchecked", AREA, SQL + "windows.py",
+           "            out = _unordered(c, node, kind, value, out)\n",
+           "            pass\n",
+           "sum(x) OVER () of DOUBLEs in stored order where the order decides it: 1.8e308 "
+           "twice and -inf, -inf against DuckDB's NaN (F133)",
+           (REGRESSION.format("F133"),)),
+    Mutant("sqlc-window-unordered-refuses-nan", AREA, SQL + "windows.py",
+           "    bad = ~v.is_nan().any() & (past | (~infinite & cancels))\n",
+           "    bad = past | cancels\n",
+           "the check of sums in no order refuses where every order gives the same: a NaN, or "
+           "an infinity beside cancelling values (F133b)",
+           (REGRESSION.format("F133b"),)),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",

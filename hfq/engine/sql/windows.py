@@ -429,7 +429,10 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         start, end = None, None   # (without ORDER BY every row is every row's peer)
     if start is None and end is None:   # the whole partition (doubles: in window order)
         in_order = kind in ("sum", "mean") and dtype.is_float()
-        return w.over(_whole(kind, value, dtype), ordered=in_order)
+        out = _whole(kind, value, dtype)
+        if in_order and not w.keys:   # every row each other's peer: no order to add in
+            out = _unordered(c, node, kind, value, out)
+        return w.over(out, ordered=in_order)
     if frame == "rows":
         if start is None and end == 0:
             return w.over(_running_checked(c, w, node, kind, value, dtype))
@@ -690,6 +693,35 @@ def _in_tree(c: Compiles, w: _Window, node: exp.Expression, kind: str, value: pl
         (finite.abs().sum() < 2.0**37)
     safe = (pl.len() < _BLOCK) | ~((v.min() < 0) & (v.max() > 0)) | exact
     return choice(safe, out, checked)
+
+
+def _unordered(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
+               out: pl.Expr) -> pl.Expr:
+    """``out``, the sum or avg of the DOUBLEs ``value`` over a partition whose rows have no
+    order (OVER () or PARTITION BY alone), failing by name where the order of the additions
+    could change it: a total of one sign past DOUBLE's range beside values of the other
+    sign (1.8e308 twice, then -inf: NaN, or -inf), or cancelling values whose sum could move
+    by more than 1e-9 of it (F102's bound ``2 (k - 1) 2^-53 sum|x|`` over the k finite
+    values).  DuckDB adds them in the order the input or another window's sort left (fuzz
+    seed 193, 2-node: DuckDB NaN, hfq -inf in stored order).  A NaN makes every order NaN,
+    and an infinity every order that infinity, unless a finite total overflows; values of
+    one sign (prices) skip the check."""
+    v = value.cast(pl.Float64)
+    finite = pl.when(v.is_finite()).then(v)
+    up, down = finite.clip(lower_bound=0.0).sum(), finite.clip(upper_bound=0.0).sum()
+    n = finite.count()
+    bound = (up - down) * (n - 1).cast(pl.Float64) * 2.0**-52
+    cancels = (n >= 3) & (bound > (up + down).abs() * 1e-9 + 1e-12)
+    infinite = (v.is_infinite()).any()
+    past = ~up.is_finite() | ~down.is_finite()
+    bad = ~v.is_nan().any() & (past | (~infinite & cancels))
+    name = "avg" if kind == "mean" else kind
+    checked = c.fail(out, bad, node, f"a window's {name} of DOUBLEs over rows in no order "
+                     "(no ORDER BY) whose values cancel or sum past DOUBLE's range (its value "
+                     "depends on the order of the additions, which DuckDB leaves to the input "
+                     "or to another window's sort) is not supported; CAST the values to "
+                     "DECIMAL for an exact sum")
+    return choice(~((v.min() < 0) & (v.max() > 0)), out, checked)
 
 
 def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, out: pl.Expr,
