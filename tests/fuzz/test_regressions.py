@@ -697,6 +697,23 @@ CASES: list[Case] = [
          note="a whole-partition sum of DOUBLEs with ORDER BY adds row after row in that "
               "order (DuckDB: 74.5 after 1e300 ... -1e300), not polars' sum in blocks; "
               "F77's guarantee where F133 no longer answers OVER ()"),
+    Case("F133d", "SELECT id, sum(x) OVER () AS s, lead(id) OVER (ORDER BY k) AS l FROM t",
+         [Table("t", [*T3, ("k", "LONG"), ("x", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 5, float("inf")), (2, D1, "A", 4, 1.0),
+                 (3, D1, "A", 3, -1.7976931348623157e308), (4, D1, "A", 1, -2.0**969),
+                 (5, D1, "A", 2, -2.0**969)], [])],
+         refusal_ok=True,
+         note="F133 beside an infinity, the finite total within an ulp of DOUBLE's range: "
+              "polars' sum of the negatives stays finite, DuckDB in k's order passes -inf "
+              "and meets +inf: NaN against hfq's +inf (review of F133's fix)"),
+    Case("F133e", "SELECT id, sum(x) OVER () AS s, lead(id) OVER (ORDER BY k) AS l FROM t",
+         [Table("t", [*T3, ("k", "LONG"), ("x", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 3, 1.7976931348623157e308), (2, D1, "A", 1, 2.0**969),
+                 (3, D1, "A", 2, 2.0**969)], [])],
+         refusal_ok=True,
+         note="values of one sign summing at DOUBLE's edge: the largest first absorbs the "
+              "others (1.8e308), the small ones first pass it (inf, DuckDB in k's order): "
+              "the one-sign skip holds only for values too small to get there"),
     Case("F133b", "SELECT id, sum(d0) OVER () AS a, avg(d0) OVER (PARTITION BY sym) AS b, "
          "sum(d1) OVER (PARTITION BY sym) AS c, sum(d2) OVER () AS d, sum(d3) OVER () AS e, "
          "lead(id) OVER (ORDER BY d0 DESC, id) AS l FROM t",
