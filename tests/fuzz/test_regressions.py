@@ -737,6 +737,14 @@ CASES: list[Case] = [
               "the offset (-0.23959317457; exact -0.23959317530, which hfq gives here; in "
               "the fuzz run's layout hfq's merge gave -0.23959317674): to agree past 1e-9 "
               "hfq must add in DuckDB's way (fuzz seed 211, embedded, dataset 211005)"),
+    Case("F135", "WITH s AS (SELECT id, 3 + (l0 * -1) AS c2 FROM t) SELECT "
+         "last(0 ORDER BY c2 DESC, id DESC) + 100 AS a, count(*) AS n FROM s",
+         [Table("t", [*T3, ("l0", "LONG")], ("date",), (),
+                [(1, D1, "A", 5), (2, D2, "B", -2**63)], [])],
+         note="a constant aggregated in the order of a CTE's column that raises (-2^63 * -1): "
+              "the constant's rule sorts nothing, so the column was pruned with its "
+              "overflow and hfq answered where DuckDB raises (fuzz seed 199, 2-node, "
+              "dataset 199156)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

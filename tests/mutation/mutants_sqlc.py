@@ -1028,11 +1028,11 @@ MUTANTS: list[Mutant] = [
            "one of tied keys (F132i)",
            (REGRESSION.format("F132i"),)),
     Mutant("sqlc-agg-order-key-rows-unraised", AREA, SQL + "aggregates.py",
-           "                out = every_row(key, out)\n",
+           "                out = pl.when(key.count() >= 0).then(out)\n",
            "                pass\n",
            "first(<constant> ORDER BY k) leaves the key unevaluated, where a row of k raises "
            "in DuckDB (F132h)",
-           (REGRESSION.format("F132h"),)),
+           (REGRESSION.format("F132h"), REGRESSION.format("F135"))),
     Mutant("sqlc-range-keys-taken-as-sorted", AREA, SQL + "windows.py",
            '        order = None if (keys[1:] >= keys[:-1]).all() else np.argsort(keys, '
            'kind="stable")\n',

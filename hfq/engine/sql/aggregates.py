@@ -129,10 +129,12 @@ class Agg(Plain):
         raises fails the query where the group has a row -- over no rows DuckDB answers
         NULL (F132)."""
         for key in keys:
-            if not may_raise(key):
+            if not _reads_no_column(key):   # (read even where its errors were raised
+                # upstream, in a CTE's column: the constant's rule sorts nothing, and an
+                # unread column is pruned with its errors; F135)
+                out = pl.when(key.count() >= 0).then(out)
                 continue
-            if not _reads_no_column(key):
-                out = every_row(key, out)
+            if not may_raise(key):
                 continue
             try:   # a constant: evaluated once, here (pl.repeat would raise over no rows)
                 pl.select(key)
