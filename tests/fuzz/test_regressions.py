@@ -745,6 +745,16 @@ CASES: list[Case] = [
               "the constant's rule sorts nothing, so the column was pruned with its "
               "overflow and hfq answered where DuckDB raises (fuzz seed 199, 2-node, "
               "dataset 199156)"),
+    Case("F136", "SELECT CASE WHEN coalesce(TRUE, TRUE) THEN FALSE ELSE (3 NOT BETWEEN i0 "
+         "AND i0) END AS c1 FROM t",
+         [Table("t", [*T3, ("i0", "INT")], ("hash", 1), ("sym",),
+                [(15, D1, "IBM", -3), (3, D2, "IBM", None), (-2, D1, "IBM", -3),
+                 (14, D2, "IBM", -1), (-3, D2, "IBM", 100)], [2])],
+         open=True,
+         note="a CASE whose first condition folds to TRUE and whose result is a constant, "
+              "its ELSE reading a column: hfq returned one row per append (2 rows), DuckDB "
+              "one per row (5); plain polars keeps 3 of 3, so the engine's plan loses the "
+              "rows (fuzz seed 223, 2-node, dataset 223004)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
