@@ -750,11 +750,23 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("i0", "INT")], ("hash", 1), ("sym",),
                 [(15, D1, "IBM", -3), (3, D2, "IBM", None), (-2, D1, "IBM", -3),
                  (14, D2, "IBM", -1), (-3, D2, "IBM", 100)], [2])],
-         open=True,
-         note="a CASE whose first condition folds to TRUE and whose result is a constant, "
-              "its ELSE reading a column: hfq returned one row per append (2 rows), DuckDB "
-              "one per row (5); plain polars keeps 3 of 3, so the engine's plan loses the "
-              "rows (fuzz seed 223, 2-node, dataset 223004)"),
+         note="a CASE whose first condition is always TRUE, its ELSE a BETWEEN with a "
+              "constant on the left: polars 2.1 gives such a select 2 rows whatever the "
+              "input (a typed constant left of a column comparison under when(TRUE), the bug "
+              "compare() already works around); BETWEEN and IN lists built their comparisons "
+              "without it (fuzz seed 223, 2-node, dataset 223004; root cause by review)"),
+    Case("F136b", "SELECT count(*) AS n, count(CASE WHEN TRUE THEN FALSE ELSE 3 BETWEEN i0 "
+         "AND id END) AS a, count(CASE WHEN TRUE THEN FALSE ELSE 3 IN (i0, id) END) AS b "
+         "FROM t WHERE CASE WHEN TRUE THEN TRUE ELSE 3 BETWEEN i0 AND i0 END",
+         [Table("t", [*T3, ("i0", "INT")], ("hash", 1), ("sym",),
+                [(15, D1, "IBM", -3), (3, D2, "IBM", None), (-2, D1, "IBM", -3),
+                 (14, D2, "IBM", -1), (-3, D2, "IBM", 100)], [2])],
+         note="F136's variants: a WHERE and counts over the same CASE (count 1 and 2 of 5)"),
+    Case("F136c", "SELECT id FROM t WHERE 3 BETWEEN nullif(i0, i0) AND 5 OR TRUE",
+         [Table("t", [*T3, ("i0", "INT")], ("hash", 1), ("sym",),
+                [(15, D1, "IBM", -3), (3, D2, "IBM", None), (-2, D1, "IBM", -3),
+                 (14, D2, "IBM", -1), (-3, D2, "IBM", 100)], [2])],
+         note="F136 in a WHERE: hfq failed with 'a filter gave 3 values for 5 rows'"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

@@ -854,7 +854,7 @@ MUTANTS: list[Mutant] = [
            "ENGINE_ERRORS = (pl.exceptions.PolarsError, pl.exceptions.PanicException)",
            "ENGINE_ERRORS = (pl.exceptions.PolarsError,)",
            "a polars panic reached the user as a raw PanicException (F122)",
-           ("tests/sql/test_findings.py::test_finding[F122]",)),
+           ("tests/unit/test_engine_panics.py::test_a_polars_panic_is_a_query_error_naming_it",)),
     Mutant("sqlc-running-double-overflow-unchecked", AREA, SQL + "windows.py",
            "    if kind not in (\"sum\", \"mean\") or not dtype.is_float():\n        return out\n"
            "    out = _past_double(",
@@ -1063,6 +1063,18 @@ MUTANTS: list[Mutant] = [
            "the check of sums in no order refuses where every order gives the same: a NaN, or "
            "an infinity beside cancelling values (F133b)",
            (REGRESSION.format("F133b"),)),
+    Mutant("sqlc-between-constant-left", AREA, SQL + "expressions.py",
+           '        return compare(value, lo, ">=") & compare(value, hi, "<=")\n',
+           "        return (value >= lo) & (value <= hi)\n",
+           "BETWEEN with a constant on the left of a column under CASE WHEN TRUE: polars "
+           "answers 2 rows of 5 (F136)",
+           (REGRESSION.format("F136"), REGRESSION.format("F136c"))),
+    Mutant("sqlc-in-list-constant-left", AREA, SQL + "expressions.py",
+           '            test = compare(left, right, "==")\n',
+           "            test = left == right\n",
+           "an IN list of columns tested against a constant under CASE WHEN TRUE: polars "
+           "counts 2 of 5 (F136b)",
+           (REGRESSION.format("F136b"),)),
     Mutant("sqlc-window-partition-unchecked", AREA, SQL + "windows.py",
            "    if not w.part:\n        return out\n",
            "    if True:\n        return out\n",

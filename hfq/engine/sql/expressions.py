@@ -488,7 +488,9 @@ class Plain:
         value = self.expr(node.this)
         value, lo = self.coerce(value, self.expr(node.args["low"]), node, node.args["low"])
         value, hi = self.coerce(value, self.expr(node.args["high"]), node, node.args["high"])
-        return (value >= lo) & (value <= hi)
+        # (compare: a constant never on the left of a column -- polars 2.1 answered
+        # CASE WHEN TRUE THEN FALSE ELSE 3 BETWEEN i0 AND i0 END with 2 rows of 5; F136)
+        return compare(value, lo, ">=") & compare(value, hi, "<=")
 
     def _In(self, node: exp.In) -> pl.Expr:
         """SQL's three-valued IN: TRUE when found, else NULL when the value or an item is
@@ -509,7 +511,8 @@ class Plain:
         out = None
         for item in items:   # Kleene OR of equalities: NULL when no TRUE and some NULL
             left, right = self.coerce(value, self.expr(item), node, item)
-            out = left == right if out is None else out | (left == right)
+            test = compare(left, right, "==")
+            out = test if out is None else out | test
         return out if out is not None else pl.lit(False)
 
     def _Like(self, node: exp.Like) -> pl.Expr:
