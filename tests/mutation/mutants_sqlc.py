@@ -169,9 +169,9 @@ MUTANTS: list[Mutant] = [
            "rows with a NULL ORDER BY key counted in the RANGE frames of the smallest keys "
            "(F17)", (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-range-null-key-frame", AREA, SQL + "windows.py",
-           "        full = pl.when(known).then(rolled).otherwise(\n"
-           "            _whole(kind, pl.when(~known).then(value), dtype))",
-           "        full = rolled",
+           "    full = pl.when(known).then(rolled).otherwise(\n"
+           "        _whole(kind, pl.when(~known).then(value), dtype))",
+           "    full = rolled",
            "a NULL ORDER BY key's RANGE frame is not its NULL peers (F17)",
            (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-running-range-narrow-window", AREA, SQL + "windows.py",
@@ -932,8 +932,8 @@ MUTANTS: list[Mutant] = [
            "tree: DuckDB's streaming window adds those row by row (F129i)",
            (REGRESSION.format("F129i"),)),
     Mutant("sqlc-window-sliding-rolled", AREA, SQL + "windows.py",
-           "            out = _sliding_tree(kind, value, -start, end)\n",
-           "            out = _sliding(kind, value, dtype, -start, end)\n",
+           "                         _sliding_tree(kind, value, -start, end))\n",
+           "                         _sliding(kind, value, dtype, -start, end))\n",
            "a sliding frame's sum of DOUBLEs rolled (the row coming in added, the one leaving "
            "subtracted): 1e300 + 1 - 1e300 leaves 0, DuckDB's tree keeps the 1 (F129b)",
            (REGRESSION.format("F129b"), REGRESSION.format("F129c"))),
@@ -1082,10 +1082,11 @@ MUTANTS: list[Mutant] = [
            "partition's first row, where DuckDB lays it over a hash bucket of partitions (F129d)",
            ("tests/sql/test_findings.py::test_finding[F129d]",)),
     Mutant("sqlc-window-range-partition-unchecked", AREA, SQL + "windows.py",
-           "        out = _in_tree(c, w, node, kind, value, "
-           "_range_tree(kind, value, phys, width, first),\n"
-           '                       "a RANGE", lambda e: _range_sum(e, phys, width, first))\n',
-           "        out = _range_tree(kind, value, phys, width, first)\n",
+           "        out = choice(_calm(value), out, _in_tree(\n"
+           "            c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "
+           '"a RANGE",\n            lambda e: _range_sum(e, phys, width, first)))\n',
+           "        out = choice(_calm(value), out, _range_tree(kind, value, phys, width, "
+           "first))\n",
            "a partitioned RANGE frame's avg of cancelling DOUBLEs answered in a tree laid from "
            "the partition's first row, not DuckDB's hash bucket (F129h)",
            ("tests/sql/test_findings.py::test_finding[F129h]",)),
@@ -1094,4 +1095,21 @@ MUTANTS: list[Mutant] = [
            "a partition of multiples of 2^-16 counted exact in every order whatever their "
            "total: 1e300 is such a multiple, and -1e300 ... 1e300 was answered (F129d)",
            ("tests/sql/test_findings.py::test_finding[F129d]",)),
+    Mutant("sqlc-covariance-offset-unchecked", AREA, SQL + "aggregates.py",
+           "& spread & (rel > _TOLERANCE * r)\n", "& spread & (rel < 0)\n",
+           "corr/covar/regr over pairs near -2^31 with a spread of 10 answered: DuckDB's "
+           "Welford state and hfq's merged moments part by ~1e-8 there (F134)",
+           ("tests/sql/test_findings.py::test_finding[F134-corr]",
+            "tests/sql/test_findings.py::test_finding[F134-covar_pop]")),
+    Mutant("sqlc-covariance-offset-ignores-r", AREA, SQL + "aggregates.py",
+           "& spread & (rel > _TOLERANCE * r)\n", "& spread & (rel > _TOLERANCE * r * 1e-4)\n",
+           "the offset bound taken far stricter than the rounding: prices 10,000 from 0 "
+           "refused where both engines agree to 1e-12 (F134b)",
+           ("tests/sql/test_findings.py::test_finding[F134b-corr]",)),
+    Mutant("sqlc-window-calm-any-sign", AREA, SQL + "windows.py",
+           "    return ~((v.min() < 0) & (v.max() > 0)) & (pl.len() <= _CALM_ROWS)\n",
+           "    return pl.len() <= _CALM_ROWS\n",
+           "window sums of DOUBLEs of both signs rolled natively (polars' compensated rolling "
+           "sum), not in DuckDB's segment tree: 1e300 ... -1e300 among small values answer "
+           "apart (F129)", (REGRESSION.format("F129"),)),
 ]

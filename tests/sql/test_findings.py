@@ -39,6 +39,17 @@ class Case:
     params: tuple = ()   # the values of the statement's $n, bound (db.sql(params=...))
 
 
+_F134 = TableSpec("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE"), ("i1", "INT")], ("compo", 2),
+                  ("id",), [(91, D1, "A", -1, -0.75, -5), (134, D2, "A", 100, 0.0, -2),
+                            (130, D1, "A", -1, 1.0, 5), (7, D2, "B", 3, 0.5, 1)], [1, 2])
+# prices: 40 rows of two symbols over both days, p about 100 and q about 50 (+-1),
+# correlated, |r| 0.4 and 0.55 (a fixed draw, so the test's data never changes)
+_PRICES = TableSpec("t", [*T3, ("p", "DOUBLE"), ("q", "DOUBLE")], ("compo", 2), ("id",),
+                    [(k, D1 if k % 2 else D2, "AB"[k % 3 % 2], 100 + ((k * 37) % 41 - 20) / 20,
+                      50 + ((k * 11) % 23 - 11) / 11 + ((k * 37) % 41 - 20) / 40)
+                     for k in range(40)], [13, 27])
+
+
 CASES: list[Case] = [
     Case("F78", "SELECT epoch(ts) AS k, count(*) AS n FROM t WHERE isinf(d0) IS NULL GROUP BY 1",
          [TableSpec("t", [*T3, ("ts", "TIMESTAMP"), ("d0", "DOUBLE")], ("date",), (),
@@ -632,6 +643,22 @@ CASES: list[Case] = [
               "of both signs (every order adds exactly), an avg of positive prices (orders "
               "differ by rounding only) and a frame of 4 rows (never an aligned block of 16 "
               "past its start), each DuckDB's"),
+    *[Case(f"F134-{name}", f"SELECT sym, {name}(i0 - d0, -2147483648 + i1) AS c FROM t "
+           "GROUP BY sym", [_F134], refusal_ok=True, refuses=r"offset dwarfs their spread",
+           note="pairs near -2^31 with a spread of 10 (offset / stddev 5e8): DuckDB's "
+                "Welford state lost ~3e-9 of corr to the offset (-0.23959317457, exact "
+                "-0.23959317530) and hfq's merge of per-partition moments ~6e-9 "
+                "(-0.23959317674, fuzz seed 211): refused by name wherever the rounding "
+                "bound reaches 1e-9 of the answer")
+      for name in ("corr", "covar_pop", "covar_samp", "regr_slope", "regr_intercept",
+                   "regr_r2", "regr_sxy")],
+    *[Case(f"F134b-{name}", f"SELECT sym, {name}(p, q) AS c, {name}(p - 1e4, q) AS o, "
+           f"{name}(p * 1e-200, q) AS s, {name}(p, 7.5) AS k FROM t GROUP BY sym",
+           [_PRICES],
+           note="what F134's check answers, each DuckDB's: prices (offset / stddev near "
+                "100, |r| 0.4 and 0.55), the same 10,000 away (offset / stddev 1e4), "
+                "values near 1e-198, and a constant x (exactly 0 or NaN)")
+      for name in ("corr", "covar_pop", "regr_slope", "regr_intercept", "regr_r2")],
 ]
 
 

@@ -33,6 +33,9 @@ _SAMPLE_COVAR = {"covar_pop": 0, "covar_samp": 1}
 _NAN = pl.lit("NaN").cast(_F64)   # (a NaN literal does not survive the engine's expression
 #   serialisation to JSON)
 _DOWN, _UP = SCALED, 1 / SCALED   # exact scalings (the engine knows _DOWN: AggPlan.light)
+_EPS = 2.0 ** -52      # DOUBLE's machine epsilon
+_SLACK = 4.0           # F134: the covariance's rounding bound, with a margin (_offset)
+_TOLERANCE = 1e-9      # the relative agreement hfq keeps with DuckDB on floating answers
 _REGR = ("regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx", "regr_avgy",
          "regr_sxx", "regr_syy", "regr_sxy")
 _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "quantile_cont",
@@ -359,7 +362,8 @@ class Agg(Plain):
             out = self.fail(out, bad, node, f"{name} of an infinite x (DuckDB's answer, NaN "
                                             "or +-inf, depends on the row order) is not "
                                             "supported")
-            return self._co_moment(name, out, y, xx, n, node)
+            return self._offset(name, self._co_moment(name, out, y, xx, n, node), y, xx, n,
+                                node)
         cxy = _covariance(y, xx, 0)
         if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
             r = pl.corr(y, xx)
@@ -377,8 +381,9 @@ class Agg(Plain):
             # DuckDB's NaN also where stddev_pop(x) * stddev_pop(y) is 0 without a constant:
             # a variance underflowing (x = 5e-324, 0.0), where cov / 0 gave inf
             spread = vx.sqrt() * vy.sqrt() != 0
-            return pl.when(n > 0).then(pl.when(_finite(y, xx) & ~_flat(y, xx) & spread)
-                                       .then(r).otherwise(_NAN))
+            return self._offset(name, pl.when(n > 0).then(
+                pl.when(_finite(y, xx) & ~_flat(y, xx) & spread).then(r).otherwise(_NAN)),
+                y, xx, n, node)
         # the slope's x-variance by the covariance's own kernel, cov(x, x): polars' grouped
         # var and cov round apart (1.02481911425164890e18 and ...902e18 for 2147483647,
         # 2147483647, 0), so y = x - 2 had a slope an ulp off 1 and an intercept
@@ -388,13 +393,16 @@ class Agg(Plain):
         sxx = _covariance(xx, xx, 0)
         slope = pl.when(sxx == 0).then(_NAN).otherwise(cxy / sxx)
         if name == "regr_slope":
-            return self._co_moment(name, slope, y, xx, n, node)
+            return self._offset(name, self._co_moment(name, slope, y, xx, n, node), y, xx, n,
+                                node)
         if name == "regr_intercept":
-            return self._co_moment(name, pl.when((n > 0) & slope.is_not_nan()).then(
-                y.mean() - slope * xx.mean()), y, xx, n, node)
+            out = pl.when((n > 0) & slope.is_not_nan()).then(y.mean() - slope * xx.mean())
+            return self._offset(name, self._co_moment(name, out, y, xx, n, node), y, xx, n,
+                                node)
         if name == "regr_r2":
-            return pl.when((n == 0) | (vx == 0)).then(None).when(vy == 0).then(1.0) \
-                .otherwise(cxy * cxy / (vx * vy))
+            return self._offset(name, pl.when((n == 0) | (vx == 0)).then(None)
+                                .when(vy == 0).then(1.0).otherwise(cxy * cxy / (vx * vy)),
+                                y, xx, n, node, power=2)
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
 
     def _co_moment(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
@@ -419,6 +427,42 @@ class Agg(Plain):
         return self.fail(out, wide, node, f"{name} where the sum of the deviations' products "
                                           "leaves DOUBLE's range (DuckDB's answer, +inf or "
                                           "-inf, depends on the row order) is not supported")
+
+    def _offset(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
+                node: exp.Expression, *, power: int = 1) -> pl.Expr:
+        """``out``, failing by name where the pairs' offset dwarfs their spread so far that
+        the covariance's rounding reaches ``_TOLERANCE`` of it (F134).  Deviations from a
+        mean near ``m`` carry an error of about ``eps * |m|`` in any one-pass or merged
+        computation: DuckDB's Welford state and hfq's per-partition moments merged by Chan's
+        rule each moved the covariance by up to ``0.65 eps (|mean x| sd y + |mean y| sd x)``
+        over 30,000 random groups of 2 to 3,000 pairs with offsets up to 1e9 spreads
+        (``0.65`` DuckDB's, ``0.57`` hfq's: ``docs/sql.md``); the two answers part by less
+        than twice that, bounded here with a margin of 3 as ``_SLACK``.  Relative to the
+        correlation ``r``: ``_SLACK eps (|mean x| / sd x + |mean y| / sd y) > _TOLERANCE |r|``
+        (``power`` 2: r^2's rounding doubles).  The intercept ``mean y - slope * mean x``
+        is held to its slope's rule only: both engines take it from the same slope the same
+        way (F127 made hfq's slope DuckDB's, to the bit, on exact data), so where it cancels
+        they cancel alike.  Values near 0 (returns, spreads) and prices (offset/spread in
+        the hundreds or thousands, |r| above 1e-3) pass."""
+        def moments(s: float) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+            """|mean x| / sd x, |mean y| / sd y and |r| over the values scaled by ``s``."""
+            xs, ys = x * s, y * s
+            sx, sy = xs.var(ddof=0).sqrt(), ys.var(ddof=0).sqrt()
+            cov = pl.cov(ys, xs, ddof=0)
+            ok = xs.mean().is_finite() & ys.mean().is_finite() & sx.is_finite() & \
+                sy.is_finite() & cov.is_finite()
+            return xs.mean().abs() / sx, ys.mean().abs() / sy, cov.abs() / sx / sy, ok, sx * sy
+        # in DOUBLE's range as they are, else scaled by 2^-600 (sums and squares past it)
+        plain, scaled = moments(1.0), moments(_DOWN)
+        rx, ry, r, _, _ = (pl.when(plain[3]).then(p).otherwise(q) for p, q in zip(plain, scaled))
+        spread = pl.when(plain[3]).then(plain[4]).otherwise(scaled[4]) > 0
+        rel = _SLACK * power * _EPS * (rx + ry)
+        bad = (n >= 2) & _finite(y, x) & ~_flat(y, x) & spread & (rel > _TOLERANCE * r)
+        return self.fail(out, bad, node, f"{name} over values whose offset dwarfs their "
+                                         "spread (|mean| / stddev past what 1e-9 of the answer "
+                                         "survives: DuckDB's answer and hfq's both lose those "
+                                         "digits to rounding) is not supported; subtract an "
+                                         "offset (a value near the mean) first")
 
     def _bool_agg(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
