@@ -123,11 +123,12 @@ def choice(test: pl.Expr, light: pl.Expr, full: pl.Expr) -> pl.Expr:
     return pl.when(test.alias(CHOICE)).then(light).otherwise(full)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _tree(text: str) -> Any:
     """An expression's tree from its JSON, parsed once for all the batches of a query (the
     parse was a third of a window query's driver time over 16 batches; the walk below only
-    reads it)."""
+    reads it, never changes it).  A few entries: a statement's trees can be large (an IN
+    list of 100,000 literals)."""
     return json.loads(text)
 
 
@@ -137,7 +138,6 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
     (then collected), or as they are."""
     if not any(CHOICE in str(e) for e in exprs):
         return lf, exprs
-    trees = [_tree(e.meta.serialize(format="json")) for e in exprs]
     frame = lf.collect()
     tests: dict[str, bool] = {}
 
@@ -158,6 +158,7 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
         return t
 
     try:
+        trees = [_tree(e.meta.serialize(format="json")) for e in exprs]
         return frame.lazy(), tuple(from_tree(walk(t)) for t in trees)
     except pl.exceptions.PolarsError:   # a tree polars cannot read back (an inf literal):
         return frame.lazy(), exprs       # both forms, as written

@@ -49,6 +49,17 @@ _PRICES = TableSpec("t", [*T3, ("p", "DOUBLE"), ("q", "DOUBLE")], ("compo", 2), 
                       50 + ((k * 11) % 23 - 11) / 11 + ((k * 37) % 41 - 20) / 40)
                      for k in range(40)], [13, 27])
 
+# y = 0.5 x + 0.3 (+- 3e-4) over x = 1e5 ... 1e5 + 100, 50 rows (the stop-15 review's line)
+_LINE = TableSpec("t", [*T3, ("x", "DOUBLE"), ("y", "DOUBLE")], ("compo", 2), ("id",),
+                  [(k, D1 if k % 2 else D2, "AB"[k % 3 % 2], 1e5 + (k * 37) % 101,
+                    0.5 * (1e5 + (k * 37) % 101) + 0.3 + ((k * 13) % 7 - 3) * 1e-4)
+                   for k in range(50)], [17, 33])
+# one symbol's 28 DOUBLEs of one sign with 1.08e13 and 4.3e16 among them (the review's data)
+_PASSED = TableSpec("t", [*T3, ("v", "DOUBLE")], ("compo", 2), ("id",),
+                    [(k, D1 if k < 14 else D2, "A", float(v)) for k, v in enumerate(
+                        [10770656992123] + [1] * 9 + [43050278918858184, 0, 3442814, 0, 0, 0,
+                                                      3879708, 0, 0, 0, 0, 9, 0, 0, 0, 1, 0,
+                                                      0])], [20])
 
 CASES: list[Case] = [
     Case("F78", "SELECT epoch(ts) AS k, count(*) AS n FROM t WHERE isinf(d0) IS NULL GROUP BY 1",
@@ -652,6 +663,32 @@ CASES: list[Case] = [
                 "bound reaches 1e-9 of the answer")
       for name in ("corr", "covar_pop", "covar_samp", "regr_slope", "regr_intercept",
                    "regr_r2", "regr_sxy")],
+    Case("F134d", "SELECT corr(x * x, x) AS c, covar_pop(x * x, x) AS v, "
+                  "regr_slope(x * x, x) AS s FROM t",
+         [TableSpec("t", [*T3, ("x", "DOUBLE")], ("compo", 2), ("id",),
+                    [(k, D1 if k % 2 else D2, "AB"[k % 3 % 2], float(k - 5)) for k in range(11)],
+                    [4])],
+         note="a correlation of exactly 0 (y = x^2 over -5 ... 5): answered 0.0 as DuckDB "
+              "does -- the offset bound is held against the comparator's 1e-12 absolute "
+              "slack too, not against 1e-9 of a zero (stop-15 review)"),
+    Case("F134e", "SELECT regr_intercept(y, x) AS i FROM t", [_LINE], refusal_ok=True,
+         refuses=r"regr_intercept over values whose offset",
+         note="x near 1e5 with a spread of 100, y = 0.5 x + 0.3: the intercept keeps 0.3 of "
+              "terms near 5e4, so the slopes' last digits (which agree to 1e-13) move it by "
+              "~1e-8 of itself; DuckDB and hfq's formula parted by up to 6e-8 in the review: "
+              "refused by name (F134e-slope: the slope answers)"),
+    Case("F134e-slope", "SELECT regr_slope(y, x) AS s FROM t", [_LINE],
+         note="F134e's slope: answered, DuckDB's"),
+    *[Case(f"W1-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
+           "FROM t", [_PASSED],
+           note="one-sign DOUBLEs after a 4.3e16 passed through the partition: polars' "
+                "rolled sum (the row coming in added, the one leaving subtracted) kept 8 of "
+                "its rounding, 7322524 where the frame's sum is 7322532 (1.1e-6 off; stop-15 "
+                "review); such partitions are summed in DuckDB's tree, not rolled")
+      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
+                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"),
+                      ("part", "PARTITION BY sym ORDER BY id ROWS BETWEEN 16 PRECEDING AND "
+                               "CURRENT ROW"))],
     *[Case(f"F134b-{name}", f"SELECT sym, {name}(p, q) AS c, {name}(p - 1e4, q) AS o, "
            f"{name}(p * 1e-200, q) AS s, {name}(p, 7.5) AS k FROM t GROUP BY sym",
            [_PRICES],

@@ -36,6 +36,7 @@ _DOWN, _UP = SCALED, 1 / SCALED   # exact scalings (the engine knows _DOWN: AggP
 _EPS = 2.0 ** -52      # DOUBLE's machine epsilon
 _SLACK = 4.0           # F134: the covariance's rounding bound, with a margin (_offset)
 _TOLERANCE = 1e-9      # the relative agreement hfq keeps with DuckDB on floating answers
+_ABSOLUTE = 1e-12      # ... plus this much near 0 (tests/fuzz/sqlfuzz/compare.py)
 _REGR = ("regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx", "regr_avgy",
          "regr_sxx", "regr_syy", "regr_sxy")
 _NAMES = {"variance": "var_samp", "stddev": "stddev_samp", "percentile_cont": "quantile_cont",
@@ -402,7 +403,7 @@ class Agg(Plain):
         if name == "regr_r2":
             return self._offset(name, pl.when((n == 0) | (vx == 0)).then(None)
                                 .when(vy == 0).then(1.0).otherwise(cxy * cxy / (vx * vy)),
-                                y, xx, n, node, power=2)
+                                y, xx, n, node)
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
 
     def _co_moment(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
@@ -429,35 +430,52 @@ class Agg(Plain):
                                           "-inf, depends on the row order) is not supported")
 
     def _offset(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
-                node: exp.Expression, *, power: int = 1) -> pl.Expr:
-        """``out``, failing by name where the pairs' offset dwarfs their spread so far that
-        the covariance's rounding reaches ``_TOLERANCE`` of it (F134).  Deviations from a
-        mean near ``m`` carry an error of about ``eps * |m|`` in any one-pass or merged
-        computation: DuckDB's Welford state and hfq's per-partition moments merged by Chan's
-        rule each moved the covariance by up to ``0.65 eps (|mean x| sd y + |mean y| sd x)``
-        over 30,000 random groups of 2 to 3,000 pairs with offsets up to 1e9 spreads
-        (``0.65`` DuckDB's, ``0.57`` hfq's: ``docs/sql.md``); the two answers part by less
-        than twice that, bounded here with a margin of 3 as ``_SLACK``.  Relative to the
-        correlation ``r``: ``_SLACK eps (|mean x| / sd x + |mean y| / sd y) > _TOLERANCE |r|``
-        (``power`` 2: r^2's rounding doubles).  The intercept ``mean y - slope * mean x``
-        is held to its slope's rule only: both engines take it from the same slope the same
-        way (F127 made hfq's slope DuckDB's, to the bit, on exact data), so where it cancels
-        they cancel alike.  Values near 0 (returns, spreads) and prices (offset/spread in
-        the hundreds or thousands, |r| above 1e-3) pass."""
-        def moments(s: float) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
-            """|mean x| / sd x, |mean y| / sd y and |r| over the values scaled by ``s``."""
+                node: exp.Expression) -> pl.Expr:
+        """``out`` (``name``'s answer), failing by name where the pairs' offset dwarfs their
+        spread so far that rounding could move it past the 1e-9 (plus 1e-12) within which
+        hfq answers as DuckDB does (F134).  A deviation from a mean near ``m`` carries an
+        error of about ``eps |m|`` in any one-pass or merged computation: DuckDB's Welford
+        state and hfq's per-partition moments merged by Chan's rule each moved the
+        covariance by up to ``0.65 eps (|mean x| sd y + |mean y| sd x)`` over 30,000 random
+        groups of 2 to 3,000 pairs with offsets up to 1e9 spreads (``docs/sql.md``), so two
+        answers part by less than ``D = _SLACK eps (|mean x| sd y + |mean y| sd x)`` (a margin
+        of 3).  Carried to each answer, as ratios (``Rx = |mean x| / sd x``, ``r`` the
+        correlation) so that nothing overflows: the covariance moves by ``D``, the correlation
+        by ``D / (sd x sd y)``, r^2 by twice r times that, the slope by ``D / var x`` and the
+        intercept ``mean y - slope mean x`` by ``|mean x|`` times the slope's move (review:
+        x near 1e5 with a spread of 100 moved it by 6e-8 of itself while the slopes agreed to
+        1e-13).  Prices (Rx in the hundreds, |r| above 1e-3) and values near 0 answer; an
+        answer of 0 for a correlation of 0 answers wherever the move stays under 1e-12."""
+        def moments(s: float) -> tuple[pl.Expr, ...]:
+            """|mean x| / sd x, |mean y| / sd y, |r|, sd x, sd y over the values scaled by
+            ``s``, and whether they are all finite."""
             xs, ys = x * s, y * s
             sx, sy = xs.var(ddof=0).sqrt(), ys.var(ddof=0).sqrt()
             cov = pl.cov(ys, xs, ddof=0)
             ok = xs.mean().is_finite() & ys.mean().is_finite() & sx.is_finite() & \
                 sy.is_finite() & cov.is_finite()
-            return xs.mean().abs() / sx, ys.mean().abs() / sy, cov.abs() / sx / sy, ok, sx * sy
-        # in DOUBLE's range as they are, else scaled by 2^-600 (sums and squares past it)
+            return (xs.mean().abs() / sx, ys.mean().abs() / sy, cov.abs() / sx / sy,
+                    sx / s, sy / s, ok)
+        # in DOUBLE's range as they are, else scaled by 2^-600 (sums and squares past it:
+        # the spreads scaled back are then +inf, which no slack below outweighs)
         plain, scaled = moments(1.0), moments(_DOWN)
-        rx, ry, r, _, _ = (pl.when(plain[3]).then(p).otherwise(q) for p, q in zip(plain, scaled))
-        spread = pl.when(plain[3]).then(plain[4]).otherwise(scaled[4]) > 0
-        rel = _SLACK * power * _EPS * (rx + ry)
-        bad = (n >= 2) & _finite(y, x) & ~_flat(y, x) & spread & (rel > _TOLERANCE * r)
+        rx, ry, r, sx, sy = (pl.when(plain[5]).then(a).otherwise(b)
+                             for a, b in zip(plain[:5], scaled[:5]))
+        move = _SLACK * _EPS * (rx + ry)   # the correlation's move
+        answer = out.abs()
+        if name == "corr":
+            bad = move > _TOLERANCE * r + _ABSOLUTE
+        elif name == "regr_r2":
+            bad = 2 * r * move > _TOLERANCE * r * r + _ABSOLUTE
+        elif name in ("regr_slope", "regr_intercept"):
+            slope = move * sy / sx
+            bad = slope > _TOLERANCE * r * sy / sx + _ABSOLUTE
+            if name == "regr_intercept":
+                bad = slope * rx * sx > _TOLERANCE * answer + _ABSOLUTE
+        else:   # covar_pop, covar_samp, regr_sxy: sums of products, n times for sxy
+            times = n.cast(_F64) if name == "regr_sxy" else pl.lit(1.0)
+            bad = move * sx * sy * times > _TOLERANCE * answer + _ABSOLUTE
+        bad = (n >= 2) & _finite(y, x) & ~_flat(y, x) & (sx > 0) & (sy > 0) & bad
         return self.fail(out, bad, node, f"{name} over values whose offset dwarfs their "
                                          "spread (|mean| / stddev past what 1e-9 of the answer "
                                          "survives: DuckDB's answer and hfq's both lose those "

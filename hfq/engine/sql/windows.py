@@ -442,7 +442,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         if start > end:
             raise error(spec, "a window frame's start is after its end")
         if kind in ("sum", "mean") and dtype.is_float() and end - start >= _SHORT_FRAME:
-            out = choice(_calm(value), _sliding(kind, value, dtype, -start, end),
+            size = value.cast(pl.Float64).abs()
+            out = choice(_calm(value) & _rolls_near(w, _frame(size, "sum", -start, end)),
+                         _sliding(kind, value, dtype, -start, end),
                          _sliding_tree(kind, value, -start, end))
             out = _past_double(c, node, kind, value, out,
                                lambda e: _frame(e, "sum", -start, end))
@@ -515,7 +517,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     out = choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
     if kind in ("sum", "mean") and dtype.is_float():   # in DuckDB's order (F129)
         first = not w.nulls_last[0]
-        out = choice(_calm(value), out, _in_tree(
+        size = pl.when(known).then(value.cast(pl.Float64).abs())
+        rolled = size.rolling_sum_by(by, f"{width + 1}i", closed="right")
+        out = choice(_calm(value) & _rolls_near(w, rolled, ordered=False), out, _in_tree(
             c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "a RANGE",
             lambda e: _range_sum(e, phys, width, first)))
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
@@ -566,10 +570,10 @@ _CALM_ROWS = 4_000_000
 def _calm(value: pl.Expr) -> pl.Expr:
     """Whether the DOUBLEs ``value`` hold one sign (zeros aside) and number at most
     ``_CALM_ROWS`` over the frame -- prices, sizes: then any order of adding k of them
-    lies within ``(k - 1) 2^-53`` of their exact sum, so DuckDB's segment tree, polars'
-    rolling sums (compensated: within a few ulps, ``tests/unit/test_window_sums.py``) and a
-    running sum row by row (``cum_sum``) all agree within 1e-9, and the frame is rolled
-    natively instead of in the tree (one Python call per partition, 3-5x slower).  One
+    lies within ``(k - 1) 2^-53`` of their exact sum, so DuckDB's segment tree and a running
+    sum row by row (``cum_sum``) agree within 1e-9, and a running frame is summed natively
+    instead of in the tree (one Python call per partition, 3-5x slower); sliding and RANGE
+    frames, rolled by adding and subtracting, also need :func:`_rolls_near`.  One
     boolean over the
     whole frame (:func:`hfq.engine.ops.choice`): holding there, it holds in each partition.
     An infinity or a NaN keeps its sign's rule (every order gives inf, or NaN); frames
@@ -578,6 +582,23 @@ def _calm(value: pl.Expr) -> pl.Expr:
     as DuckDB's (they start at +0.0: the same test file)."""
     v = value.cast(pl.Float64)
     return ~((v.min() < 0) & (v.max() > 0)) & (pl.len() <= _CALM_ROWS)
+
+
+def _rolls_near(w: _Window, frames: pl.Expr, *, ordered: bool = True) -> pl.Expr:
+    """Whether polars' rolled sums -- each row coming in added, each leaving subtracted --
+    of DOUBLEs of one sign stay within 1e-9 of every frame's sum, given ``frames``, those
+    rolled sums of the values' magnitudes.  Each addition or subtraction rounds by at most
+    2^-53 of its result, itself at most two frames' sums, so over a partition the error is
+    at most ``8 * 2^-53 * sum(frames)`` (a margin of 2); held under 5e-10 of the smallest
+    frame's sum -- beside the tree's own ``(k - 1) 2^-53 < 4.5e-10`` (k <= _CALM_ROWS) --
+    the two answers agree within 1e-9.  What a large value leaves behind after it passes
+    fails it (a 4.3e16 among values near 1e6: polars' rolled sum kept 8 of its rounding,
+    1.1e-6 of a later frame's -- stop-15 review, ``tests/sql/test_findings.py`` W1), and
+    the frame goes to the tree; prices pass (``sum(frames)`` is the frames' rows times
+    their size, under 5.6e5 times the smallest frame's).  One boolean over the frame
+    (:func:`hfq.engine.ops.choice`), each partition's frames in window order."""
+    near = 8 * 2.0**-53 * frames.sum() <= 5e-10 * frames.min()
+    return w.over(near, ordered=ordered).all()
 
 
 def _tree_frames(s: pl.Series, before: int | None, after: int) -> pl.Series:
