@@ -441,7 +441,8 @@ class Agg(Plain):
         answers part by less than ``D = _SLACK eps (|mean x| sd y + |mean y| sd x)`` (a margin
         of 3).  Carried to each answer, as ratios (``Rx = |mean x| / sd x``, ``r`` the
         correlation) so that nothing overflows: the covariance moves by ``D``, the correlation
-        by ``D / (sd x sd y)``, r^2 by twice r times that, the slope by ``D / var x`` and the
+        by ``D / (sd x sd y)``, r^2 by ``(2 r + that)`` times that (r near 0 is itself
+        that much noise: stop-15 review), the slope by ``D / var x`` and the
         intercept ``mean y - slope mean x`` by ``|mean x|`` times the slope's move (review:
         x near 1e5 with a spread of 100 moved it by 6e-8 of itself while the slopes agreed to
         1e-13).  Prices (Rx in the hundreds, |r| above 1e-3) and values near 0 answer; an
@@ -466,14 +467,15 @@ class Agg(Plain):
         if name == "corr":
             bad = move > _TOLERANCE * r + _ABSOLUTE
         elif name == "regr_r2":
-            bad = 2 * r * move > _TOLERANCE * r * r + _ABSOLUTE
+            bad = (2 * r + move) * move > _TOLERANCE * r * r + _ABSOLUTE
         elif name in ("regr_slope", "regr_intercept"):
             slope = move * sy / sx
             bad = slope > _TOLERANCE * r * sy / sx + _ABSOLUTE
             if name == "regr_intercept":
                 bad = slope * rx * sx > _TOLERANCE * answer + _ABSOLUTE
         else:   # covar_pop, covar_samp, regr_sxy: sums of products, n times for sxy
-            times = n.cast(_F64) if name == "regr_sxy" else pl.lit(1.0)
+            times = n.cast(_F64) if name == "regr_sxy" else \
+                n.cast(_F64) / (n - 1).cast(_F64) if name == "covar_samp" else pl.lit(1.0)
             bad = move * sx * sy * times > _TOLERANCE * answer + _ABSOLUTE
         bad = (n >= 2) & _finite(y, x) & ~_flat(y, x) & (sx > 0) & (sy > 0) & bad
         return self.fail(out, bad, node, f"{name} over values whose offset dwarfs their "
