@@ -64,6 +64,11 @@ T3 = [("id", "LONG"), ("date", "DATE"), ("sym", "SYMBOL")]
 D1 = dt.date(2024, 1, 7)
 D2 = dt.date(2024, 2, 29)
 ONE = ("hash", 1)
+# F127b's and F127c's table: y = x - 2 over values where polars' grouped var and cov round apart
+_F127B = [Table("t", [*T3, ("f0", "FLOAT"), ("i0", "INT")], ("date",), (),
+                [(k + 1, D1 if k < 2 else D2, "A", 1.5, v)
+                 for k, v in enumerate([2147483647, 2000000011, 1073741825, 7, 5])], [])]
+
 CASES: list[Case] = [
     Case("F1", "SELECT sym, dd0, SUM(1) FROM t GROUP BY 1, 2",
          [Table("t", [*T3, ("dd0", "DATE")], ONE, (),
@@ -492,9 +497,7 @@ CASES: list[Case] = [
               "(F127c)"),
     Case("F127b", "SELECT round(f0) AS k, regr_intercept(i0 - 2, i0) AS a, "
          "regr_slope(i0 - 2, i0) AS s FROM t GROUP BY round(f0)",
-         [Table("t", [*T3, ("f0", "FLOAT"), ("i0", "INT")], ("date",), (),
-                [(k + 1, D1 if k < 2 else D2, "A", 1.5, v)
-                 for k, v in enumerate([2147483647, 2000000011, 1073741825, 7, 5])], [])],
+         _F127B,
          refusal_ok=True,
          note="F127 on values where polars' grouped var rounds apart from its cov whichever "
               "of its two paths it takes (with two threads it takes either, so on F127's "
@@ -504,9 +507,7 @@ CASES: list[Case] = [
               "(refused since stop 15, as F127)"),
     Case("F127c", "SELECT round(f0) AS k, regr_slope(i0 - 2, i0) AS s, "
          "regr_slope(i0, i0 - 2) AS r FROM t GROUP BY round(f0)",
-         [Table("t", [*T3, ("f0", "FLOAT"), ("i0", "INT")], ("date",), (),
-                [(k + 1, D1 if k < 2 else D2, "A", 1.5, v)
-                 for k, v in enumerate([2147483647, 2000000011, 1073741825, 7, 5])], [])],
+         _F127B,
          note="F127b's slopes, answered (the intercepts are refused since stop 15)"),
     Case("F128", "SELECT d0 AS k, last(CAST(1e300 AS BIGINT) ORDER BY id) AS a FROM t "
          "GROUP BY 1 HAVING count(*) > 2147483647",

@@ -518,8 +518,8 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     if kind in ("sum", "mean") and dtype.is_float():   # in DuckDB's order (F129)
         first = not w.nulls_last[0]
         size = pl.when(known).then(value.cast(pl.Float64).abs())
-        rolled = size.rolling_sum_by(by, f"{width + 1}i", closed="right")
-        out = choice(_calm(value) & _rolls_near(w, rolled, ordered=False), out, _in_tree(
+        frames = size.rolling_sum_by(by, f"{width + 1}i", closed="right")
+        out = choice(_calm(value) & _rolls_near(w, frames, ordered=False), out, _in_tree(
             c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "a RANGE",
             lambda e: _range_sum(e, phys, width, first)))
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
@@ -573,9 +573,9 @@ def _calm(value: pl.Expr) -> pl.Expr:
     lies within ``(k - 1) 2^-53`` of their exact sum, so DuckDB's segment tree and a running
     sum row by row (``cum_sum``) agree within 1e-9, and a running frame is summed natively
     instead of in the tree (one Python call per partition, 3-5x slower); sliding and RANGE
-    frames, rolled by adding and subtracting, also need :func:`_rolls_near`.  One
-    boolean over the
-    whole frame (:func:`hfq.engine.ops.choice`): holding there, it holds in each partition.
+    frames, rolled by adding and subtracting, also need :func:`_rolls_near`.  One boolean
+    over the whole frame (:func:`hfq.engine.ops.choice`): holding there, it holds in each
+    partition.
     An infinity or a NaN keeps its sign's rule (every order gives inf, or NaN); frames
     whose finite values sum past DOUBLE's range fail by name either way
     (:func:`_past_double`, checked on the answer chosen); polars' sums of -0.0 are +0.0,
