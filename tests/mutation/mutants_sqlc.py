@@ -169,9 +169,9 @@ MUTANTS: list[Mutant] = [
            "rows with a NULL ORDER BY key counted in the RANGE frames of the smallest keys "
            "(F17)", (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-range-null-key-frame", AREA, SQL + "windows.py",
-           "    full = pl.when(known).then(rolled).otherwise(\n"
-           "        _whole(kind, pl.when(~known).then(value), dtype))",
-           "    full = rolled",
+           "        full = pl.when(known).then(rolled).otherwise(\n"
+           "            _whole(kind, pl.when(~known).then(value), dtype))",
+           "        full = rolled",
            "a NULL ORDER BY key's RANGE frame is not its NULL peers (F17)",
            (TRUST.format("range_null_keys"),)),
     Mutant("sqlc-running-range-narrow-window", AREA, SQL + "windows.py",
@@ -1077,10 +1077,10 @@ MUTANTS: list[Mutant] = [
            "partition's first row, where DuckDB lays it over a hash bucket of partitions (F129d)",
            ("tests/sql/test_findings.py::test_finding[F129d]",)),
     Mutant("sqlc-window-range-partition-unchecked", AREA, SQL + "windows.py",
-           "out, _in_tree(\n"
+           "value), _in_tree(\n"
            "            c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "
            '"a RANGE",\n            lambda e: _range_sum(e, phys, width, first)))\n',
-           "out, _range_tree(kind, value, phys, width, first))\n",
+           "value), _range_tree(kind, value, phys, width, first))\n",
            "a partitioned RANGE frame's avg of cancelling DOUBLEs answered in a tree laid from "
            "the partition's first row, not DuckDB's hash bucket (F129h)",
            ("tests/sql/test_findings.py::test_finding[F129h]",)),
@@ -1108,11 +1108,35 @@ MUTANTS: list[Mutant] = [
            "sum), not in DuckDB's segment tree: 1e300 ... -1e300 among small values answer "
            "apart (F129)", (REGRESSION.format("F129"),)),
     Mutant("sqlc-window-rolled-past-large", AREA, SQL + "windows.py",
-           "    return w.over(near, ordered=ordered).all()\n", "    return pl.lit(True)\n",
+           "    return w.over(near).all()\n", "    return pl.lit(True)\n",
            "one-sign DOUBLEs rolled natively after a large value passed through the "
            "partition: the rolled sum keeps its rounding (7322524 for 7322532; W1)",
            ("tests/sql/test_findings.py::test_finding[W1-rows]",
             "tests/sql/test_findings.py::test_finding[W1-range]")),
+    Mutant("sqlc-window-rolled-zeros-unsnapped", AREA, SQL + "windows.py",
+           "    return pl.when(out.abs() < below).then(0.0).otherwise(out)\n",
+           "    return out\n",
+           "frames of zeros rolled natively keep what the prices before them left: -1.16e-10 "
+           "where DuckDB sums 0.0 (W2)",
+           ("tests/sql/test_findings.py::test_finding[W2-rows]",
+            "tests/sql/test_findings.py::test_finding[W2-range]")),
+    Mutant("sqlc-window-units-any-double", AREA, SQL + "windows.py",
+           "((_in_decimals(units) == v) | v.is_null()).all()", "pl.lit(True)",
+           "DOUBLEs summed in units of 1e-4 without checking they are decimals of 4 places: "
+           "values near 1e-4 off their decimals rounded to them (W4)",
+           ("tests/sql/test_findings.py::test_finding[W4-rows]",
+            "tests/sql/test_findings.py::test_finding[W4-range]")),
+    Mutant("sqlc-window-units-unscaled", AREA, SQL + "windows.py",
+           "_in_decimals(rolling(units, units)), out)", "rolling(units, units), out)",
+           "a RANGE frame's sums in units of 1e-4 not scaled back (W3)",
+           ("tests/sql/test_findings.py::test_finding[W3-range]",)),
+    Mutant("sqlc-window-rolled-zeros-unparted", AREA, SQL + "windows.py",
+           ".then(frames).otherwise(zero)\n", ".then(frames).otherwise(float('inf'))\n",
+           "frames under half the smallest value taken for frames of zeros without the bound "
+           "that parts them: a "
+           "frame of only a 1e-11 rolled to -1.06e-10 after prices, answered so (W2b)",
+           ("tests/sql/test_findings.py::test_finding[W2b-rows]",
+            "tests/sql/test_findings.py::test_finding[W2b-range]")),
     Mutant("sqlc-covariance-offset-no-slack", AREA, SQL + "aggregates.py",
            "            bad = move > _TOLERANCE * r + _ABSOLUTE\n",
            "            bad = move > _TOLERANCE * r\n",

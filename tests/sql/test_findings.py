@@ -61,6 +61,29 @@ _PASSED = TableSpec("t", [*T3, ("v", "DOUBLE")], ("compo", 2), ("id",),
                                                       3879708, 0, 0, 0, 0, 9, 0, 0, 0, 1, 0,
                                                       0])], [20])
 
+#: prices of 2 places, then zero bids for longer than a frame: summed exactly in units of
+#: 1e-4 (W3) -- and the same prices off their decimals (times 1.0000001, W2), rolled
+#: natively: polars' rolled sum of the frames of zeros kept 2.3e-10 of the prices that left,
+#: where DuckDB's tree sums exactly 0
+_CENTS = [132179.71, 386731.19, 339195.55, 874441.33, 418753.6, 82045.92, 926805.28,
+          622313.74, 116710.74, 113175.05, 465933.78, 92089.87, 631752.56, 616384.17,
+          32082.32, 807422.97, 786794.97, 915308.35, 670306.98, 692862.54, 163742.49,
+          23889.79, 65564.09, 964461.38, 645721.72, 946906.72, 349385.01, 755221.82, 65399.9,
+          166206.0]
+_DECIMALS = TableSpec("t", [*T3, ("v", "DOUBLE")], ("date",), ("id",),
+                      [(k, D1, "A", v) for k, v in enumerate(_CENTS + [0.0] * 20)])
+_ZEROS = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
+                   [(k, D1, "A", v * 1.0000001) for k, v in enumerate(_CENTS + [0.0] * 20)])
+#: the prices of 2 places with a 1e-11 before the zeros (no longer decimals of 4 places):
+#: a frame holding only the 1e-11 rolled to -1.06e-10, under half the smallest value -- it
+#: cannot be told from a frame of zeros: to the tree
+_TINY = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
+                  [*_DECIMALS.rows[:30], (30, D1, "A", 1e-11),
+                   *[(k, D1, "A", 0.0) for k in range(31, 51)]])
+#: values near 1e-4 off any decimal of 4 places (W4)
+_SMALL = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
+                   [(k, D1, "A", (k % 7 + 1) / 7e3) for k in range(40)])
+
 CASES: list[Case] = [
     Case("F78", "SELECT epoch(ts) AS k, count(*) AS n FROM t WHERE isinf(d0) IS NULL GROUP BY 1",
          [TableSpec("t", [*T3, ("ts", "TIMESTAMP"), ("d0", "DOUBLE")], ("date",), (),
@@ -689,6 +712,34 @@ CASES: list[Case] = [
                       ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"),
                       ("part", "PARTITION BY sym ORDER BY id ROWS BETWEEN 16 PRECEDING AND "
                                "CURRENT ROW"))],
+    *[Case(f"W2-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
+           "FROM t", [_ZEROS],
+           note="prices off their decimals, then zeros for longer than a frame: polars' "
+                "rolled sum of a frame of zeros kept 2.3e-10 of the prices that left, DuckDB's "
+                "tree 0.0; such "
+                "partitions are rolled natively (stop 16: they had gone to the tree, 7x "
+                "slower on the query suite's moving_5m, whose quotes hold zero bids) and "
+                "the frames of zeros answer exactly 0")
+      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
+                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+    *[Case(f"W3-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
+           "FROM t", [_DECIMALS],
+           note="W2's prices on their decimals (2 places): rolled natively they too left "
+                "-1.16e-10 in the frames of zeros; summed in whole units of 1e-4 every frame "
+                "is exact")
+      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
+                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+    *[Case(f"W4-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
+           "FROM t", [_SMALL],
+           note="DOUBLEs near 1e-4 off any decimal of 4 places: not summed in units of 1e-4")
+      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
+                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+    *[Case(f"W2b-{k}", f"SELECT id, sum(v) OVER ({over}) AS s FROM t", [_TINY],
+           note="W2's prices, a 1e-11, then zeros: the frame holding only the 1e-11 rolled "
+                "to -1.06e-10, which no threshold tells from a frame of zeros' residue; "
+                "such partitions go to the tree (DuckDB's 1e-11)")
+      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
+                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
     Case("F134f", "SELECT regr_r2(y, x) AS r2 FROM t",
          [TableSpec("t", [*T3, ("x", "DOUBLE"), ("y", "DOUBLE")], ("date",), ("id",),
                     [(2 * k + j, D1, "A",

@@ -93,3 +93,31 @@ def test_batches_fit_the_native_path():
     two orders of k one-sign values part by at most 2 (k - 1) 2^-53 of the sum."""
     assert BATCH_ROWS <= _CALM_ROWS
     assert 2 * (_CALM_ROWS - 1) * 2.0**-53 < 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rolled_units_are_exact(seed):
+    """What ``_in_units`` relies on: DOUBLEs that are decimals of 4 places (prices among
+    zero bids) in whole units of 1e-4 roll exactly -- polars' rolled sums (by row count and
+    by key) equal the integer sums, its rolled means the one rounding of sum / count --, and
+    the units back over 1e4 (``_in_decimals``) are the values themselves."""
+    from hfq.engine.sql.windows import _in_decimals, _in_units, _units
+    rng = np.random.default_rng(seed)
+    n, width = 3000, int(rng.integers(2, 200))
+    cents = rng.integers(1, 10**9, n) * (rng.random(n) > 0.05)   # (5% zero bids)
+    x = cents / 1e4
+    keys = np.sort(rng.integers(0, n, n))
+    df = pl.DataFrame({"k": keys, "x": x})
+    units = _units(pl.col("x"))
+    out = df.select(ok=_in_units(pl.col("x")), back=_in_decimals(units),
+                    rows=units.rolling_sum(width, min_samples=1),
+                    by=units.rolling_sum_by("k", f"{width}i", closed="right"),
+                    mean=units.rolling_mean_by("k", f"{width}i", closed="right"))
+    assert out["ok"][0] and np.array_equal(out["back"].to_numpy(), x)
+    rows = np.array([cents[max(0, i - width + 1):i + 1].sum() for i in range(n)])
+    assert np.array_equal(out["rows"].to_numpy(), rows)
+    start = np.searchsorted(keys, keys - width, side="right")
+    end = np.searchsorted(keys, keys, side="right")
+    total = np.array([cents[a:b].sum() for a, b in zip(start, end)])
+    assert np.array_equal(out["by"].to_numpy(), total)
+    assert np.array_equal(out["mean"].to_numpy(), total / (end - start))

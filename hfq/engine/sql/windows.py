@@ -29,7 +29,7 @@ from hfq.engine.exprs import every_row
 from hfq.engine.ops import choice
 from hfq.engine.sql.casts import narrow_column, sql_type
 from hfq.engine.sql.errors import error, unsupported
-from hfq.engine.sql.literals import count_of, interval_ns
+from hfq.engine.sql.literals import count_of, divide, interval_ns
 from hfq.engine.sql.literals import kind as kind_name
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, has_agg, is_agg, name_of
@@ -443,9 +443,12 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             raise error(spec, "a window frame's start is after its end")
         if kind in ("sum", "mean") and dtype.is_float() and end - start >= _SHORT_FRAME:
             size = value.cast(pl.Float64).abs()
-            out = choice(_calm(value) & _rolls_near(w, _frame(size, "sum", -start, end)),
-                         _sliding(kind, value, dtype, -start, end),
+            out = choice(_calm(value) & _rolls_near(w, value, _frame(size, "sum", -start, end),
+                                                    ahead=end > 0),
+                         _snapped(kind, _sliding(kind, value, dtype, -start, end), value),
                          _sliding_tree(kind, value, -start, end))
+            out = choice(_in_units(value),
+                         _in_decimals(_sliding(kind, _units(value), dtype, -start, end)), out)
             out = _past_double(c, node, kind, value, out,
                                lambda e: _frame(e, "sum", -start, end))
             return w.over(_in_tree(c, w, node, kind, value, out, "a sliding",
@@ -510,18 +513,24 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     phys = key.to_physical().cast(pl.Int64)
     by = phys.fill_null(phys.min().fill_null(0))
     f, ft, back = _in_doubles(c, node, kind, value, dtype)
-    rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
-    full = pl.when(known).then(rolled).otherwise(
-        _whole(kind, pl.when(~known).then(value), dtype))
-    # a frame without NULL keys (most) needs none of that: one rolling window
-    out = choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
+
+    def rolling(f: pl.Expr, value: pl.Expr) -> pl.Expr:
+        rolled = back(_by_range(kind, pl.when(known).then(f), ft, by, f"{width + 1}i"))
+        full = pl.when(known).then(rolled).otherwise(
+            _whole(kind, pl.when(~known).then(value), dtype))
+        # a frame without NULL keys (most) needs none of that: one rolling window
+        return choice(known.all(), back(_by_range(kind, f, ft, phys, f"{width + 1}i")), full)
+    out = rolling(f, value)
     if kind in ("sum", "mean") and dtype.is_float():   # in DuckDB's order (F129)
         first = not w.nulls_last[0]
         size = pl.when(known).then(value.cast(pl.Float64).abs())
         frames = size.rolling_sum_by(by, f"{width + 1}i", closed="right")
-        out = choice(_calm(value) & _rolls_near(w, frames, ordered=False), out, _in_tree(
+        out = choice(_calm(value) & _rolls_near(w, value, frames, key=by),
+                     _snapped(kind, out, value), _in_tree(
             c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "a RANGE",
             lambda e: _range_sum(e, phys, width, first)))
+        units = _units(value)
+        out = choice(_in_units(value), _in_decimals(rolling(units, units)), out)
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
@@ -584,21 +593,93 @@ def _calm(value: pl.Expr) -> pl.Expr:
     return ~((v.min() < 0) & (v.max() > 0)) & (pl.len() <= _CALM_ROWS)
 
 
-def _rolls_near(w: _Window, frames: pl.Expr, *, ordered: bool = True) -> pl.Expr:
+#: a rolled sum's error per 2^-53 of the frames' sums so far: 8 (a margin of 2), over
+#: ``1 - 8 * 2^-53 * n`` for n <= _CALM_ROWS rows (the error of the magnitudes' own sums)
+_ROLLED = 8 * 2.0**-53 / (1 - 8 * 2.0**-53 * _CALM_ROWS)
+#: so_far <= _NEAR * frame: the rolled sum within 5e-10 of the frame's sum
+_NEAR = 5e-10 / (_ROLLED * (1 + 5e-10))
+
+
+def _rolls_near(w: _Window, value: pl.Expr, frames: pl.Expr, *, ahead: bool = False,
+                key: pl.Expr | None = None) -> pl.Expr:
     """Whether polars' rolled sums -- each row coming in added, each leaving subtracted --
-    of DOUBLEs of one sign stay within 1e-9 of every frame's sum, given ``frames``, those
-    rolled sums of the values' magnitudes.  Each addition or subtraction rounds by at most
-    2^-53 of its result, itself at most two frames' sums, so over a partition the error is
-    at most ``8 * 2^-53 * sum(frames)`` (a margin of 2); held under 5e-10 of the smallest
-    frame's sum -- beside the tree's own ``(k - 1) 2^-53 < 4.5e-10`` (k <= _CALM_ROWS) --
-    the two answers agree within 1e-9.  What a large value leaves behind after it passes
-    fails it (a 4.3e16 among values near 1e6: polars' rolled sum kept 8 of its rounding,
-    1.1e-6 of a later frame's -- stop-15 review, ``tests/sql/test_findings.py`` W1), and
-    the frame goes to the tree; prices pass (``sum(frames)`` is the frames' rows times
-    their size, under 5.6e5 times the smallest frame's).  One boolean over the frame
-    (:func:`hfq.engine.ops.choice`), each partition's frames in window order."""
-    near = 8 * 2.0**-53 * frames.sum() <= 5e-10 * frames.min()
-    return w.over(near, ordered=ordered).all()
+    of the DOUBLEs ``value`` (of one sign: :func:`_calm`) and their avgs, :func:`_snapped`,
+    stay within 1e-9 of every frame's sum, given ``frames``, those rolled sums of the
+    values' magnitudes.  Each addition or subtraction rounds by at most 2^-53 of its
+    result, itself at most two frames' sums, so a row's rolled sum (``frames``' too) is
+    off by at most ``e = _ROLLED * so_far``, the sum of the frames rolled before it: in
+    window order up to the row -- a RANGE frame's up to its last peer (``key``), whose
+    rows it holds --, or the partition's when frames reach ``ahead`` (rolled backwards).
+    Where ``e`` stays under 5e-10 of the frame's sum -- beside the tree's own ``(k - 1)
+    2^-53 < 4.5e-10`` (k <= _CALM_ROWS) -- the two answers agree within 1e-9.  What a frame
+    keeps of that after its values left is no error of DuckDB's: a frame of zeros (zero
+    bids) sums to exactly 0 there.  With ``m`` the smallest magnitude but 0, a row whose
+    ``frames`` lies under ``m / 2`` passes where ``e < m / (8 n)`` (n rows: an avg's
+    count at most): its frame sums to 0 (any other holds m), and :func:`_snapped` makes it
+    exactly that.  What a large value leaves behind after it passes fails it (a 4.3e16
+    among values near 1e6: polars' rolled sum kept 8 of its rounding, 1.1e-6 of a later
+    frame's -- stop-15 review, ``tests/sql/test_findings.py`` W1), and the frame goes to
+    the tree; prices pass, among zero bids too (W2), even over a long day's partition (the
+    smallest frames come early, where little has rolled).  A NaN fails it, and so does
+    what follows an infinity.  One boolean over the frame (:func:`hfq.engine.ops.choice`),
+    each partition's frames in window order."""
+    so_far = frames.sum() if ahead else frames.cum_sum()
+    if key is not None:
+        so_far = pl.when(key.ne_missing(key.shift(-1))).then(so_far).fill_null(
+            strategy="backward")
+    m = _least(value.cast(pl.Float64))   # (NULL where every value is 0 or NULL: exact then)
+    zero = m / (8 * pl.len() * _ROLLED * _NEAR)   # (so_far <= _NEAR * zero: e < m / (8 n))
+    near = so_far <= _NEAR * pl.when(frames >= m / 2).then(frames).otherwise(zero)
+    return w.over(near).all()
+
+
+#: DOUBLEs that are decimals of 4 places (prices) are summed as whole units of 1e-4: exactly
+_UNITS = 1e4
+
+
+def _in_units(value: pl.Expr) -> pl.Expr:
+    """Whether the DOUBLEs ``value`` (one boolean over the frame: :func:`hfq.engine.ops.choice`)
+    are each the DOUBLE nearest a decimal of at most 4 places, hold one sign, number at most
+    _CALM_ROWS, and their magnitudes in units of 1e-4 (:func:`_units`) sum under 2^52 -- as
+    prices do.  Then a frame's rolled sum of the units -- each row coming in added, each
+    leaving subtracted, every partial sum a whole number under 2^53 -- is exact, frames of
+    zeros too, and over 1e4 lies within ``(k / 2 + 1) 2^-53`` of the frame's k values' sum
+    (each value within 2^-54 of its decimal; one sign, no cancellation), DuckDB's tree
+    within ``(k - 1) 2^-53``: they agree within 1e-9 (k <= _CALM_ROWS), in one rolling pass
+    as before (:func:`_rolls_near`'s bound and its fallback, the tree, cost a pass or a
+    Python call per partition more).  An infinity or a NaN fails it (their units' sum is
+    neither finite nor under 2^52)."""
+    v = value.cast(pl.Float64)
+    units = _units(value)
+    return _calm(value) & ((_in_decimals(units) == v) | v.is_null()).all() & \
+        (units.abs().sum() < 2.0**52)
+
+
+def _units(value: pl.Expr) -> pl.Expr:
+    """The DOUBLEs ``value`` in whole units of 1e-4 (:func:`_in_units`), as DOUBLEs."""
+    return (value.cast(pl.Float64) * _UNITS).round()
+
+
+def _in_decimals(units: pl.Expr) -> pl.Expr:
+    """Units of 1e-4 back in decimals: divided as IEEE does (polars would multiply by the
+    reciprocal of 1e4, an ulp off)."""
+    return divide(units, pl.lit(_UNITS))
+
+
+def _least(v: pl.Expr) -> pl.Expr:
+    """The smallest magnitude of the DOUBLEs ``v`` but 0 (NULL where none is)."""
+    return pl.when(v != 0).then(v.abs()).min()
+
+
+def _snapped(kind: str, out: pl.Expr, value: pl.Expr) -> pl.Expr:
+    """``out``, rolled sums (``kind`` "sum") or avgs of the DOUBLEs ``value`` over each
+    row's frame, made exactly 0 where the frame's values are all 0 -- where they lie under
+    ``m / 2`` (an avg: ``m / (2 n)``; given :func:`_rolls_near`, the others lie past it,
+    and those under it within ``m / (8 n)`` of 0); what the frame kept of the rolling
+    before, DuckDB's tree has not (W2)."""
+    m = _least(value.cast(pl.Float64))
+    below = m / 2 if kind == "sum" else m / (2 * pl.len())
+    return pl.when(out.abs() < below).then(0.0).otherwise(out)
 
 
 def _tree_frames(s: pl.Series, before: int | None, after: int) -> pl.Series:
