@@ -172,8 +172,8 @@ MUTANTS: list[Mutant] = [
            "partition (DuckDB's peers), nor are they kept out of the other rows' frames",
            (PLANS.format("test_range_offset_frames_with_and_without_null_keys_are_duckdbs"),)),
     Mutant("ops-tie-check-skipped-on-mixed-signs", "query-speed", "hfq/engine/sql/windows.py",
-           "        out = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), out, checked)\n",
-           "        out = choice(known.all() & (v.max() > 0), out, checked)\n",
+           "        tied = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), pl.lit(False),\n",
+           "        tied = choice(known.all() & (v.max() > 0), pl.lit(False),\n",
            "F102's tie check skipped on any frame holding a positive value: a partition mixing "
            "signs over tied keys (+-2^63 and 3.0: 3.0 or 0.0 by the ties' order) among positive "
            "ones is answered in hfq's order, not refused",

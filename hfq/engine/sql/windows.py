@@ -537,16 +537,19 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
     if kind in ("sum", "mean") and dtype.is_float():
         out = _past_double(c, node, kind, pl.when(known).then(value), out, lambda e: (
             e.rolling_sum_by(by, f"{width + 1}i", closed="right")))
-        checked = c.fail(out, _tie_dependent(value, known, by, f"{width + 1}i"), node,
-                         f"a RANGE frame's {'avg' if kind == 'mean' else kind} of DOUBLEs "
-                         "over tied ORDER BY keys, whose value depends on the order of the "
-                         "ties (DuckDB's sort leaves them in none), is not supported")
         # a frame without NULL keys whose values hold one sign (prices) has no partition
         # the check could fail (it looks only at mixed signs and the NULL keys): skipped
         # there (it doubled the window's cost).  Over the frame, min/max ignore NaN as in
-        # each partition, whose min/max lie within the frame's; NULL (no value): checked
+        # each partition, whose min/max lie within the frame's; NULL (no value): checked.
+        # (The choice picks the check, not the answer: a choice between the answer and the
+        # answer checked doubled its expression at each check, and the cost of choosing)
         v = value.cast(pl.Float64)
-        out = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), out, checked)
+        tied = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), pl.lit(False),
+                      _tie_dependent(value, known, by, f"{width + 1}i"))
+        out = c.fail(out, tied, node,
+                     f"a RANGE frame's {'avg' if kind == 'mean' else kind} of DOUBLEs "
+                     "over tied ORDER BY keys, whose value depends on the order of the "
+                     "ties (DuckDB's sort leaves them in none), is not supported")
     return w.over(out, ordered=False)
 
 
@@ -874,9 +877,9 @@ def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, o
             ~roll(finite.clip(upper_bound=0.0)).is_finite()).any()
     small = finite.abs().max().fill_null(0.0) * pl.len().cast(pl.Float64) < 1e308
     name = "avg" if kind == "mean" else kind
-    return choice(small, out, c.fail(out, past, node, f"a {frame} frame's {name} of DOUBLEs "
-                                     "past DOUBLE's range (its value depends on the order of "
-                                     "the additions) is not supported"))
+    return c.fail(out, choice(small, pl.lit(False), past), node,
+                  f"a {frame} frame's {name} of DOUBLEs past DOUBLE's range (its value "
+                  "depends on the order of the additions) is not supported")
 
 
 def _tie_dependent(value: pl.Expr, known: pl.Expr, by: pl.Expr, size: str) -> pl.Expr:
