@@ -1130,6 +1130,18 @@ MUTANTS: list[Mutant] = [
            "_in_decimals(rolling(units, units)), out)", "rolling(units, units), out)",
            "a RANGE frame's sums in units of 1e-4 not scaled back (W3)",
            ("tests/sql/test_findings.py::test_finding[W3-range]",)),
+    Mutant("sqlc-window-units-any-sign", AREA, SQL + "windows.py",
+           "    return _calm(value) & ((_in_decimals(units) == v)",
+           "    return ((_in_decimals(units) == v)",
+           "decimals of both signs summed in units of 1e-4: 0.1 where DuckDB's tree keeps "
+           "the DOUBLEs' rounding, 0.10000002384 (W5)",
+           ("tests/sql/test_findings.py::test_finding[W5-rows]",
+            "tests/sql/test_findings.py::test_finding[W5-range]")),
+    Mutant("sqlc-window-units-unscaled-rows", AREA, SQL + "windows.py",
+           "_in_decimals(_sliding(kind, _units(value), dtype, -start, end)), out)",
+           "_sliding(kind, _units(value), dtype, -start, end), out)",
+           "a sliding frame's sums in units of 1e-4 not scaled back (W3)",
+           ("tests/sql/test_findings.py::test_finding[W3-rows]",)),
     Mutant("sqlc-window-rolled-zeros-unparted", AREA, SQL + "windows.py",
            ".then(frames).otherwise(zero)\n", ".then(frames).otherwise(float('inf'))\n",
            "frames under half the smallest value taken for frames of zeros without the bound "

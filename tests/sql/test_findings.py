@@ -83,6 +83,10 @@ _TINY = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
 #: values near 1e-4 off any decimal of 4 places (W4)
 _SMALL = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
                    [(k, D1, "A", (k % 7 + 1) / 7e3) for k in range(40)])
+#: decimals of both signs that cancel: no longer summed in units of 1e-4 (W5)
+_CANCEL = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
+                    [(k, D1, "A", v) for k, v in enumerate(
+                        [1000000000.1, -1000000000.0, 0.2, 0.3] * 6 + [0.0] * 25)])
 
 CASES: list[Case] = [
     Case("F78", "SELECT epoch(ts) AS k, count(*) AS n FROM t WHERE isinf(d0) IS NULL GROUP BY 1",
@@ -734,6 +738,14 @@ CASES: list[Case] = [
            note="DOUBLEs near 1e-4 off any decimal of 4 places: not summed in units of 1e-4")
       for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
                       ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+    *[Case(f"W5-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
+           "FROM t", [_CANCEL],
+           note="decimals of both signs (1000000000.1 beside -1000000000.0): their sum in "
+                "units of 1e-4 is the decimals' (0.1), DuckDB's tree keeps the DOUBLEs' "
+                "rounding (0.10000002384...): decimals are summed in units only when of one "
+                "sign (stop-16 review)")
+      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 17 PRECEDING AND CURRENT ROW"),
+                      ("range", "ORDER BY id RANGE BETWEEN 17 PRECEDING AND CURRENT ROW"))],
     *[Case(f"W2b-{k}", f"SELECT id, sum(v) OVER ({over}) AS s FROM t", [_TINY],
            note="W2's prices, a 1e-11, then zeros: the frame holding only the 1e-11 rolled "
                 "to -1.06e-10, which no threshold tells from a frame of zeros' residue; "

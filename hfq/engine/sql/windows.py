@@ -646,9 +646,10 @@ def _in_units(value: pl.Expr) -> pl.Expr:
     _CALM_ROWS, and their magnitudes in units of 1e-4 (:func:`_units`) sum under 2^52 -- as
     prices do.  Then a frame's rolled sum of the units -- each row coming in added, each
     leaving subtracted, every partial sum a whole number under 2^53 -- is exact, frames of
-    zeros too, and over 1e4 lies within ``(k / 2 + 1) 2^-53`` of the frame's k values' sum
-    (each value within 2^-54 of its decimal; one sign, no cancellation), DuckDB's tree
-    within ``(k - 1) 2^-53``: they agree within 1e-9 (k <= _CALM_ROWS), in one rolling pass
+    zeros too, and over 1e4 lies within ``2 * 2^-53`` of the frame's values' sum (each
+    value within 2^-53 of its decimal, relatively; one sign, no cancellation; one rounding
+    more in the division -- an avg's, two), DuckDB's tree of k values within ``(k - 1)
+    2^-53``: they agree within 1e-9 (k <= _CALM_ROWS), in one rolling pass
     as before (:func:`_rolls_near`'s bound and its fallback, the tree, cost a pass or a
     Python call per partition more).  An infinity or a NaN fails it (their units' sum is
     neither finite nor under 2^52)."""
