@@ -1,6 +1,0 @@
-    Case('S277-277038-0',
-         'SELECT AVG(t.d0) FROM t LEFT JOIN u ON t.h0 = u.id WHERE t.id',
-         [Table('t', [('id', 'LONG'), ('date', 'DATE'), ('sym', 'SYMBOL'), ('time', 'TIMESTAMP'), ('h0', 'SHORT'), ('d0', 'DOUBLE')],
-               ('hash', 1), ('sym', 'time'), [(39, dt.date(2024, 2, 29), '', dt.datetime(2024, 1, 7, 0, 0, 0), 0, -3.75), (-6, dt.date(2024, 2, 29), '', dt.datetime(2024, 1, 5, 23, 59, 59, 999999), 32767, 1e+300), (-11, dt.date(2024, 2, 29), '', dt.datetime(2000, 1, 3, 0, 0, 0), 3, -1e+300)], []),
-         Table('u', [('id', 'LONG'), ('date', 'DATE'), ('sym', 'SYMBOL')],
-               ('hash', 1), (), [(19, dt.date(2024, 2, 29), ''), (20, dt.date(1969, 12, 31), '')], [])]),
