@@ -927,8 +927,8 @@ MUTANTS: list[Mutant] = [
            "tree: DuckDB's streaming window adds those row by row (F129i)",
            (REGRESSION.format("F129i"),)),
     Mutant("sqlc-window-sliding-rolled", AREA, SQL + "windows.py",
-           "                         _sliding_tree(kind, value, -start, end))\n",
-           "                         _sliding(kind, value, dtype, -start, end))\n",
+           "_sliding_tree(kind, value, -start, end), ahead=end > 0)\n",
+           "_sliding(kind, value, dtype, -start, end), ahead=end > 0)\n",
            "a sliding frame's sum of DOUBLEs rolled (the row coming in added, the one leaving "
            "subtracted): 1e300 + 1 - 1e300 leaves 0, DuckDB's tree keeps the 1 (F129b)",
            (REGRESSION.format("F129b"), REGRESSION.format("F129c"))),
@@ -1077,10 +1077,10 @@ MUTANTS: list[Mutant] = [
            "partition's first row, where DuckDB lays it over a hash bucket of partitions (F129d)",
            ("tests/sql/test_findings.py::test_finding[F129d]",)),
     Mutant("sqlc-window-range-partition-unchecked", AREA, SQL + "windows.py",
-           "value), _in_tree(\n"
+           "frames, _in_tree(\n"
            "            c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "
-           '"a RANGE",\n            lambda e: _range_sum(e, phys, width, first)))\n',
-           "value), _range_tree(kind, value, phys, width, first))\n",
+           '"a RANGE",\n            lambda e: _range_sum(e, phys, width, first)), key=by)\n',
+           "frames, _range_tree(kind, value, phys, width, first), key=by)\n",
            "a partitioned RANGE frame's avg of cancelling DOUBLEs answered in a tree laid from "
            "the partition's first row, not DuckDB's hash bucket (F129h)",
            ("tests/sql/test_findings.py::test_finding[F129h]",)),
@@ -1127,9 +1127,10 @@ MUTANTS: list[Mutant] = [
            ("tests/sql/test_findings.py::test_finding[W4-rows]",
             "tests/sql/test_findings.py::test_finding[W4-range]")),
     Mutant("sqlc-window-units-unscaled", AREA, SQL + "windows.py",
-           "_in_decimals(rolling(units, units)), out)", "rolling(units, units), out)",
-           "a RANGE frame's sums in units of 1e-4 not scaled back (W3)",
-           ("tests/sql/test_findings.py::test_finding[W3-range]",)),
+           "_in_decimals(roll(_units(value)))", "roll(_units(value))",
+           "sliding and RANGE frames' sums in units of 1e-4 not scaled back (W3)",
+           ("tests/sql/test_findings.py::test_finding[W3-rows]",
+            "tests/sql/test_findings.py::test_finding[W3-range]")),
     Mutant("sqlc-window-units-any-sign", AREA, SQL + "windows.py",
            "    return _calm(value) & ((_in_decimals(units) == v)",
            "    return ((_in_decimals(units) == v)",
@@ -1137,11 +1138,6 @@ MUTANTS: list[Mutant] = [
            "the DOUBLEs' rounding, 0.10000002384 (W5)",
            ("tests/sql/test_findings.py::test_finding[W5-rows]",
             "tests/sql/test_findings.py::test_finding[W5-range]")),
-    Mutant("sqlc-window-units-unscaled-rows", AREA, SQL + "windows.py",
-           "_in_decimals(_sliding(kind, _units(value), dtype, -start, end)), out)",
-           "_sliding(kind, _units(value), dtype, -start, end), out)",
-           "a sliding frame's sums in units of 1e-4 not scaled back (W3)",
-           ("tests/sql/test_findings.py::test_finding[W3-rows]",)),
     Mutant("sqlc-window-rolled-zeros-unparted", AREA, SQL + "windows.py",
            ".then(frames).otherwise(zero)\n", ".then(frames).otherwise(float('inf'))\n",
            "frames under half the smallest value taken for frames of zeros without the bound "

@@ -87,6 +87,9 @@ _SMALL = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
 _CANCEL = TableSpec("t", _DECIMALS.columns, ("date",), ("id",),
                     [(k, D1, "A", v) for k, v in enumerate(
                         [1000000000.1, -1000000000.0, 0.2, 0.3] * 6 + [0.0] * 25)])
+#: the W cases' frames of 17 rows (the shortest rolled natively), by rows and by key
+_FRAMES16 = (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
+             ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))
 
 CASES: list[Case] = [
     Case("F78", "SELECT epoch(ts) AS k, count(*) AS n FROM t WHERE isinf(d0) IS NULL GROUP BY 1",
@@ -712,10 +715,8 @@ CASES: list[Case] = [
                 "rolled sum (the row coming in added, the one leaving subtracted) kept 8 of "
                 "its rounding, 7322524 where the frame's sum is 7322532 (1.1e-6 off; stop-15 "
                 "review); such partitions are summed in DuckDB's tree, not rolled")
-      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
-                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"),
-                      ("part", "PARTITION BY sym ORDER BY id ROWS BETWEEN 16 PRECEDING AND "
-                               "CURRENT ROW"))],
+      for k, over in (*_FRAMES16, ("part", "PARTITION BY sym ORDER BY id ROWS BETWEEN 16 "
+                                           "PRECEDING AND CURRENT ROW"))],
     *[Case(f"W2-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
            "FROM t", [_ZEROS],
            note="prices off their decimals, then zeros for longer than a frame: polars' "
@@ -724,20 +725,17 @@ CASES: list[Case] = [
                 "partitions are rolled natively (stop 16: they had gone to the tree, 7x "
                 "slower on the query suite's moving_5m, whose quotes hold zero bids) and "
                 "the frames of zeros answer exactly 0")
-      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
-                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+      for k, over in _FRAMES16],
     *[Case(f"W3-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
            "FROM t", [_DECIMALS],
            note="W2's prices on their decimals (2 places): rolled natively they too left "
                 "-1.16e-10 in the frames of zeros; summed in whole units of 1e-4 every frame "
                 "is exact")
-      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
-                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+      for k, over in _FRAMES16],
     *[Case(f"W4-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
            "FROM t", [_SMALL],
            note="DOUBLEs near 1e-4 off any decimal of 4 places: not summed in units of 1e-4")
-      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
-                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+      for k, over in _FRAMES16],
     *[Case(f"W5-{k}", f"SELECT id, sum(v) OVER ({over}) AS s, avg(v) OVER ({over}) AS a "
            "FROM t", [_CANCEL],
            note="decimals of both signs (1000000000.1 beside -1000000000.0): their sum in "
@@ -750,8 +748,7 @@ CASES: list[Case] = [
            note="W2's prices, a 1e-11, then zeros: the frame holding only the 1e-11 rolled "
                 "to -1.06e-10, which no threshold tells from a frame of zeros' residue; "
                 "such partitions go to the tree (DuckDB's 1e-11)")
-      for k, over in (("rows", "ORDER BY id ROWS BETWEEN 16 PRECEDING AND CURRENT ROW"),
-                      ("range", "ORDER BY id RANGE BETWEEN 16 PRECEDING AND CURRENT ROW"))],
+      for k, over in _FRAMES16],
     Case("F134f", "SELECT regr_r2(y, x) AS r2 FROM t",
          [TableSpec("t", [*T3, ("x", "DOUBLE"), ("y", "DOUBLE")], ("date",), ("id",),
                     [(2 * k + j, D1, "A",

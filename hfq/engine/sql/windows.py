@@ -443,12 +443,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             raise error(spec, "a window frame's start is after its end")
         if kind in ("sum", "mean") and dtype.is_float() and end - start >= _SHORT_FRAME:
             size = value.cast(pl.Float64).abs()
-            out = choice(_calm(value) & _rolls_near(w, value, _frame(size, "sum", -start, end),
-                                                    ahead=end > 0),
-                         _snapped(kind, _sliding(kind, value, dtype, -start, end), value),
-                         _sliding_tree(kind, value, -start, end))
-            out = choice(_in_units(value),
-                         _in_decimals(_sliding(kind, _units(value), dtype, -start, end)), out)
+            out = _one_sign(w, kind, value, lambda e: _sliding(kind, e, dtype, -start, end),
+                            _frame(size, "sum", -start, end),
+                            _sliding_tree(kind, value, -start, end), ahead=end > 0)
             out = _past_double(c, node, kind, value, out,
                                lambda e: _frame(e, "sum", -start, end))
             return w.over(_in_tree(c, w, node, kind, value, out, "a sliding",
@@ -525,12 +522,9 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
         first = not w.nulls_last[0]
         size = pl.when(known).then(value.cast(pl.Float64).abs())
         frames = size.rolling_sum_by(by, f"{width + 1}i", closed="right")
-        out = choice(_calm(value) & _rolls_near(w, value, frames, key=by),
-                     _snapped(kind, out, value), _in_tree(
+        out = _one_sign(w, kind, value, lambda e: rolling(e, e), frames, _in_tree(
             c, w, node, kind, value, _range_tree(kind, value, phys, width, first), "a RANGE",
-            lambda e: _range_sum(e, phys, width, first)))
-        units = _units(value)
-        out = choice(_in_units(value), _in_decimals(rolling(units, units)), out)
+            lambda e: _range_sum(e, phys, width, first)), key=by)
     if kt == pl.Int64 and width:   # key - width past BIGINT: DuckDB raises
         out = c.fail(out, phys < -_I64 - 1 + width, node,
                      f"integer overflow (the frame's start, ORDER BY key - {width})")
@@ -594,6 +588,19 @@ def _calm(value: pl.Expr) -> pl.Expr:
     as DuckDB's (they start at +0.0: the same test file)."""
     v = value.cast(pl.Float64)
     return ~((v.min() < 0) & (v.max() > 0)) & (pl.len() <= _CALM_ROWS)
+
+
+def _one_sign(w: _Window, kind: str, value: pl.Expr, roll: Callable[[pl.Expr], pl.Expr],
+              frames: pl.Expr, tree: pl.Expr, *, ahead: bool = False,
+              key: pl.Expr | None = None) -> pl.Expr:
+    """A sliding or RANGE frame's sum or avg (``kind``) of the DOUBLEs ``value``: ``roll``
+    (polars' rolled sum or avg of what it is given) of their units of 1e-4 where they are
+    decimals of one sign (:func:`_in_units`, exact), else of the values where their rolled
+    sums stay near (:func:`_rolls_near` given ``frames``, ``ahead`` and ``key``; frames of
+    zeros :func:`_snapped`), else ``tree``, DuckDB's order."""
+    rolled = choice(_calm(value) & _rolls_near(w, value, frames, ahead=ahead, key=key),
+                    _snapped(kind, roll(value), value), tree)
+    return choice(_in_units(value), _in_decimals(roll(_units(value))), rolled)
 
 
 #: a rolled sum's error per 2^-53 of the frames' sums so far: 8 (a margin of 2), over
