@@ -373,7 +373,10 @@ def stage(query: Query, *, co_partition: bool = True,
             # no live node holds both sides of some partition: broadcast instead
             return stage(query, co_partition=False, single=single, keep_order=keep_order)
     merge = driver_ops[0] if driver_ops else None
-    if not single and isinstance(merge, MergeAgg) and merge.plan.key_names:
+    # (a grouping merged on the driver, or one that cannot be split at all)
+    grouped = (isinstance(merge, MergeAgg) and merge.plan.key_names) or \
+        (isinstance(merge, Aggregate) and bool(merge.keys))
+    if not single and grouped:
         one = _single_valued(m, staged.units)
         if one:   # e.g. one day: groups by symbol never span two partitions
             return stage(query, co_partition=co_partition, single=one,

@@ -116,10 +116,10 @@ class Filter(Op):
 
 def choice(test: pl.Expr, light: pl.Expr, full: pl.Expr) -> pl.Expr:
     """``light`` where ``test`` (one boolean) holds, else ``full`` -- both exact there; a
-    Select or WithColumns evaluates ``test`` over its whole input frame first and computes
-    only the one it picks (``full`` unless ``test`` holds over the frame).  So ``test`` must
-    hold over the frame only if it holds wherever it is evaluated (in each window partition):
-    "no NULL key" does."""
+    Select, WithColumns or Aggregate evaluates ``test`` over its whole input frame first and
+    computes only the one it picks (``full`` unless ``test`` holds over the frame).  So
+    ``test`` must hold over the frame only if it holds wherever it is evaluated (in each
+    window partition, each group): "no NULL key" does."""
     return pl.when(test.alias(CHOICE)).then(light).otherwise(full)
 
 
@@ -229,7 +229,8 @@ class Aggregate(Op):
     order (SQL without ORDER BY, as polars' default): polars groups faster."""
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
-        aggs = list(self.aggs)
+        lf, chosen = _chosen(lf, self.aggs)   # (each choice's form, picked over the frame)
+        aggs = list(chosen)
         if any(may_lighten(a) for a in aggs):   # cheaper forms exact on this frame
             frame = lf.collect()
             lf, aggs = frame.lazy(), lighten(aggs, frame)

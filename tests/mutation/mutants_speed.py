@@ -93,6 +93,13 @@ MUTANTS: list[Mutant] = [
            "        if not op.local(frozenset()):", "        if False:",
            "a filter over the query's whole input (px > mean(px)) evaluated over the few "
            "symbols' slices only", (WHOLE,)),
+    Mutant("speed-unsplit-grouping-to-driver", "speed", "hfq/engine/execute.py",
+           "        (isinstance(merge, Aggregate) and bool(merge.keys))\n",
+           "        False\n",
+           "a grouping by symbol over one day that has no partial states (a join's avg of "
+           "DOUBLEs with its order check) sends every joined row to the driver",
+           ("tests/query/test_engine.py::test_a_grouping_without_partial_states_finishes_on_"
+            "the_nodes_of_one_day",)),
     Mutant("speed-plain-read-error-class", "speed", "hfq/engine/execute.py",
            "    except HfqError:   # the plain read raises its own error", "    except KeyError:",
            "a plain read's error (SchemaMismatchError) raised as the staged plan's QueryError",

@@ -414,6 +414,22 @@ def test_a_changed_partition_column_makes_later_groups_global(db, duck):
                 what="changed partition column")
 
 
+def test_a_grouping_without_partial_states_finishes_on_the_nodes_of_one_day(db, duck):
+    """A grouped aggregate that cannot be split into partial states (a join's avg of
+    DOUBLEs of both signs, with the check that the order of its additions cannot move it)
+    grouped by symbol over one day finishes on the nodes, as a split one does: not every
+    joined row sent to the driver (it was, and the check cost the query a third more)."""
+    sql = ("SELECT t.symbol, avg(t.price - q.bid) AS d, count(*) AS n FROM trades t ASOF "
+           "JOIN quotes q ON t.symbol = q.symbol AND t.date = q.date AND t.time >= q.time "
+           "WHERE t.date = DATE '2007-08-02' GROUP BY t.symbol")
+    text = db.sql(sql).explain()
+    assert "aggregates finish on the nodes" in text
+    assert "cannot be split" not in text
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what="grouped on the nodes")
+    both = db.sql(sql.replace("WHERE t.date = DATE '2007-08-02' ", "")).explain()
+    assert "cannot be split exactly: rows go to the driver" in both   # two days: merged
+
+
 def test_asof_join_of_rows_out_of_time_order(db, duck):
     """The asof join sorts what is not in time order within its groups (here the left side
     sorted by price, the right broadcast in descending time) and skips the sort otherwise."""

@@ -19,10 +19,15 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.aggs import SCALED
-from hfq.engine.exprs import every_row, fail_where, may_raise, raised
+from hfq.engine.exprs import empty_lazy, every_row, fail_where, may_raise, raised
+from hfq.engine.joins import AsofJoin, Join, WindowJoin
+from hfq.engine.ops import choice
+from hfq.engine.query import Query
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
+from hfq.engine.sql.scope import Env, Scope
 from hfq.engine.sql.syntax import args_of, name_of
+from hfq.engine.sql.windows import adds_alike, order_moves
 
 __all__ = ["Agg", "lexical"]
 
@@ -49,7 +54,32 @@ _SHOWN = {"logical_and": "bool_and", "logical_or": "bool_or"}   # as users write
 
 
 class Agg(Plain):
-    """Aggregate calls over the input rows."""
+    """Aggregate calls over the input rows.  ``columns``, when given, collects arguments
+    computed once as columns before the aggregation (:meth:`_column`)."""
+
+    def __init__(self, scope: Scope, env: Env,
+                 columns: dict[str, pl.Expr] | None = None) -> None:
+        super().__init__(scope, env)
+        self.columns = columns
+
+    def dtype(self, e: pl.Expr) -> pl.DataType:
+        if not self.columns:
+            return super().dtype(e)
+        try:
+            return empty_lazy(self.scope.query.schema).with_columns(
+                *self.columns.values()).select(e.alias("_")).collect_schema()["_"]
+        except pl.exceptions.PolarsError:
+            return pl.Null()
+
+    def _column(self, x: pl.Expr) -> pl.Expr:
+        """``x`` (row-wise, reading columns) as a column computed before the aggregation,
+        when the caller collects them: a check that reads it several times (a join's sum
+        of DOUBLEs, :meth:`_in_join_order`) then computes it once."""
+        if self.columns is None or x.meta.is_column():
+            return x
+        name = f"__arg{len(self.columns)}"
+        self.columns[name] = x.alias(name)
+        return pl.col(name)
 
     def call(self, node: exp.Expression) -> pl.Expr:
         where: pl.Expr | None = None
@@ -103,6 +133,9 @@ class Agg(Plain):
         # a constant beside a column is one value per row (polars 2.1 reads past the end of
         # a filtered literal inside a grouping: F26)
         values = [pl.repeat(v, pl.len()) if _reads_no_column(v) else v for v in values]
+        if name in ("sum", "avg") and self.dtype(values[0]).is_float() and \
+                _joined(self.scope.query) and not _reads_no_column(values[0]):
+            values = [self._column(values[0])]
         if where is not None:
             values = [v.filter(where) for v in values]
         values = [lexical(self, v) for v in values] if name in ("min", "max") else values
@@ -210,7 +243,7 @@ class Agg(Plain):
             return pl.when(x.count() > 0).then(out)
         if dtype == pl.Float32:   # FLOAT summed in DOUBLE, as DuckDB's sum
             x = x.cast(_F64)
-        return pl.when(x.count() > 0).then(x.sum())
+        return self._in_join_order("sum", x, pl.when(x.count() > 0).then(x.sum()), node)
 
     def _avg(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
@@ -226,7 +259,26 @@ class Agg(Plain):
             return pl.when(n > 0).then(x.sum().to_physical().cast(_F64) /
                                        (n.cast(_F64) * 10.0 ** (dtype.scale or 0)))
         # (FLOAT averaged in DOUBLE, as DuckDB's avg)
-        return x.cast(_F64).mean() if self.dtype(x) != _F64 else x.mean()
+        return self._in_join_order("avg", x, x.cast(_F64).mean() if self.dtype(x) != _F64
+                                   else x.mean(), node)
+
+    def _in_join_order(self, name: str, x: pl.Expr, out: pl.Expr,
+                       node: exp.Expression) -> pl.Expr:
+        """``out``, the sum or avg of the DOUBLEs ``x``; over rows a join made, failing by
+        name where the order of the additions could change it (:func:`order_moves`): DuckDB
+        adds a join's rows in the order its hash table left them, which no order of the
+        stored rows reproduces (F137: avg of -3.75, 1e300, -1e300 after a LEFT JOIN, DuckDB
+        0.0 on every order of its input, hfq -1.25 on two nodes)."""
+        if not _joined(self.scope.query):
+            return out
+        # (values of one sign over the whole frame need no check: the choice picks it, not
+        # the answer, which it would hold twice; ``x``, a column, is computed once)
+        moves = choice(adds_alike(x), pl.lit(False), order_moves(x))
+        return self.fail(out, moves, node,
+                         f"{name} of DOUBLEs over a join's rows whose values cancel or sum "
+                         "past DOUBLE's range (its value depends on the order of the "
+                         "additions, which DuckDB's join leaves to its hash table) is not "
+                         "supported; CAST the values to DECIMAL for an exact sum")
 
     def _min(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.min()   # polars skips NaN unless every value is one: NaN is the largest
@@ -653,3 +705,9 @@ def _number(node: exp.Expression) -> float:
     if isinstance(node, exp.Neg):
         return -_number(node.this)
     return float(node.this)
+
+
+def _joined(q: Query) -> bool:
+    """Do ``q``'s rows come out of a join (of any kind: DuckDB's SEMI and ANTI JOIN keep
+    the left side's rows in their hash table's order too, F137c)?"""
+    return any(isinstance(op, (Join, AsofJoin, WindowJoin)) for op in q.ops)

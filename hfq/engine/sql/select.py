@@ -331,6 +331,8 @@ class Compiler:
         aggs = [a.alias(n) for n, a in post.aggs.values()]
         q = scope.query
         with at(group if group is not None else node):
+            if post.columns:
+                q = q.with_columns(*post.columns.values())
             if keys:
                 q = q.group_by(*keys).agg(*(aggs or [pl.len().alias("__n")]))
             else:
@@ -459,12 +461,13 @@ class Post(Plain):
         self.key_nodes = key_nodes
         self.key_cols = key_cols
         self.aggs: dict[exp.Expression, tuple[str, pl.Expr]] = {}
+        self.columns: dict[str, pl.Expr] = {}   # aggregates' arguments computed before them
         self.aggregated = False
 
     def register(self, node: exp.Expression) -> None:
         if node not in self.aggs:
-            self.aggs[node] = (f"__agg{len(self.aggs)}", Agg(self.input, self.env)
-                               .call(node))
+            self.aggs[node] = (f"__agg{len(self.aggs)}",
+                               Agg(self.input, self.env, self.columns).call(node))
 
     def expr(self, node: exp.Expression) -> pl.Expr:
         if not self.aggregated:

@@ -34,7 +34,7 @@ from hfq.engine.sql.literals import kind as kind_name
 from hfq.engine.sql.scope import Compiles
 from hfq.engine.sql.syntax import args_of, has_agg, is_agg, name_of
 
-__all__ = ["window_expr"]
+__all__ = ["adds_alike", "order_moves", "window_expr"]
 
 _I64 = 2**63 - 1
 WINDOW_ROWS = 2**32
@@ -833,17 +833,13 @@ def _in_tree(c: Compiles, w: _Window, node: exp.Expression, kind: str, value: pl
     return choice(safe, out, checked)
 
 
-def _unordered(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
-               out: pl.Expr) -> pl.Expr:
-    """``out``, the sum or avg of the DOUBLEs ``value`` over a partition whose rows have no
-    order (OVER () or PARTITION BY alone), failing by name where the order of the additions
-    could change it: a total of one sign past DOUBLE's range beside values of the other
+def order_moves(value: pl.Expr) -> pl.Expr:
+    """Whether some order of adding the DOUBLEs ``value`` (an aggregate over them) could
+    give another sum: a total of one sign past DOUBLE's range beside values of the other
     sign (1.8e308 twice, then -inf: NaN, or -inf), or cancelling values whose sum could move
     by more than 1e-9 of it (F102's bound ``2 (k - 1) 2^-53 sum|x|`` over the k finite
-    values).  DuckDB adds them in the order the input or another window's sort left (fuzz
-    seed 193, 2-node: DuckDB NaN, hfq -inf in stored order).  A NaN makes every order NaN,
-    and an infinity every order that infinity, unless a finite total overflows; values of
-    one sign (prices) skip the check."""
+    values).  A NaN makes every order NaN, and an infinity every order that infinity,
+    unless a finite total overflows."""
     v = value.cast(pl.Float64)
     finite = pl.when(v.is_finite()).then(v)
     up, down = finite.clip(lower_bound=0.0).sum(), finite.clip(upper_bound=0.0).sum()
@@ -854,19 +850,37 @@ def _unordered(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
     # (a total within a factor 2 of DOUBLE's largest: some order may pass it where polars'
     # did not -- beside an infinity, NaN against +-inf)
     past = (n >= 2) & ((up >= 2.0**1023) | (down <= -2.0**1023))
-    bad = ~v.is_nan().any() & (past | (~infinite & cancels))
+    return ~v.is_nan().any() & (past | (~infinite & cancels))
+
+
+def _unordered(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
+               out: pl.Expr) -> pl.Expr:
+    """``out``, the sum or avg of the DOUBLEs ``value`` over a partition whose rows have no
+    order (OVER () or PARTITION BY alone), failing by name where the order of the additions
+    could change it (:func:`order_moves`).  DuckDB adds them in the order the input or
+    another window's sort left (fuzz seed 193, 2-node: DuckDB NaN, hfq -inf in stored
+    order); values of one sign (prices) skip the check."""
     name = "avg" if kind == "mean" else kind
-    checked = c.fail(out, bad, node, f"a window's {name} of DOUBLEs over rows in no order "
-                     "(no ORDER BY) whose values cancel or sum past DOUBLE's range (its value "
-                     "depends on the order of the additions, which DuckDB leaves to the input "
-                     "or to another window's sort) is not supported; CAST the values to "
-                     "DECIMAL for an exact sum")
-    # values of one sign, too small to sum near DOUBLE's range, in fewer rows than make
-    # even their rounding order matter (2 k 2^-53 > 1e-9 from k = 4.5e6): any order adds
-    # them alike (prices); a test over the frame holds in each partition
-    small = finite.abs().max().fill_null(0.0) * pl.len().cast(pl.Float64) < 1e307
-    return choice(~((v.min() < 0) & (v.max() > 0)) & small & (pl.len() < 4_000_000),
-                  out, checked)
+    checked = c.fail(out, order_moves(value), node,
+                     f"a window's {name} of DOUBLEs over rows in no order (no ORDER BY) "
+                     "whose values cancel or sum past DOUBLE's range (its value depends on "
+                     "the order of the additions, which DuckDB leaves to the input or to "
+                     "another window's sort) is not supported; CAST the values to DECIMAL "
+                     "for an exact sum")
+    return choice(adds_alike(value), out, checked)
+
+
+def adds_alike(value: pl.Expr) -> pl.Expr:
+    """Whether every order of adding the DOUBLEs ``value`` gives one sum within 1e-9: values
+    of one sign, too small to sum near DOUBLE's range, in fewer rows than make even their
+    rounding order matter (2 k 2^-53 > 1e-9 from k = 4.5e6) -- prices.  A cheap test to
+    skip :func:`order_moves` by (:func:`hfq.engine.ops.choice`): holding over a frame, it
+    holds in each of its partitions or groups."""
+    v = value.cast(pl.Float64)
+    lo, hi = v.min(), v.max()   # (NaN aside; an infinity is not small)
+    small = pl.max_horizontal(lo.abs(), hi.abs()).fill_null(0.0) * pl.len().cast(pl.Float64) \
+        < 1e307
+    return ~((lo < 0) & (hi > 0)) & small & (pl.len() < 4_000_000)
 
 
 def _past_double(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr, out: pl.Expr,
