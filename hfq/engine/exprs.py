@@ -24,7 +24,7 @@ from hfq.query.read import raised  # noqa: F401 - read back what fail_where plan
 
 __all__ = ["CHOICE", "Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "every_row",
            "fail_where", "from_tree", "is_rowwise", "local_over", "may_raise", "minute_of_day",
-           "parse_every", "raised", "to_tree"]
+           "never_fails", "parse_every", "raised", "to_tree"]
 
 Tree = Any
 """An expression's JSON tree: nested dicts, lists and strings."""
@@ -261,6 +261,31 @@ def fail_where(value: pl.Expr, bad: pl.Expr, message: str) -> pl.Expr:
     """
     flag = pl.when(bad).then(pl.lit(_RAISE + message)).cast(pl.Int8)
     return pl.when(flag.is_null()).then(value)
+
+
+def never_fails(tree: Tree) -> Tree | None:
+    """The value of a :func:`fail_where` tree whose ``bad`` is the literal False (a check a
+    :func:`hfq.engine.ops.choice` chose away), else None: polars would still compute the
+    flag, a cast and a test per row (in a window: per partition)."""
+    kind, body = node_kind(tree)
+    if kind != "Ternary" or body.get("falsy") != _NULL:
+        return None
+    fk, fb = node_kind(body["predicate"])
+    if fk != "Function" or fb.get("function") != {"Boolean": "IsNull"} or \
+            len(fb.get("input", [])) != 1:
+        return None
+    ck, cb = node_kind(fb["input"][0])
+    if ck != "Cast" or cb.get("dtype") != {"Literal": "Int8"}:
+        return None
+    tk, tb = node_kind(cb["expr"])
+    if tk != "Ternary" or tb.get("predicate") != _FALSE or tb.get("falsy") != _NULL:
+        return None
+    message = tb.get("truthy", {}).get("Literal", {}).get("Scalar", {}).get("String", "")
+    return body["truthy"] if message.startswith(_RAISE) else None
+
+
+_NULL = {"Literal": {"Scalar": {"Null": "Null"}}}
+_FALSE = {"Literal": {"Scalar": {"Boolean": False}}}
 
 
 def may_raise(expr: pl.Expr) -> bool:

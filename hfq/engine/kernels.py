@@ -5,7 +5,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["known_window_pairs", "pairs_extreme", "range_extreme", "tree_running", "tree_sums"]
+__all__ = ["in_units", "known_window_pairs", "pairs_extreme", "range_extreme", "tree_running",
+           "tree_sums"]
 
 
 @numba.njit(cache=True)
@@ -213,3 +214,28 @@ def tree_running(x: np.ndarray) -> np.ndarray:   # pragma: no cover - compiled
                 here[e] = here[e - 1] + flat[off[lv] + e - 1]
         above = here
     return above[1:].copy()
+
+
+@numba.njit(cache=True)
+def in_units(x: np.ndarray, null: np.ndarray, scale: float, limit: float,
+             rows: int) -> bool:   # pragma: no cover - compiled
+    """Whether the DOUBLEs ``x`` (``null``: the rows that hold none) number at most
+    ``rows``, hold one sign (zeros aside), and are each the DOUBLE nearest ``u / scale`` for
+    a whole number ``u`` (divided as IEEE divides), their ``|u|`` summing under ``limit``
+    -- in one pass (:func:`hfq.engine.sql.windows._in_units`).  NaN and +-inf fail.  An
+    empty ``null``: no row is NULL."""
+    if len(x) > rows:
+        return False
+    negative = positive = False
+    total = 0.0
+    for i in range(len(x)):
+        if len(null) and null[i]:
+            continue
+        v = x[i]
+        u = np.round(v * scale)   # (NaN: NaN, never equal; +-inf: a total past the limit)
+        if u / scale != v:
+            return False
+        negative |= v < 0
+        positive |= v > 0
+        total += abs(u)
+    return not (negative and positive) and total < limit

@@ -20,6 +20,7 @@ from hfq.engine.exprs import (
     from_tree,
     local_over,
     may_raise,
+    never_fails,
     node_kind,
     to_tree,
 )
@@ -152,7 +153,9 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
                     tests[key] = len(value) == 1 and value[0] is True
                 return walk(body["truthy"] if tests[key] else body["falsy"])
         if isinstance(t, dict):
-            return {k: walk(v) for k, v in t.items()}
+            out = {k: walk(v) for k, v in t.items()}
+            kept = never_fails(out)   # (a check chosen away leaves no test behind)
+            return out if kept is None else kept
         if isinstance(t, list):
             return [walk(v) for v in t]
         return t

@@ -15,6 +15,7 @@ ALLOW = "tests/query/test_allowlist.py::{}"
 ROWID = "tests/query/test_rowid.py::test_rowid_is_the_storage_position[{}]"
 SQL = "hfq/engine/sql/"
 REGRESSION = "tests/fuzz/test_regressions.py::test_finding[{}]"
+UNITS_TEST = "tests/unit/test_window_sums.py::test_units_test_is_its_definition"
 CORPUS = "tests/sql/test_corpus.py::test_record[{}]"
 
 MUTANTS: list[Mutant] = [
@@ -457,8 +458,8 @@ MUTANTS: list[Mutant] = [
            "FLOAT + FLOAT in 32 bits: 3.4e38 + 3.4e38 is inf where the documented DOUBLE gives "
            "6.8e38 (F68)", (REGRESSION.format("F68c"),)),
     Mutant("sqlc-negative-zero-divisor", AREA, SQL + "literals.py",
-           "    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))",
-           "    return left / (left.is_null().cast(pl.Float64) * 0.0 + right)",
+           "    return left / (right * (shape.is_null().cast(pl.Float64) * 0.0 + 1.0))",
+           "    return left / (shape.is_null().cast(pl.Float64) * 0.0 + right)",
            "a constant divisor made a column by adding +0.0: -0.0 becomes 0.0, -3 / -0.0 is "
            "-inf (DuckDB inf) (F68b)", (REGRESSION.format("F68b"),)),
     Mutant("sqlc-sliding-sum-subtracts", AREA, SQL + "windows.py",
@@ -1047,8 +1048,8 @@ MUTANTS: list[Mutant] = [
            "twice and -inf, -inf against DuckDB's NaN (F133)",
            (REGRESSION.format("F133"),)),
     Mutant("sqlc-window-unordered-one-sign-any-size", AREA, SQL + "windows.py",
-           "    return ~((lo < 0) & (hi > 0)) & small & (pl.len() < 4_000_000)\n",
-           "    return ~((lo < 0) & (hi > 0))\n",
+           "    return ~((v.min() < 0) & (v.max() > 0)) & small & (pl.len() < 4_000_000)\n",
+           "    return ~((v.min() < 0) & (v.max() > 0))\n",
            "values of one sign skip the check even at DOUBLE's edge: 1.8e308 against DuckDB's "
            "inf (F133e)",
            (REGRESSION.format("F133e"),)),
@@ -1058,6 +1059,12 @@ MUTANTS: list[Mutant] = [
            "the check of sums in no order refuses where every order gives the same: a NaN, or "
            "an infinity beside cancelling values (F133b, F137b)",
            (REGRESSION.format("F133b"), REGRESSION.format("F137b"))),
+    Mutant("sqlc-window-units-kernel-unbounded", AREA, "hfq/engine/kernels.py",
+           "    return not (negative and positive) and total < limit\n",
+           "    return not (negative and positive)\n",
+           "the one-pass units test lets units summing past 2^52 through (their rolled sums "
+           "no longer exact), and NaN or +-inf",
+           (UNITS_TEST,)),
     Mutant("sqlc-join-sum-unchecked", AREA, SQL + "aggregates.py",
            "        if not _joined(self.scope.query):\n",
            "        if True:\n",
@@ -1126,24 +1133,23 @@ MUTANTS: list[Mutant] = [
            "where DuckDB sums 0.0 (W2)",
            ("tests/sql/test_findings.py::test_finding[W2-rows]",
             "tests/sql/test_findings.py::test_finding[W2-range]")),
-    Mutant("sqlc-window-units-any-double", AREA, SQL + "windows.py",
-           "((_in_decimals(units) == v) | v.is_null()).all()", "pl.lit(True)",
+    Mutant("sqlc-window-units-any-double", AREA, "hfq/engine/kernels.py",
+           "        if u / scale != v:\n", "        if False:\n",
            "DOUBLEs summed in units of 1e-4 without checking they are decimals of 4 places: "
            "values near 1e-4 off their decimals rounded to them (W4)",
            ("tests/sql/test_findings.py::test_finding[W4-rows]",
-            "tests/sql/test_findings.py::test_finding[W4-range]")),
+            "tests/sql/test_findings.py::test_finding[W4-range]", UNITS_TEST)),
     Mutant("sqlc-window-units-unscaled", AREA, SQL + "windows.py",
-           "_in_decimals(roll(_units(value)))", "roll(_units(value))",
+           "_in_decimals(roll(_units(value)), value)", "roll(_units(value))",
            "sliding and RANGE frames' sums in units of 1e-4 not scaled back (W3)",
            ("tests/sql/test_findings.py::test_finding[W3-rows]",
             "tests/sql/test_findings.py::test_finding[W3-range]")),
-    Mutant("sqlc-window-units-any-sign", AREA, SQL + "windows.py",
-           "    return _calm(value) & ((_in_decimals(units) == v)",
-           "    return ((_in_decimals(units) == v)",
+    Mutant("sqlc-window-units-any-sign", AREA, "hfq/engine/kernels.py",
+           "        negative |= v < 0\n", "        negative |= False\n",
            "decimals of both signs summed in units of 1e-4: 0.1 where DuckDB's tree keeps "
            "the DOUBLEs' rounding, 0.10000002384 (W5)",
            ("tests/sql/test_findings.py::test_finding[W5-rows]",
-            "tests/sql/test_findings.py::test_finding[W5-range]")),
+            "tests/sql/test_findings.py::test_finding[W5-range]", UNITS_TEST)),
     Mutant("sqlc-window-rolled-zeros-unparted", AREA, SQL + "windows.py",
            ".then(frames).otherwise(zero)\n", ".then(frames).otherwise(float('inf'))\n",
            "frames under half the smallest value taken for frames of zeros without the bound "

@@ -109,7 +109,7 @@ def test_rolled_units_are_exact(seed):
     keys = np.sort(rng.integers(0, n, n))
     df = pl.DataFrame({"k": keys, "x": x})
     units = _units(pl.col("x"))
-    out = df.select(ok=_in_units(pl.col("x")), back=_in_decimals(units),
+    out = df.select(ok=_in_units(pl.col("x")), back=_in_decimals(units, pl.col("x")),
                     rows=units.rolling_sum(width, min_samples=1),
                     by=units.rolling_sum_by("k", f"{width}i", closed="right"),
                     mean=units.rolling_mean_by("k", f"{width}i", closed="right"))
@@ -121,3 +121,39 @@ def test_rolled_units_are_exact(seed):
     total = np.array([cents[a:b].sum() for a, b in zip(start, end)])
     assert np.array_equal(out["by"].to_numpy(), total)
     assert np.array_equal(out["mean"].to_numpy(), total / (end - start))
+
+
+def _units_oracle(values: list[float | None], rows: int) -> bool:
+    """``_in_units`` by its definition, in numpy: at most ``rows`` rows; the values (NULLs
+    aside) finite, of one sign, each the DOUBLE nearest u / 1e4 for a whole u (numpy divides
+    as IEEE does), their |u| summing under 2^52."""
+    x = np.array([v for v in values if v is not None], dtype=np.float64)
+    if len(values) > rows or not np.isfinite(x).all() or ((x < 0).any() and (x > 0).any()):
+        return False
+    u = np.round(x * 1e4)
+    return bool((u / 1e4 == x).all()) and float(np.abs(u).sum()) < 2.0**52
+
+
+@pytest.mark.parametrize("values", [
+    [1.25, None, 0.0, -0.0, 101.2345],            # prices, a NULL, both zeros: in units
+    [-1.25, -0.0001, None],                       # one sign, negative
+    [1.25, -0.0001],                              # both signs
+    [1.25, float("nan")], [1.25, float("inf")], [-float("inf")],
+    [1.00005], [0.1 + 0.2],                       # off a 4-place decimal (0.30000000000000004)
+    [2.0**52 / 1e4 / 2, 2.0**52 / 1e4 / 2],       # units summing to 2^52: past
+    [2.0**52 / 1e4 / 4, 2.0**52 / 1e4 / 4],       # to 2^51: in
+    [1e-300], [5e-5], [1.5e-4], [], [None, None],
+])
+def test_units_test_is_its_definition(values):
+    """The one-pass kernel behind ``_in_units`` (``kernels.in_units``) answers as the test's
+    definition does, on the nasty values: NULL, NaN, +-inf, -0.0, both signs, values just
+    off a decimal, sums at 2^52, and at its row limit."""
+    from hfq.engine.sql.windows import _in_units
+    df = pl.DataFrame({"x": values}, schema={"x": pl.Float64})
+    got = df.select(_in_units(pl.col("x"))).item()
+    assert got is _units_oracle(values, 4_000_000)
+    from hfq.engine import kernels
+    x = np.array([0.0 if v is None else v for v in values], dtype=np.float64)
+    null = np.array([v is None for v in values], dtype=np.bool_)
+    assert kernels.in_units(x, null, 1e4, 2.0**52, max(0, len(values) - 1)) is \
+        (not values and _units_oracle(values, 0))   # one row past the limit: refused

@@ -372,16 +372,19 @@ def _is_null(e: pl.Expr) -> bool:
         return False
 
 
-def divide(left: pl.Expr, right: pl.Expr) -> pl.Expr:
+def divide(left: pl.Expr, right: pl.Expr, like: pl.Expr | None = None) -> pl.Expr:
     """``left / right`` rounded as IEEE division (and DuckDB): polars multiplies by the
     reciprocal of a scalar divisor, one unit in the last place off, so a constant divisor
     is made a column of itself: right times a column of ones (polars drops an added 0.0,
-    and 0.0 + -0.0 would lose a -0.0 divisor's sign).  A divisor of +-2^k whose reciprocal
-    is a normal double is left a scalar: ``x * 2^-k`` and ``x / 2^k`` are then the rounding
-    of one real number, the same double (``(bid + ofr) / 2`` needs no column of ones)."""
+    and 0.0 + -0.0 would lose a -0.0 divisor's sign) as long as ``left`` -- or ``like``, a
+    cheaper expression of the same length (``left`` is computed again for it: a window's
+    rolled sum twice).  A divisor of +-2^k whose reciprocal is a normal double is left a
+    scalar: ``x * 2^-k`` and ``x / 2^k`` are then the rounding of one real number, the same
+    double (``(bid + ofr) / 2`` needs no column of ones)."""
     if right.meta.root_names() or not left.meta.root_names() or _power_of_two(right):
         return left / right
-    return left / (right * (left.is_null().cast(pl.Float64) * 0.0 + 1.0))
+    shape = left if like is None else like
+    return left / (right * (shape.is_null().cast(pl.Float64) * 0.0 + 1.0))
 
 
 def _power_of_two(e: pl.Expr) -> bool:
