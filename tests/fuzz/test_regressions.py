@@ -812,6 +812,23 @@ CASES: list[Case] = [
          note="F137 over a SEMI and an ANTI JOIN: DuckDB's sum is 0.0 (its hash table's "
               "order), hfq's -3.75 in stored order (found writing F137's fix, which "
               "first let these joins through)"),
+    Case("F137d", "SELECT sum(d0) AS s FROM (SELECT d0 FROM t WHERE id < -100 UNION ALL "
+         "SELECT t.d0 FROM t LEFT JOIN u ON t.h0 = u.id WHERE t.id) x",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 32767, 1e300), (-11, D1, "", 3, -1e300), (39, D1, "", 0, -3.75)],
+                []),
+          Table("u", T3, ONE, (), [(19, D1, ""), (20, D2, "")], [])],
+         refusal_ok=True,
+         note="F137 on the right side of a UNION ALL, which the join check did not see: "
+              "DuckDB 0.0, hfq -3.75 (stop-17 review)"),
+    Case("F137e", "SELECT sum(s) AS s FROM (SELECT h0, sum(d0) AS s FROM t GROUP BY h0) x",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 32767, 1e300), (-11, D1, "", 3, -1e300), (39, D1, "", 0, -3.75)],
+                [])],
+         refusal_ok=True,
+         note="a sum of cancelling DOUBLEs over a grouping's rows: DuckDB adds the groups in "
+              "its hash table's order (-3.75), hfq in polars' group order (0.0, and another "
+              "order on another run) (stop-17 review)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

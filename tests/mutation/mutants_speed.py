@@ -96,10 +96,17 @@ MUTANTS: list[Mutant] = [
     Mutant("speed-unsplit-grouping-to-driver", "speed", "hfq/engine/execute.py",
            "        (isinstance(merge, Aggregate) and bool(merge.keys))\n",
            "        False\n",
-           "a grouping by symbol over one day that has no partial states (a join's avg of "
-           "DOUBLEs with its order check) sends every joined row to the driver",
+           "a grouping by symbol over one day that has no partial states (corr) sends every "
+           "row to the driver",
            ("tests/query/test_engine.py::test_a_grouping_without_partial_states_finishes_on_"
             "the_nodes_of_one_day",)),
+    Mutant("speed-join-sum-check-unsplit", "speed", "hfq/engine/sql/windows.py",
+           "    infinite = (~v.is_finite() & ~v.is_nan()).sum() > 0\n",
+           "    infinite = v.is_infinite().any()\n",
+           "the order check of a join's sum of DOUBLEs written with any(): the grouping "
+           "cannot be split and every joined row goes to the driver",
+           ("tests/query/test_engine.py::test_a_joins_checked_sum_of_doubles_still_splits_"
+            "into_partial_states",)),
     Mutant("speed-plain-read-error-class", "speed", "hfq/engine/execute.py",
            "    except HfqError:   # the plain read raises its own error", "    except KeyError:",
            "a plain read's error (SchemaMismatchError) raised as the staged plan's QueryError",

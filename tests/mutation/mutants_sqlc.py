@@ -1054,7 +1054,7 @@ MUTANTS: list[Mutant] = [
            "inf (F133e)",
            (REGRESSION.format("F133e"),)),
     Mutant("sqlc-window-unordered-refuses-nan", AREA, SQL + "windows.py",
-           "    return ~v.is_nan().any() & (past | (~infinite & cancels))\n",
+           "    return (v.is_nan().sum() == 0) & (past | (~infinite & cancels))\n",
            "    return past | cancels\n",
            "the check of sums in no order refuses where every order gives the same: a NaN, or "
            "an infinity beside cancelling values (F133b, F137b)",
@@ -1065,8 +1065,14 @@ MUTANTS: list[Mutant] = [
            "the one-pass units test lets units summing past 2^52 through (their rolled sums "
            "no longer exact), and NaN or +-inf",
            (UNITS_TEST,)),
+    Mutant("sqlc-grouped-sum-unchecked", AREA, SQL + "aggregates.py",
+           "               (isinstance(op, Aggregate) and bool(op.keys)) for op in q.ops)\n",
+           "               False for op in q.ops)\n",
+           "a sum of cancelling DOUBLEs over a GROUP BY subquery's groups added in polars' "
+           "group order: 0.0 against DuckDB's -3.75 in its hash table's order (F137e)",
+           (REGRESSION.format("F137e"),)),
     Mutant("sqlc-join-sum-unchecked", AREA, SQL + "aggregates.py",
-           "        if not _joined(self.scope.query):\n",
+           "        if not _hashed(self.scope.query):\n",
            "        if True:\n",
            "avg of cancelling DOUBLEs over a LEFT JOIN's rows added in the left side's stored "
            "order: -1.25 against DuckDB's 0.0 in its hash table's order (F137)",

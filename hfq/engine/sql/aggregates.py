@@ -21,8 +21,9 @@ from sqlglot import exp
 from hfq.engine.aggs import SCALED
 from hfq.engine.exprs import empty_lazy, every_row, fail_where, may_raise, raised
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
-from hfq.engine.ops import choice
+from hfq.engine.ops import Aggregate, Unique, choice
 from hfq.engine.query import Query
+from hfq.engine.reshape import Combine
 from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.scope import Env, Scope
@@ -134,7 +135,7 @@ class Agg(Plain):
         # a filtered literal inside a grouping: F26)
         values = [pl.repeat(v, pl.len()) if _reads_no_column(v) else v for v in values]
         if name in ("sum", "avg") and self.dtype(values[0]).is_float() and \
-                _joined(self.scope.query) and not _reads_no_column(values[0]):
+                _hashed(self.scope.query) and not _reads_no_column(values[0]):
             values = [self._column(values[0])]
         if where is not None:
             values = [v.filter(where) for v in values]
@@ -264,21 +265,23 @@ class Agg(Plain):
 
     def _in_join_order(self, name: str, x: pl.Expr, out: pl.Expr,
                        node: exp.Expression) -> pl.Expr:
-        """``out``, the sum or avg of the DOUBLEs ``x``; over rows a join made, failing by
-        name where the order of the additions could change it (:func:`order_moves`): DuckDB
-        adds a join's rows in the order its hash table left them, which no order of the
-        stored rows reproduces (F137: avg of -3.75, 1e300, -1e300 after a LEFT JOIN, DuckDB
-        0.0 on every order of its input, hfq -1.25 on two nodes)."""
-        if not _joined(self.scope.query):
+        """``out``, the sum or avg of the DOUBLEs ``x``; over rows a join (or another hash
+        operator, :func:`_hashed`) made, failing by name where the order of the additions
+        could change it (:func:`order_moves`): DuckDB adds them in the order its hash table
+        left them, which no order of the stored rows reproduces (F137: avg of -3.75, 1e300,
+        -1e300 after a LEFT JOIN, DuckDB 0.0 on every order of its input, hfq -1.25 on two
+        nodes)."""
+        if not _hashed(self.scope.query):
             return out
         # (values of one sign over the whole frame need no check: the choice picks it, not
         # the answer, which it would hold twice; ``x``, a column, is computed once)
         moves = choice(adds_alike(x), pl.lit(False), order_moves(x))
         return self.fail(out, moves, node,
-                         f"{name} of DOUBLEs over a join's rows whose values cancel or sum "
-                         "past DOUBLE's range (its value depends on the order of the "
-                         "additions, which DuckDB's join leaves to its hash table) is not "
-                         "supported; CAST the values to DECIMAL for an exact sum")
+                         f"{name} of DOUBLEs over rows a join, grouping, DISTINCT or set "
+                         "operation made, whose values cancel or sum past DOUBLE's range (its "
+                         "value depends on the order of the additions, which DuckDB leaves "
+                         "to its hash table) is not supported; CAST the values to DECIMAL "
+                         "for an exact sum")
 
     def _min(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.min()   # polars skips NaN unless every value is one: NaN is the largest
@@ -707,7 +710,10 @@ def _number(node: exp.Expression) -> float:
     return float(node.this)
 
 
-def _joined(q: Query) -> bool:
-    """Do ``q``'s rows come out of a join (of any kind: DuckDB's SEMI and ANTI JOIN keep
-    the left side's rows in their hash table's order too, F137c)?"""
-    return any(isinstance(op, (Join, AsofJoin, WindowJoin)) for op in q.ops)
+def _hashed(q: Query) -> bool:
+    """Have ``q``'s rows come out of a hash operator in DuckDB's plan -- a join of any kind
+    (SEMI and ANTI too, F137c), a set operation (a join on the right side of a UNION ALL:
+    stop-17 review), DISTINCT, a grouping -- which hands them on in its hash table's
+    order, not the stored one?"""
+    return any(isinstance(op, (Join, AsofJoin, WindowJoin, Combine, Unique)) or
+               (isinstance(op, Aggregate) and bool(op.keys)) for op in q.ops)
