@@ -829,6 +829,19 @@ CASES: list[Case] = [
          note="a sum of cancelling DOUBLEs over a grouping's rows: DuckDB adds the groups in "
               "its hash table's order (-3.75), hfq in polars' group order (0.0, and another "
               "order on another run) (stop-17 review)"),
+    Case("F137f", "SELECT sum(d0) AS s FROM t WHERE h0 IN (SELECT id FROM u)",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 0, 1e300), (-11, D1, "", 3, -1e300), (39, D1, "", 7, -3.75)], []),
+          Table("u", T3, ONE, (), [(k, D1, "") for k in range(50)], [])],
+         refusal_ok=True,
+         note="F137 through an IN subquery: DuckDB plans a semi join whose hash table holds "
+              "t's rows (0.0), hfq filters in stored order (-3.75) (stop-17 review)"),
+    Case("F137g", "SELECT sum(d0) AS s FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.id = t.h0)",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 0, 1e300), (-11, D1, "", 3, -1e300), (39, D1, "", 7, -3.75)], []),
+          Table("u", T3, ONE, (), [(k, D1, "") for k in range(50)], [])],
+         refusal_ok=True,
+         note="F137f with a correlated EXISTS (stop-17 review)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

@@ -1071,8 +1071,15 @@ MUTANTS: list[Mutant] = [
            "a sum of cancelling DOUBLEs over a GROUP BY subquery's groups added in polars' "
            "group order: 0.0 against DuckDB's -3.75 in its hash table's order (F137e)",
            (REGRESSION.format("F137e"),)),
+    Mutant("sqlc-semi-sum-unchecked", AREA, SQL + "aggregates.py",
+           "        self.hashed = semi or _hashed(scope.query)\n",
+           "        self.hashed = _hashed(scope.query)\n",
+           "a sum of cancelling DOUBLEs over rows an IN or EXISTS subquery kept, added in "
+           "stored order: -3.75 against DuckDB's 0.0 in its semi join's hash table order "
+           "(F137f)",
+           (REGRESSION.format("F137f"), REGRESSION.format("F137g"))),
     Mutant("sqlc-join-sum-unchecked", AREA, SQL + "aggregates.py",
-           "        if not _hashed(self.scope.query):\n",
+           "        if not self.hashed:\n",
            "        if True:\n",
            "avg of cancelling DOUBLEs over a LEFT JOIN's rows added in the left side's stored "
            "order: -1.25 against DuckDB's 0.0 in its hash table's order (F137)",

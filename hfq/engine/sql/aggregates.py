@@ -56,12 +56,14 @@ _SHOWN = {"logical_and": "bool_and", "logical_or": "bool_or"}   # as users write
 
 class Agg(Plain):
     """Aggregate calls over the input rows.  ``columns``, when given, collects arguments
-    computed once as columns before the aggregation (:meth:`_column`)."""
+    computed once as columns before the aggregation (:meth:`_column`); ``semi``: the rows
+    passed an IN or EXISTS subquery (in DuckDB a semi join, :func:`_hashed`)."""
 
-    def __init__(self, scope: Scope, env: Env,
-                 columns: dict[str, pl.Expr] | None = None) -> None:
+    def __init__(self, scope: Scope, env: Env, columns: dict[str, pl.Expr] | None = None,
+                 semi: bool = False) -> None:
         super().__init__(scope, env)
         self.columns = columns
+        self.hashed = semi or _hashed(scope.query)
 
     def dtype(self, e: pl.Expr) -> pl.DataType:
         if not self.columns:
@@ -135,7 +137,7 @@ class Agg(Plain):
         # a filtered literal inside a grouping: F26)
         values = [pl.repeat(v, pl.len()) if _reads_no_column(v) else v for v in values]
         if name in ("sum", "avg") and self.dtype(values[0]).is_float() and \
-                _hashed(self.scope.query) and not _reads_no_column(values[0]):
+                self.hashed and not _reads_no_column(values[0]):
             values = [self._column(values[0])]
         if where is not None:
             values = [v.filter(where) for v in values]
@@ -271,7 +273,7 @@ class Agg(Plain):
         left them, which no order of the stored rows reproduces (F137: avg of -3.75, 1e300,
         -1e300 after a LEFT JOIN, DuckDB 0.0 on every order of its input, hfq -1.25 on two
         nodes)."""
-        if not _hashed(self.scope.query):
+        if not self.hashed:
             return out
         # (values of one sign over the whole frame need no check: the choice picks it, not
         # the answer, which it would hold twice; ``x``, a column, is computed once)

@@ -317,6 +317,12 @@ class Compiler:
                 if isinstance(g_expr, exp.Column):
                     key_cols[scope.resolve(g_expr)] = name
         post = Post(scope, key_nodes, key_cols, self)
+        where = node.args.get("where")
+        # rows an IN or EXISTS subquery kept: DuckDB's semi join hands them on in its hash
+        # table's order (stop-17 review), as a SEMI JOIN does
+        post.semi = where is not None and any(
+            isinstance(n, exp.Exists) or (isinstance(n, exp.In) and n.args.get("query"))
+            for n in where.walk())
         # collect every aggregate call in the select list, HAVING and ORDER BY
         exprs = [e for _, e in items]
         if node.args.get("having") is not None:
@@ -462,12 +468,14 @@ class Post(Plain):
         self.key_cols = key_cols
         self.aggs: dict[exp.Expression, tuple[str, pl.Expr]] = {}
         self.columns: dict[str, pl.Expr] = {}   # aggregates' arguments computed before them
+        self.semi = False   # the rows passed an IN or EXISTS subquery (a semi join)
         self.aggregated = False
 
     def register(self, node: exp.Expression) -> None:
         if node not in self.aggs:
             self.aggs[node] = (f"__agg{len(self.aggs)}",
-                               Agg(self.input, self.env, self.columns).call(node))
+                               Agg(self.input, self.env, self.columns, self.semi)
+                               .call(node))
 
     def expr(self, node: exp.Expression) -> pl.Expr:
         if not self.aggregated:
