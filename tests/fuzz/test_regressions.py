@@ -727,6 +727,13 @@ CASES: list[Case] = [
          note="values of one sign summing at DOUBLE's edge: the largest first absorbs the "
               "others (1.8e308), the small ones first pass it (inf, DuckDB in k's order): "
               "the one-sign skip holds only for values too small to get there"),
+    Case("F133f", "SELECT id, sum(x) OVER () AS s, lead(id) OVER (ORDER BY k) AS l FROM t",
+         [Table("t", [*T3, ("k", "LONG"), ("x", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 3, -1.7976931348623157e308), (2, D1, "A", 1, -2.0**969),
+                 (3, D1, "A", 2, -2.0**969)], [])],
+         refusal_ok=True,
+         note="F133e with the signs flipped: the largest magnitude is the smallest value "
+              "(review of stop 17: a test of 'small' that read only the max passed)"),
     Case("F133b", "SELECT id, sum(d0) OVER () AS a, avg(d0) OVER (PARTITION BY sym) AS b, "
          "sum(d1) OVER (PARTITION BY sym) AS c, sum(d2) OVER () AS d, sum(d3) OVER () AS e, "
          "lead(id) OVER (ORDER BY d0 DESC, id) AS l FROM t",
@@ -842,6 +849,23 @@ CASES: list[Case] = [
           Table("u", T3, ONE, (), [(k, D1, "") for k in range(50)], [])],
          refusal_ok=True,
          note="F137f with a correlated EXISTS (stop-17 review)"),
+    Case("F137h", "SELECT u.sym, sum(t.d0 * 2) FILTER (WHERE t.id < 0) AS s, avg(t.d0 + 1) AS a, "
+         "count(*) AS n FROM t JOIN u ON t.h0 = u.id GROUP BY u.sym HAVING avg(t.d0 + 1) > 0 "
+         "ORDER BY 1",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 1, 1.5), (-11, D1, "", 1, 2.25), (39, D1, "", 2, 0.125),
+                 (40, D1, "", 2, None), (41, D1, "", 1, 7.0)], []),
+          Table("u", T3, ONE, (), [(1, D1, "A"), (2, D2, "B")], [])],
+         note="F137's check over computed arguments (made columns before the grouping), "
+              "with FILTER, GROUP BY and HAVING over a join: answered, DuckDB's values"),
+    Case("F137i", "SELECT sum(t.d0 * 2) AS s, avg(t.d0 + 0.5) AS a FROM t LEFT JOIN u ON "
+         "t.h0 = u.id WHERE t.id",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 32767, 1e300), (-11, D1, "", 3, -1e300), (39, D1, "", 0, -3.75)],
+                []),
+          Table("u", T3, ONE, (), [(19, D1, ""), (20, D2, "")], [])],
+         refusal_ok=True,
+         note="F137 over computed arguments (columns made before the aggregation)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

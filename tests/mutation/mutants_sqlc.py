@@ -1078,12 +1078,18 @@ MUTANTS: list[Mutant] = [
            "stored order: -3.75 against DuckDB's 0.0 in its semi join's hash table order "
            "(F137f)",
            (REGRESSION.format("F137f"), REGRESSION.format("F137g"))),
+    Mutant("sqlc-largest-max-only", AREA, SQL + "windows.py",
+           "    return pl.max_horizontal(v.min().abs(), v.max().abs()).fill_null(0.0)\n",
+           "    return v.max().abs().fill_null(0.0)\n",
+           "the largest magnitude read from the max alone: negative values at DOUBLE's edge "
+           "pass as small and skip the order check (F133f)",
+           (REGRESSION.format("F133f"),)),
     Mutant("sqlc-join-sum-unchecked", AREA, SQL + "aggregates.py",
            "        if not self.hashed:\n",
            "        if True:\n",
            "avg of cancelling DOUBLEs over a LEFT JOIN's rows added in the left side's stored "
            "order: -1.25 against DuckDB's 0.0 in its hash table's order (F137)",
-           (REGRESSION.format("F137"),)),
+           (REGRESSION.format("F137"), REGRESSION.format("F137i"))),
     Mutant("sqlc-between-constant-left", AREA, SQL + "expressions.py",
            '        return compare(value, lo, ">=") & compare(value, hi, "<=")\n',
            "        return (value >= lo) & (value <= hi)\n",
