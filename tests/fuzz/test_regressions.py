@@ -866,6 +866,15 @@ CASES: list[Case] = [
           Table("u", T3, ONE, (), [(19, D1, ""), (20, D2, "")], [])],
          refusal_ok=True,
          note="F137 over computed arguments (columns made before the aggregation)"),
+    Case("F137j", "SELECT sum(t.d0) AS s, avg(t.d0) AS a, sum(t.d1) AS w FROM t LEFT JOIN u "
+         "ON t.h0 = u.id WHERE t.id",
+         [Table("t", [*T3, ("h0", "SHORT"), ("d0", "DOUBLE"), ("d1", "DOUBLE")], ONE, (),
+                [(-6, D1, "", 32767, 1e7, 0.5), (-11, D1, "", 3, -1e7, -0.25),
+                 (39, D1, "", 0, 1.0, 1e6)], []),
+          Table("u", T3, ONE, (), [(19, D1, ""), (20, D2, "")], [])],
+         note="F137's check answers sums every order gives alike: whole numbers and "
+              "multiples of 2^-16 whose magnitudes stay under 2^37 (stop-17 review: 1e7, "
+              "-1e7 and 1.0 were refused; DuckDB 1.0)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

@@ -1078,6 +1078,19 @@ MUTANTS: list[Mutant] = [
            "stored order: -3.75 against DuckDB's 0.0 in its semi join's hash table order "
            "(F137f)",
            (REGRESSION.format("F137f"), REGRESSION.format("F137g"))),
+    Mutant("sqlc-order-moves-one-sign", AREA, SQL + "windows.py",
+           "    cancels = (n >= 3) & (up > 0) & (down < 0) & ~exact & \\\n",
+           "    cancels = (n >= 3) & ~exact & \\\n",
+           "one-sign values over 4.5 million rows refused as if they cancelled (a day's "
+           "trades' avg price over an ASOF join)",
+           ("tests/unit/test_window_sums.py::test_order_moves_only_where_values_can_cancel",)),
+    Mutant("sqlc-order-moves-inexact", AREA, SQL + "windows.py",
+           "    cancels = (n >= 3) & (up > 0) & (down < 0) & ~exact & \\\n",
+           "    cancels = (n >= 3) & (up > 0) & (down < 0) & \\\n",
+           "whole numbers that add exactly in every order refused over a join (1e7, -1e7, "
+           "1.0: DuckDB 1.0) (F137j)",
+           (REGRESSION.format("F137j"),
+            "tests/unit/test_window_sums.py::test_order_moves_only_where_values_can_cancel")),
     Mutant("sqlc-largest-max-only", AREA, SQL + "windows.py",
            "    return pl.max_horizontal(v.min().abs(), v.max().abs()).fill_null(0.0)\n",
            "    return v.max().abs().fill_null(0.0)\n",

@@ -157,3 +157,22 @@ def test_units_test_is_its_definition(values):
     null = np.array([v is None for v in values], dtype=np.bool_)
     assert kernels.in_units(x, null, 1e4, 2.0**52, max(0, len(values) - 1)) is \
         (not values and _units_oracle(values, 0))   # one row past the limit: refused
+
+
+def test_order_moves_only_where_values_can_cancel():
+    """``order_moves`` (F133, F137): values of one sign never move by order -- even past
+    4.5 million of them, where the worst-case bound alone passes 1e-9 (a day's 5M trades'
+    prices) --, nor multiples of 2^-16 summing under 2^37 (exact in any order); cancelling
+    values and a total at DOUBLE's edge do."""
+    from hfq.engine.sql.windows import order_moves
+
+    def moves(values: list[float]) -> bool:
+        return pl.DataFrame({"x": values}, schema={"x": pl.Float64}).select(
+            order_moves(pl.col("x"))).item()
+
+    assert not moves([101.23] * 4_600_000)
+    assert not moves([-0.5, -1.25, -1e300])
+    assert not moves([1e7, -1e7, 1.0]) and not moves([2.0**-16, -1.0, 3.5])
+    assert moves([1e300, -1e300, -3.75]) and moves([1e7 + 0.1, -1e7, 1.0])
+    assert moves([1.7976931348623157e308, 1.7976931348623157e308, -1.0])
+    assert not moves([1e300, -1e300, float("nan")])
