@@ -77,7 +77,7 @@ class Agg(Plain):
     def _column(self, x: pl.Expr) -> pl.Expr:
         """``x`` (row-wise, reading columns) as a column computed before the aggregation,
         when the caller collects them: a check that reads it several times (a join's sum
-        of DOUBLEs, :meth:`_in_join_order`) then computes it once."""
+        of DOUBLEs, :meth:`_in_hash_order`) then computes it once."""
         if self.columns is None or x.meta.is_column():
             return x
         name = f"__arg{len(self.columns)}"
@@ -246,7 +246,7 @@ class Agg(Plain):
             return pl.when(x.count() > 0).then(out)
         if dtype == pl.Float32:   # FLOAT summed in DOUBLE, as DuckDB's sum
             x = x.cast(_F64)
-        return self._in_join_order("sum", x, pl.when(x.count() > 0).then(x.sum()), node)
+        return self._in_hash_order("sum", x, pl.when(x.count() > 0).then(x.sum()), node)
 
     def _avg(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
              order: exp.Order | None, node: exp.Expression) -> pl.Expr:
@@ -262,10 +262,10 @@ class Agg(Plain):
             return pl.when(n > 0).then(x.sum().to_physical().cast(_F64) /
                                        (n.cast(_F64) * 10.0 ** (dtype.scale or 0)))
         # (FLOAT averaged in DOUBLE, as DuckDB's avg)
-        return self._in_join_order("avg", x, x.cast(_F64).mean() if self.dtype(x) != _F64
+        return self._in_hash_order("avg", x, x.cast(_F64).mean() if self.dtype(x) != _F64
                                    else x.mean(), node)
 
-    def _in_join_order(self, name: str, x: pl.Expr, out: pl.Expr,
+    def _in_hash_order(self, name: str, x: pl.Expr, out: pl.Expr,
                        node: exp.Expression) -> pl.Expr:
         """``out``, the sum or avg of the DOUBLEs ``x``; over rows a join (or another hash
         operator, :func:`_hashed`) made, failing by name where the order of the additions
@@ -279,8 +279,9 @@ class Agg(Plain):
         # the answer, which it would hold twice; ``x``, a column, is computed once)
         moves = choice(adds_alike(x), pl.lit(False), order_moves(x))
         return self.fail(out, moves, node,
-                         f"{name} of DOUBLEs over rows a join, grouping, DISTINCT or set "
-                         "operation made, whose values cancel or sum past DOUBLE's range (its "
+                         f"{name} of DOUBLEs over rows a join, grouping, DISTINCT, set "
+                         "operation or IN/EXISTS subquery made, whose values cancel or sum "
+                         "past DOUBLE's range (its "
                          "value depends on the order of the additions, which DuckDB leaves "
                          "to its hash table) is not supported; CAST the values to DECIMAL "
                          "for an exact sum")
