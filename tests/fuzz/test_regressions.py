@@ -875,6 +875,27 @@ CASES: list[Case] = [
          note="F137's check answers sums every order gives alike: whole numbers and "
               "multiples of 2^-16 whose magnitudes stay under 2^37 (stop-17 review: 1e7, "
               "-1e7 and 1.0 were refused; DuckDB 1.0)"),
+    Case("F138", "SELECT stddev_samp(d0) AS a, var_pop(d0) AS b FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ONE, (),
+                [(1, D1, "A", 1.7976931348623157e308), (2, D1, "A", -1e300)], [])],
+         refusal_ok=True,
+         note="the variance of finite values whose spread max - min leaves DOUBLE's range: "
+              "DuckDB's Welford update meets x - mean = -inf (var -inf, stddev NaN in one "
+              "pass; +inf where it merges two threads' states), hfq +inf; refused by name "
+              "since stop 18 (fuzz seed 283, 2-node, two date partitions)"),
+    Case("F138b", "SELECT stddev_pop(d0) AS a, var_samp(d0) AS b FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
+                [(1, D1, "A", 1e308), (2, D1, "A", -1e308), (3, D2, "A", 5.0)], [])],
+         refusal_ok=True,
+         note="F138 over three values in two partitions: DuckDB NaN (inf - inf), hfq +inf "
+              "from its merged moments"),
+    Case("F138c", "SELECT stddev_samp(d0) AS a, var_pop(d0) AS b, var_samp(i0) AS c FROM t",
+         [Table("t", [*T3, ("d0", "DOUBLE"), ("i0", "INT")], ("date",), (),
+                [(1, D1, "A", 1e308, 2147483647), (2, D2, "A", -7e307, -2147483648),
+                 (3, D2, "A", None, None)], [])],
+         note="what F138's check leaves answering: a spread inside DOUBLE's range whose "
+              "squares leave it is +inf in every order and merge (DuckDB +inf), and integers "
+              "never leave it"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

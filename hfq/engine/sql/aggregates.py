@@ -292,13 +292,25 @@ class Agg(Plain):
     def _max(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         return x.nan_max() if self.dtype(x).is_float() else x.max()
 
-    def _moment(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
+    def _moment(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
+                order: exp.Order | None, node: exp.Expression) -> pl.Expr:
         dtype = self.dtype(x)
         x = x if dtype == _F64 else x.cast(_F64)
         ddof = _SAMPLE[name]
         # DuckDB's deviation is the root of its variance (inf past DOUBLE's range: inf)
         var = _variance(x, ddof, dtype=dtype)
-        return var.sqrt() if name.startswith("stddev") else var
+        out = var.sqrt() if name.startswith("stddev") else var
+        if dtype.is_integer() or isinstance(dtype, pl.Decimal) or dtype == pl.Float32:
+            return out   # (below 2^129: no spread leaves DOUBLE's range)
+        # finite values whose spread max - min leaves DOUBLE's range: DuckDB's Welford
+        # update meets x - mean = +-inf, and its variance is -inf, NaN or +inf by the row
+        # order and how its threads merge partial states (DBL_MAX and -1e300: -inf in one
+        # pass, +inf merged; F138) -- as covar's spread (F101)
+        bad = (x.count() >= 2) & _finite(x) & (x.nan_max() - x.min()).is_infinite()
+        return self.fail(out, bad, node, f"{name} where the values' spread leaves DOUBLE's "
+                                         "range (DuckDB's answer, +-inf or NaN, depends on "
+                                         "the row order and how it merges them) is not "
+                                         "supported")
 
     def _median(self, name: str, x: pl.Expr, *_: object) -> pl.Expr:
         dtype = self.dtype(x)
