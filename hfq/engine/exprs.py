@@ -87,7 +87,8 @@ def _elementwise() -> frozenset[str]:
     samples = [
         c.abs(), c.sqrt(), c.log(), c.log10(), c.log1p(), c.exp(), c.round(2), c.floor(),
         c.ceil(), c.sign(), c.clip(0, 1), c.pow(2), c.sin(), c.cos(), c.is_null(),
-        c.is_not_null(), c.is_nan(), c.is_not_nan(), c.is_finite(), c.is_in([1, 2]),
+        c.is_not_null(), c.is_nan(), c.is_not_nan(), c.is_finite(), c.is_infinite(),
+        c.is_in([1, 2]),
         c.is_between(1, 2), c.fill_null(0), c.fill_nan(0), c.not_(), c.cbrt(),
         pl.coalesce(c, s), pl.max_horizontal(c, s), pl.min_horizontal(c, s),
         pl.sum_horizontal(c, s), pl.concat_str([s, s]),

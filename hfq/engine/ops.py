@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from hfq.engine.aggs import AggPlan, lighten, may_lighten, widen
+from hfq.engine.aggs import HEAVY, AggPlan, lighten, may_lighten, widen
 from hfq.engine.exprs import (
     CHOICE,
     columns_of,
@@ -273,11 +273,15 @@ class PartialAgg(Op):
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         keys = self.keys or (pl.lit(0).alias(GROUP),)
-        partial = self.plan.partial
-        if self.plan.light:   # which states depends on the values: looked at first
-            frame = lf.collect()
-            lf, partial = frame.lazy(), self.plan.partial_for(frame)
-        return lf.group_by(keys, maintain_order=self.ordered).agg(partial)
+        if not self.plan.light:
+            return lf.group_by(keys, maintain_order=self.ordered).agg(self.plan.partial)
+        # the light forms and, per group, whether they may be inexact, in one pass; computed
+        # again in full where they may (a value past LIGHT, a group too long): rare
+        states = lf.group_by(keys, maintain_order=self.ordered).agg(
+            self.plan.light_partial()).collect()
+        if self.plan.needs_full(states):
+            return lf.group_by(keys, maintain_order=self.ordered).agg(self.plan.partial)
+        return states.drop(HEAVY).lazy()
 
     def describe(self) -> str:
         by = f" by {_show(self.keys)}" if self.keys else ""

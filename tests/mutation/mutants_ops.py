@@ -143,14 +143,20 @@ MUTANTS: list[Mutant] = [
            "in the last place off (epoch() / 1e6 made one timestamp two GROUP BY keys)",
            ("tests/sql/test_findings.py::test_finding[F78]",)),
     Mutant("ops-light-variance-always", "query-speed", "hfq/engine/aggs.py",
-           "        if not self.light or frame.select(pl.any_horizontal(self.heavy)"
-           ".fill_null(False)).item():",
-           "        if not self.light:",
-           "the light form of the scaled variance's states used on every frame: where the "
+           "        return bool(states[HEAVY].any())",
+           "        return False",
+           "the light form of the scaled variance's states kept on every frame: where the "
            "sums overflow, the unscaled means are inf and merge to NaN, and so does the scaled "
            "variance derived from them (DuckDB: +inf)",
            (PLANS.format("test_grouped_variance_of_huge_doubles_in_some_partitions_is_duckdbs"),
             "tests/query/test_trust.py::test_same_as_duckdb[spread_overflow-m]")),
+    Mutant("ops-light-variance-max-only", "query-speed", "hfq/engine/aggs.py",
+           "        self.plan.heavy.append((x.max() > LIGHT) | (x.min() < -LIGHT))",
+           "        self.plan.heavy.append(x.max() > LIGHT)",
+           "the heavy test read from the max alone: a frame of large negative values takes "
+           "the light form, whose unscaled states overflow and merge to NaN (DuckDB: +inf)",
+           (PLANS.format("test_a_scaled_variance_takes_its_light_form_only_on_frames_of_small_"
+                         "magnitudes"),)),
     Mutant("ops-narrow-sum-any-integer", "query-speed", "hfq/engine/aggs.py",
            "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1}",
            "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1, pl.Int64: 2**31}",

@@ -8,6 +8,7 @@ the checks that cannot hold."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import polars as pl
 import pyarrow as pa
@@ -134,13 +135,15 @@ def test_grouped_variance_of_integers_and_floats_is_duckdbs(db, duck):
 # makes values past LIGHT (2^480) whose squares overflow, 1e140 values below it whose squares
 # do not, 1e300 values whose squares overflow, 1e306 values whose sums (so their means)
 # overflow: there the unscaled states merge to NaN and the scaled ones answer (inf, as DuckDB;
-# NaN if that day's batch took the light form)
+# NaN if that day's batch took the light form), and -1e306 values (the light form's test
+# must read the min as well as the max)
 _HUGE = ("SELECT {by}var_pop(CASE WHEN date = DATE '2016-11-15' THEN bid * 1e300 ELSE bid END)"
          " AS a, stddev_samp(CASE WHEN date = DATE '2016-11-15' THEN bid * 1e153 ELSE bid END) "
          "AS b, var_samp(CASE WHEN date = DATE '2016-11-13' THEN bid * -1e153 ELSE bid * 1e140 "
          "END) AS c, var_pop(bid) AS d, stddev_pop(CASE WHEN symbol = 'A' THEN bid * 1e200 ELSE"
          " bid END) AS e, var_pop(CASE WHEN date = DATE '2016-11-15' THEN bid * 1e306 ELSE bid "
-         "END) AS g FROM w WHERE bid < 1000{group}")
+         "END) AS g, var_pop(CASE WHEN date = DATE '2016-11-14' THEN bid * -1e306 ELSE bid END) "
+         "AS h FROM w WHERE bid < 1000{group}")
 
 
 @pytest.mark.parametrize("by", ["symbol", "date", ""])
@@ -223,19 +226,42 @@ def test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it(
               wide.filter(pl.col("k") > 0)):
         plan = aggs.decompose([x.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
         assert plan is None or not plan.light, x
-    # SPAN made small: a frame of 4 rows or more of a 32-bit column sums in 128 bits
+    # SPAN made small: a group of 4 rows or more of a 32-bit column sums in 128 bits (the
+    # light states of a frame where one group is that long are computed again in full)
     monkeypatch.setattr(aggs, "SPAN", 2**33)
     plan = aggs.decompose([wide.cast(pl.Decimal(38, 0)).sum().alias("t")], ["k"], schema)
     assert plan is not None
-    frame = pl.DataFrame({"k": [1, 1, 2, 2], "a": [2**31 - 1, 2**31 - 1, -(2**31), -1],
-                          "s": [0] * 4, "b": [0] * 4}, schema=schema)
+    frame = pl.DataFrame({"k": [1, 1, 1, 1, 2], "a": [2**31 - 1, 2**31 - 1, 1, 1, -(2**31)],
+                          "s": [0] * 5, "b": [0] * 5}, schema=schema)
     name = plan.partial[-1].meta.output_name()
-    for n, light, sums in ((3, True, [2**32 - 2, -(2**31)]), (4, False, [2**32 - 2, -(2**31) - 1])):
-        chosen = plan.partial_for(frame.head(n))
-        assert (not chosen[-1].meta.eq(plan.partial[-1])) == light
+    for n, light, sums in ((3, True, [2**32 - 1]), (4, False, [2**32])):
+        chosen = plan.light_partial()
+        assert not chosen[-2].meta.eq(plan.partial[-1])
         states = frame.head(n).group_by("k", maintain_order=True).agg(chosen)
+        assert plan.needs_full(states) == (not light)
+        if not light:
+            states = frame.head(n).group_by("k", maintain_order=True).agg(plan.partial)
         assert states.schema[name] == pl.Decimal(38, 0)
         assert [int(v) for v in states[name]] == sums
+    # a frame of 5 rows whose groups hold 4 and 1: the short group alone would be light
+    states = frame.group_by("k", maintain_order=True).agg(plan.light_partial())
+    assert states[aggs.HEAVY].to_list() == [True, False] and plan.needs_full(states)
+
+
+def test_a_scaled_variance_takes_its_light_form_only_on_frames_of_small_magnitudes():
+    # the light form (the unscaled states scaled) only where no value passes LIGHT either
+    # way: a frame of -1e200 and 1 computes the scaled states themselves
+    schema = pl.Schema({"k": pl.Int64, "x": pl.Float64})
+    x = pl.col("x")
+    plan = aggs.decompose([(x * aggs.SCALED).var(ddof=0).alias("v")], ["k"], schema)
+    assert plan is not None and plan.light
+    for values, light in (([1.0, -3.5, None], True), ([-1e200, 1.0], False),
+                          ([1e200, 1.0], False), ([-math.inf, 1.0], False),
+                          ([math.inf, 1.0], False), ([math.nan, 2.0 ** 480], True),
+                          ([-(2.0 ** 481), 0.0], False)):
+        frame = pl.DataFrame({"k": [1] * len(values), "x": values}, schema=schema)
+        states = frame.group_by("k").agg(plan.light_partial())
+        assert plan.needs_full(states) == (not light), values
 
 
 # a RANGE frame with an offset: a frame (a node's batch of partitions) without NULL keys runs
