@@ -34,8 +34,8 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["HEAVY", "LIGHT", "SCALED", "SPAN", "AggPlan", "decompose", "lighten", "may_lighten",
-           "widen"]
+__all__ = ["HEAVY", "LIGHT", "LIGHTER", "SCALED", "SPAN", "AggPlan", "decompose", "lighten",
+           "lighter", "may_lighten", "widen"]
 
 F64 = pl.Float64
 SCALED = 2.0 ** -600
@@ -44,6 +44,8 @@ SCALED = 2.0 ** -600
 LIGHT = 2.0 ** 480
 """Values at most this in magnitude: their squares, their sums and the merges of their
 variance states stay far inside DOUBLE's range."""
+LIGHTER = "__hfq_lighter"
+"""The name marking the test of a :func:`lighter` aggregate."""
 HEAVY = "__heavy"
 """The column of :meth:`AggPlan.light_partial` saying a group's light forms may be inexact."""
 SPAN = 2**63
@@ -83,6 +85,15 @@ class AggPlan:
     def needs_full(states: pl.DataFrame) -> bool:
         """Whether ``states`` (of :meth:`light_partial`) must be computed in full."""
         return bool(states[HEAVY].any())
+
+
+def lighter(full: pl.Expr, light: pl.Expr, heavy: pl.Expr) -> pl.Expr:
+    """The aggregate ``full`` (a sum or a count), which a split aggregation computes as the
+    cheaper aggregate ``light`` in each group of a partition where the aggregate ``heavy``
+    does not hold (:attr:`AggPlan.light`): there ``light`` must stand for ``full`` wherever
+    the merged answer reads it -- equal, or a bound on the safe side of the test that reads
+    it.  Evaluated as it is (unsplit), it is that choice per group."""
+    return pl.when(heavy.alias(LIGHTER)).then(full).otherwise(light)
 
 
 def _dtype(expr: pl.Expr, schema: pl.Schema) -> pl.DataType:
@@ -168,6 +179,34 @@ class _Builder:
         what = node_kind(body)[0] if kind == "Agg" else \
             signature(body["function"]) if kind == "Function" else kind
         self.plan.kinds.append(what.lower())
+        return {"Column": name}
+
+    def lighter(self, full: Tree, light: Tree, heavy: Tree, tree: Tree) -> Tree | None:
+        """Register a :func:`lighter` aggregate: the one partial state of ``full`` (a sum or
+        a count), with ``light`` as its light form (cast to the state's type) and ``heavy``
+        its test.  Its state is shared with no other leaf, which must read the full value."""
+        key = json.dumps(tree, sort_keys=True, default=str)
+        if key in self.seen:
+            return {"Column": self.seen[key]}
+        kind, body = node_kind(full)
+        if kind != "Agg" or node_kind(body)[0] not in ("Sum", "Count"):
+            return None
+        i = next(self.count)
+        name = f"__a{i}"
+        made = self._states(kind, body, full, f"__p{i}_")
+        if made is None or len(made[0]) != 1 or made[0][0].meta.output_name() in self.plan.light:
+            return None
+        partial, merge, final = made
+        state = partial[0].meta.output_name()
+        self.plan.light[state] = from_tree(light).cast(_dtype(partial[0], self.schema))
+        test = from_tree(heavy)
+        if not any(test.meta.eq(h) for h in self.plan.heavy):
+            self.plan.heavy.append(test)
+        self.plan.partial += partial
+        self.plan.merge += merge
+        self.plan.final.append(final.alias(name))
+        self.seen[key] = name
+        self.plan.kinds.append(node_kind(body)[0].lower())
         return {"Column": name}
 
     def _shared(self, partial: list[pl.Expr], merge: list[pl.Expr]
@@ -569,6 +608,10 @@ def _rewrite(tree: Tree, b: _Builder) -> Tree | None:
     if kind == "Alias":
         inner = _rewrite(body[0], b)
         return None if inner is None else {"Alias": [inner, body[1]]}
+    if kind == "Ternary":
+        test_kind, test = node_kind(body["predicate"])
+        if test_kind == "Alias" and test[1] == LIGHTER:
+            return b.lighter(body["truthy"], body["falsy"], test[0], tree)
     if isinstance(tree, dict):
         out: dict[str, Any] = {}
         for k, v in tree.items():

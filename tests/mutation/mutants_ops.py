@@ -157,6 +157,16 @@ MUTANTS: list[Mutant] = [
            "the light form, whose unscaled states overflow and merge to NaN (DuckDB: +inf)",
            (PLANS.format("test_a_scaled_variance_takes_its_light_form_only_on_frames_of_small_"
                          "magnitudes"),)),
+    Mutant("ops-lighter-no-test", "query-speed", "hfq/engine/aggs.py",
+           "        if not any(test.meta.eq(h) for h in self.plan.heavy):\n"
+           "            self.plan.heavy.append(test)\n",
+           "        pass\n",
+           "a lighter aggregate's light form used without its test: a partition of values of "
+           "both signs ships the check's sums as one sign's",
+           ("tests/fuzz/test_regressions.py::test_finding[F137]",
+            "tests/fuzz/test_regressions.py::test_finding[F137e]",
+            "tests/query/test_engine.py::test_a_joins_checked_sum_of_doubles_still_splits_into_"
+            "partial_states")),
     Mutant("ops-narrow-sum-any-integer", "query-speed", "hfq/engine/aggs.py",
            "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1}",
            "pl.UInt16: 2**16 - 1, pl.UInt32: 2**32 - 1, pl.Int64: 2**31}",

@@ -1207,4 +1207,16 @@ MUTANTS: list[Mutant] = [
            "a variance of finite values whose spread leaves DOUBLE's range answered +inf "
            "(DuckDB -inf, NaN or +inf by its order and merge) (F138)",
            (REGRESSION.format("F138"), REGRESSION.format("F138b"))),
+    Mutant("sqlc-lighter-sign-lost", AREA, SQL + "windows.py",
+           "        heavy, total, plus = ~adds_alike(v), v.sum(), v.min() >= 0\n",
+           "        heavy, total, plus = ~adds_alike(v), v.sum(), pl.lit(True)\n",
+           "a split join check's light states take every partition's sum as positive: values "
+           "that cancel across two one-sign partitions (1e300, -1e300) answer",
+           ("tests/fuzz/test_regressions.py::test_a_joins_check_split_over_one_sign_partitions",)),
+    Mutant("sqlc-lighter-inexact-as-exact", AREA, SQL + "windows.py",
+           "        inexact = lighter(inexact, v.count(), heavy)\n",
+           "        inexact = lighter(inexact, pl.lit(0), heavy)\n",
+           "a split join check's light states claim whole multiples of 2^-16: 1e10 + 0.1, 0.3 "
+           "and -1e10 across partitions answer in hfq's order",
+           ("tests/fuzz/test_regressions.py::test_a_joins_check_split_over_one_sign_partitions",)),
 ]

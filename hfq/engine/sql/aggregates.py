@@ -277,7 +277,7 @@ class Agg(Plain):
             return out
         # (values of one sign over the whole frame need no check: the choice picks it, not
         # the answer, which it would hold twice; ``x``, a column, is computed once)
-        moves = choice(adds_alike(x), pl.lit(False), order_moves(x))
+        moves = choice(adds_alike(x), pl.lit(False), order_moves(x, split=True))
         return self.fail(out, moves, node,
                          f"{name} of DOUBLEs over rows a join, grouping, DISTINCT, set "
                          "operation or IN/EXISTS subquery made, whose values cancel or sum "
