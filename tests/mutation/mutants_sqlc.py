@@ -1054,7 +1054,7 @@ MUTANTS: list[Mutant] = [
            "inf (F133e)",
            (REGRESSION.format("F133e"),)),
     Mutant("sqlc-window-unordered-refuses-nan", AREA, SQL + "windows.py",
-           "    return (v.is_nan().sum() == 0) & (past | (~infinite & cancels))\n",
+           "    return (nan == 0) & (past | ((infinite == 0) & cancels))\n",
            "    return past | cancels\n",
            "the check of sums in no order refuses where every order gives the same: a NaN, or "
            "an infinity beside cancelling values (F133b, F137b)",
