@@ -896,6 +896,14 @@ CASES: list[Case] = [
          note="what F138's check leaves answering: a spread inside DOUBLE's range whose "
               "squares leave it is +inf in every order and merge (DuckDB +inf), and integers "
               "never leave it"),
+    Case("F139", "SELECT CAST(2.5 * l0 AS BIGINT) AS a, CAST(l0 * -1.25 AS BIGINT) AS b, "
+         "CAST(0.5 * i0 AS INTEGER) AS c FROM t",
+         [Table("t", [*T3, ("l0", "LONG"), ("i0", "INT")], ONE, (),
+                [(1, D1, "A", 9007199254740993, 2147483647), (2, D1, "A", -9007199254740993, -7),
+                 (3, D1, "A", 3, 1), (4, D1, "A", None, None)], [])],
+         note="CAST of a DECIMAL past 2^53 to an integer: 2.5 * (2^53 + 1) is "
+              "22517998136852482.5 exactly, which DuckDB rounds half away from zero to ...483; "
+              "hfq rounded it as a DOUBLE, ...484 (fuzz seed 307, 2-node)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

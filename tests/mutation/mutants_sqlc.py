@@ -1219,4 +1219,11 @@ MUTANTS: list[Mutant] = [
            "a split join check's light states claim whole multiples of 2^-16: 1e10 + 0.1, 0.3 "
            "and -1e10 across partitions answer in hfq's order",
            ("tests/fuzz/test_regressions.py::test_a_joins_check_split_over_one_sign_partitions",)),
+    Mutant("sqlc-decimal-to-integer-via-double", AREA, SQL + "casts.py",
+           "            rounded = _whole(value, source.scale or 0) if source.scale else value\n",
+           "            rounded = value.cast(pl.Float64).round(\n"
+           "                0, mode=\"half_away_from_zero\") if source.scale else value\n",
+           "a DECIMAL cast to an integer through DOUBLE: 2.5 * (2^53 + 1) gives ...484 where "
+           "DuckDB's exact rounding gives ...483 (F139)",
+           (REGRESSION.format("F139"),)),
 ]

@@ -98,8 +98,7 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
             bad = value.is_nan() | (rounded < float(lo)) | (rounded >= -float(lo))
             return checked(pl.when(bad).then(None).otherwise(rounded).cast(pl.Int64), bad)
         if isinstance(source, pl.Decimal):
-            rounded = value.cast(pl.Float64).round(0, mode="half_away_from_zero") \
-                if source.scale else value
+            rounded = _whole(value, source.scale or 0) if source.scale else value
             out = rounded.cast(pl.Int64, strict=False)
             return checked(out, out.is_null() & value.is_not_null() | (out < lo) | (out > hi))
         if source.is_integer() or source == pl.Boolean:
@@ -219,6 +218,18 @@ def sql_type(dtype: pl.DataType) -> str | None:
     if isinstance(dtype, (pl.Categorical, pl.Enum)):
         return "VARCHAR"
     return next((name for t, name in simple.items() if dtype == t), None)
+
+
+def _whole(value: pl.Expr, scale: int) -> pl.Expr:
+    """The DECIMAL ``value`` (of ``scale`` > 0) rounded half away from zero to a whole
+    number, as DuckDB's CAST to an integer: exactly, in its 128-bit units (through DOUBLE,
+    2.5 * (2^53 + 1) was 22517998136852484, not ...483: F139; polars' own rounding fails
+    where the rounded value needs one digit more than the type holds)."""
+    units = value.to_physical()
+    unit = 10 ** scale
+    size = units.abs()
+    whole = size // unit + (size % unit * 2 >= unit).cast(pl.Int128)
+    return pl.when(units < 0).then(pl.lit(0, dtype=pl.Int128) - whole).otherwise(whole)
 
 
 def _utc(value: pl.Expr, source: pl.DataType) -> pl.Expr:
