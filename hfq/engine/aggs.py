@@ -46,7 +46,7 @@ LIGHT = 2.0 ** 480
 variance states stay far inside DOUBLE's range."""
 LIGHTER = "__hfq_lighter"
 """The name marking the test of a :func:`lighter` aggregate."""
-HEAVY = "__heavy"
+HEAVY = "__hfq_heavy"
 """The column of :meth:`AggPlan.light_partial` saying a group's light forms may be inexact."""
 SPAN = 2**63
 """BIGINT's span on either side of 0: fewer than ``SPAN // B`` integers at most B in magnitude
@@ -65,6 +65,10 @@ class AggPlan:
     kinds: list[str] = field(default_factory=list)
     light: dict[str, pl.Expr] = field(default_factory=dict)
     heavy: list[pl.Expr] = field(default_factory=list)
+    reread: bool = False
+    """Whether the full states are likely on real data (a :func:`lighter` test fails on a
+    group of values of both signs) and costly to compute again (a join before them): the
+    node collects its input once, so that the full pass does not run the join again."""
 
     def describe(self) -> str:
         return ", ".join(self.kinds)
@@ -190,11 +194,11 @@ class _Builder:
             return {"Column": self.seen[key]}
         kind, body = node_kind(full)
         if kind != "Agg" or node_kind(body)[0] not in ("Sum", "Count"):
-            return None
+            return _rewrite(full, self)   # (no light form: the full aggregate, as written)
         i = next(self.count)
         name = f"__a{i}"
         made = self._states(kind, body, full, f"__p{i}_")
-        if made is None or len(made[0]) != 1 or made[0][0].meta.output_name() in self.plan.light:
+        if made is None or len(made[0]) != 1:
             return None
         partial, merge, final = made
         state = partial[0].meta.output_name()
@@ -202,6 +206,7 @@ class _Builder:
         test = from_tree(heavy)
         if not any(test.meta.eq(h) for h in self.plan.heavy):
             self.plan.heavy.append(test)
+        self.plan.reread = True
         self.plan.partial += partial
         self.plan.merge += merge
         self.plan.final.append(final.alias(name))
@@ -268,9 +273,10 @@ class _Builder:
         """Register the light form of the 128-bit sum (``x.cast(Decimal(38, 0)).sum()``) of
         BIGINT values ``x`` at most B <= 2^40 in magnitude (narrow columns widened, their
         sums, differences, negations and small multiples): their BIGINT sum, which wraps
-        modulo 2^64 and so is exact where the total fits -- as it does for any group of a
-        frame of fewer than ``SPAN // B`` rows.  A frame that long computes the 128-bit sum:
-        no row count fails, only a true total past BIGINT (where the merge narrows it)."""
+        modulo 2^64 and so is exact where the total fits -- as it does for any group of
+        fewer than ``SPAN // B`` rows.  A partition with a group that long computes the
+        128-bit sum: no row count fails, only a true total past BIGINT (where the merge
+        narrows it)."""
         light = _light_sum(tree, self.schema)
         if light is not None:
             self.plan.light[name], rows = light

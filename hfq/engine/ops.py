@@ -276,7 +276,11 @@ class PartialAgg(Op):
         if not self.plan.light:
             return lf.group_by(keys, maintain_order=self.ordered).agg(self.plan.partial)
         # the light forms and, per group, whether they may be inexact, in one pass; computed
-        # again in full where they may (a value past LIGHT, a group too long): rare
+        # again in full where they may: a value past LIGHT or a group too long (rare), a
+        # group of both signs under a join's order check (common: its input is collected
+        # first, so the join does not run twice)
+        if self.plan.reread:
+            lf = lf.collect().lazy()
         states = lf.group_by(keys, maintain_order=self.ordered).agg(
             self.plan.light_partial()).collect()
         if self.plan.needs_full(states):

@@ -1213,17 +1213,17 @@ MUTANTS: list[Mutant] = [
            "a split join check's light states take every partition's sum as positive: values "
            "that cancel across two one-sign partitions (1e300, -1e300) answer",
            ("tests/fuzz/test_regressions.py::test_a_joins_check_split_over_one_sign_partitions",)),
-    Mutant("sqlc-lighter-inexact-as-exact", AREA, SQL + "windows.py",
-           "        inexact = lighter(inexact, v.count(), heavy)\n",
-           "        inexact = lighter(inexact, pl.lit(0), heavy)\n",
-           "a split join check's light states claim whole multiples of 2^-16: 1e10 + 0.1, 0.3 "
-           "and -1e10 across partitions answer in hfq's order",
-           ("tests/fuzz/test_regressions.py::test_a_joins_check_split_over_one_sign_partitions",)),
     Mutant("sqlc-decimal-to-integer-via-double", AREA, SQL + "casts.py",
-           "            rounded = _whole(value, source.scale or 0) if source.scale else value\n",
+           "            rounded = _whole(value, source.scale) if source.scale else value\n",
            "            rounded = value.cast(pl.Float64).round(\n"
            "                0, mode=\"half_away_from_zero\") if source.scale else value\n",
            "a DECIMAL cast to an integer through DOUBLE: 2.5 * (2^53 + 1) gives ...484 where "
            "DuckDB's exact rounding gives ...483 (F139)",
+           (REGRESSION.format("F139"),)),
+    Mutant("sqlc-decimal-whole-doubled-remainder", AREA, SQL + "casts.py",
+           "    whole = size // unit + (size % unit >= unit // 2).cast(pl.Int128)\n",
+           "    whole = size // unit + (size % unit * 2 >= unit).cast(pl.Int128)\n",
+           "a DECIMAL(38, 38)'s remainder doubled past 128 bits: 0.9 cast to an integer is 0 "
+           "(DuckDB 1) (F139, stop-18 review)",
            (REGRESSION.format("F139"),)),
 ]

@@ -98,7 +98,7 @@ def cast(c: Compiles, node: exp.Cast, *, safe: bool) -> pl.Expr:
             bad = value.is_nan() | (rounded < float(lo)) | (rounded >= -float(lo))
             return checked(pl.when(bad).then(None).otherwise(rounded).cast(pl.Int64), bad)
         if isinstance(source, pl.Decimal):
-            rounded = _whole(value, source.scale or 0) if source.scale else value
+            rounded = _whole(value, source.scale) if source.scale else value
             out = rounded.cast(pl.Int64, strict=False)
             return checked(out, out.is_null() & value.is_not_null() | (out < lo) | (out > hi))
         if source.is_integer() or source == pl.Boolean:
@@ -226,9 +226,9 @@ def _whole(value: pl.Expr, scale: int) -> pl.Expr:
     2.5 * (2^53 + 1) was 22517998136852484, not ...483: F139; polars' own rounding fails
     where the rounded value needs one digit more than the type holds)."""
     units = value.to_physical()
-    unit = 10 ** scale
+    unit = 10 ** scale   # (even: half of it is exact; twice a remainder could pass 2^127)
     size = units.abs()
-    whole = size // unit + (size % unit * 2 >= unit).cast(pl.Int128)
+    whole = size // unit + (size % unit >= unit // 2).cast(pl.Int128)
     return pl.when(units < 0).then(pl.lit(0, dtype=pl.Int128) - whole).otherwise(whole)
 
 

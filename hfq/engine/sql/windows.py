@@ -860,9 +860,9 @@ def order_moves(value: pl.Expr, *, split: bool = False) -> pl.Expr:
     aggregation computes cheaply in each group of a partition whose values add alike
     (:func:`adds_alike`: one sign, small, no infinity) -- :func:`hfq.engine.aggs.lighter`:
     the positive and negative totals from the sum and the sign, the finite values' count
-    from the count, no infinity, NaN from the sum, and the exact multiples unknown (taken as
-    none: the merged check may then refuse cancelling sums of whole numbers that cross
-    partitions, never answer wrongly)."""
+    from the count, no infinity, NaN from the sum.  Which values are multiples of 2^-16 has
+    no cheaper form: that count is always computed (taken as none, a sum of whole numbers
+    that cancels only across partitions was refused: stop-18 review)."""
     v = value.cast(pl.Float64)
     finite = pl.when(v.is_finite()).then(v)
     scaled = finite * 2.0**16
@@ -878,7 +878,6 @@ def order_moves(value: pl.Expr, *, split: bool = False) -> pl.Expr:
         up = lighter(up, pl.when(plus).then(total).otherwise(0.0), heavy)
         down = lighter(down, pl.when(plus).then(0.0).otherwise(total), heavy)
         n = lighter(n, v.count(), heavy)
-        inexact = lighter(inexact, v.count(), heavy)
         infinite = lighter(infinite, pl.lit(0), heavy)
         nan = lighter(nan, total.is_nan(), heavy)
     bound = (up - down) * (n - 1).cast(pl.Float64) * 2.0**-52
