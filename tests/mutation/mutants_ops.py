@@ -141,7 +141,8 @@ MUTANTS: list[Mutant] = [
            "    return abs(mantissa) > 0 and -1021 <= exponent - 1 <= 1021",
            "any constant divisor left a scalar: polars multiplies by its reciprocal, one unit "
            "in the last place off (epoch() / 1e6 made one timestamp two GROUP BY keys)",
-           ("tests/sql/test_findings.py::test_finding[F78]",)),
+           ("tests/sql/test_findings.py::test_finding[F78]",
+            "tests/sql/test_findings.py::test_finding[F78b]")),
     Mutant("ops-light-variance-always", "query-speed", "hfq/engine/aggs.py",
            "        return bool(states[HEAVY].any())",
            "        return False",

@@ -507,7 +507,8 @@ MUTANTS: list[Mutant] = [
            '        return value.dt.epoch("us").cast(pl.Float64) / 1e6',
            "epoch() by polars' x / 1e6 (a product with 1e-6 on chunks of two rows or more, "
            "a true division on one): one timestamp made two GROUP BY keys (F78)",
-           ("tests/sql/test_findings.py::test_finding[F78]",)),
+           ("tests/sql/test_findings.py::test_finding[F78]",
+            "tests/sql/test_findings.py::test_finding[F78b]")),
     Mutant("sqlc-log10-by-ln", AREA, SQL + "functions.py",
            "    return pl.when(r.is_finite() & near & (pl.lit(10.0).pow(n) == x)).then(n)"
            ".otherwise(r)",

@@ -99,6 +99,15 @@ CASES: list[Case] = [
          note="epoch(): polars divides a column of two rows by 1e6 as a product with 1e-6 "
               "(1704499199.9999988) and a one-row chunk truly (1704499199.999999): one "
               "timestamp made two GROUP BY keys"),
+    Case("F78b", "SELECT count(*) AS n, count(*) FILTER (WHERE epoch(ts) = 1704499199.999999) "
+                 "AS e FROM t WHERE isinf(d0) IS NULL",
+         [TableSpec("t", [*T3, ("ts", "TIMESTAMP"), ("d0", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", TS, None), (2, D1, "A", TS, 1.0), (3, D2, "B", TS, None),
+                     (4, D2, "B", TS, None), (5, D2, "B", TS, None), (6, D2, "B", TS, 2.0)])],
+         note="F78 once its filter runs on the nodes (isinf is row-wise since stop 18): "
+              "every partition's rows then divide alike, one GROUP BY key either way, and "
+              "only the value shows polars' product with 1e-6 (1704499199.9999988, an ulp "
+              "off DuckDB's 1704499199.999999): compared exactly"),
     Case("F80", "SELECT corr(d0, d0) AS c, corr(d0, d0) > CAST('-0.0' AS DOUBLE) AS h, "
                 "corr(d1, d0) AS c1, corr(d1, d1) AS c2 FROM t",
          [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
