@@ -306,7 +306,7 @@ class Agg(Plain):
         # update meets x - mean = +-inf, and its variance is -inf, NaN or +inf by the row
         # order and how its threads merge partial states (DBL_MAX and -1e300: -inf in one
         # pass, +inf merged; F138) -- as covar's spread (F101)
-        bad = (x.count() >= 2) & _finite(x) & (x.nan_max() - x.min()).is_infinite()
+        bad = (x.count() >= 2) & _finite(x) & _spread_past_double(x)
         return self.fail(out, bad, node, f"{name} where the values' spread leaves DOUBLE's "
                                          "range (DuckDB's answer, +-inf or NaN, depends on "
                                          "the row order and how it merges them) is not "
@@ -485,7 +485,7 @@ class Agg(Plain):
         merge (F101); and where the co-moment leaves the range with the spreads inside it
         (F125), unless y and x are the same values (covar_pop(x, x) is +inf in every
         order)."""
-        spread = (y.nan_max() - y.min()).is_infinite() | (x.nan_max() - x.min()).is_infinite()
+        spread = _spread_past_double(y, x)
         bad = (n >= 2) & _finite(y, x) & spread
         out = self.fail(out, bad, node, f"{name} where the pairs' spread leaves DOUBLE's "
                                         "range (DuckDB's answer, +-inf or NaN, depends on the "
@@ -695,6 +695,16 @@ def _finite(*xs: pl.Expr) -> pl.Expr:
     out = pl.lit(True)
     for x in xs:
         out = out & x.nan_max().is_finite() & x.min().is_finite()
+    return out
+
+
+def _spread_past_double(*xs: pl.Expr) -> pl.Expr:
+    """Whether the spread ``max - min`` of one of ``xs`` leaves DOUBLE's range (read where
+    :func:`_finite` holds; a min and a max merge across partitions): where DuckDB's Welford
+    update meets ``x - mean = +-inf`` (F101, F138)."""
+    out = pl.lit(False)
+    for x in xs:
+        out = out | (x.nan_max() - x.min()).is_infinite()
     return out
 
 
