@@ -27,8 +27,9 @@ refusals by construct, the metamorphic checks, the process crashes, the
 shrunk mismatches, and apart from the mismatches the differences where DuckDB disagrees with
 itself (``unstable``: its answer moves with the row order; ``plan_error``: it raises only with
 its optimizer on; ``plan_answer``: its plan of a small ASOF JOIN answers otherwise than its ASOF
-operator; ``near_tie``: an ulp in a float sort key moved which rows a LIMIT keeps -- the rules
-are in ``docs/sql.md``, "Evaluation order").  Not part of CI:
+operator, or its optimizer moves the answer to one side of hfq's; ``near_tie``: an ulp in a
+float sort key moved which rows a LIMIT keeps -- the rules are in ``docs/sql.md``,
+"Evaluation order").  Not part of CI:
 ``tests/fuzz/test_fuzz.py`` runs a fixed-seed budget.
 """
 
@@ -209,7 +210,8 @@ def render(total: dict[str, Any], args: argparse.Namespace, where: str) -> str:
              f"(its answer moves with the row order), plan_error "
              f"**{total['outcomes'].get('plan_error', 0)}** (it raises only with its "
              f"optimizer), plan_answer **{total['outcomes'].get('plan_answer', 0)}** (its "
-             f"nested-loop plan of a small ASOF JOIN answers otherwise than its ASOF operator)"
+             f"nested-loop plan of a small ASOF JOIN answers otherwise than its ASOF operator"
+             f", or its optimizer's plan otherwise than without it)"
              f", near_tie **{total['outcomes'].get('near_tie', 0)}** (rows an ulp apart in a "
              f"float sort key moved which rows a LIMIT keeps)",
              f"- errors in polars' words (a defect, not counted as a mismatch): "

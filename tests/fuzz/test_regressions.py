@@ -909,12 +909,53 @@ CASES: list[Case] = [
     Case("F141", "WITH s AS (SELECT 1 AS c1 FROM t) SELECT NULL AS k FROM s GROUP BY c1 "
          "HAVING avg(1e300) <= 1e300",
          [Table("t", T3, ONE, (), [(k, D1, "A") for k in range(10)], [])],
-         open=True,
-         note="avg of a DOUBLE constant over 10 rows compared at the constant itself: DuckDB "
-              "sums the copies (an ulp above 1e300 after the division), hfq's avg of a "
-              "constant is the constant: one row where DuckDB keeps none (fuzz seed 311, "
-              "embedded).  Open: hfq's value is within the 1e-9 of every answer, but a "
-              "comparison at exactly that value turns the ulp into a row"),
+         note="avg of a DOUBLE constant over 10 rows compared at the constant itself: DuckDB's "
+              "hash aggregate adds the copies one by one (an ulp above 1e300 after the "
+              "division), hfq's avg of a constant was the constant: one row where DuckDB "
+              "keeps none (fuzz seed 311, embedded)"),
+    Case("F141b", "SELECT sym AS k, count(*) AS n FROM t GROUP BY sym HAVING avg(1e300) <= 1e300 "
+         "OR sum(3.3e0) > 3.3e0 * count(*) OR avg(0.7e0) FILTER (WHERE id > 2) > 0.7e0 "
+         "OR avg(CAST(0.1 AS REAL)) > 0.1e0",
+         [Table("t", T3, ("date",), (),
+                [(k, D1 if k % 2 else D2, "A" if k < 10 else "B") for k in range(16)], [])],
+         note="F141 grouped over two partitions, with a FILTER and a FLOAT: the copies are "
+              "added one by one over the group's rows wherever they are stored"),
+    Case("F141c", "SELECT count(*) AS n FROM t HAVING avg(1e300) <= 1e300 AND "
+         "sum(3.3e0) = 3.3e0 * count(*) AND avg(0.3e0) FILTER (WHERE id > 2) < 0.3e0",
+         [Table("t", T3, ("date",), (),
+                [(k, D1 if k % 2 else D2, "A" if k < 10 else "B") for k in range(16)], [])],
+         note="F141 without GROUP BY: DuckDB multiplies a constant by the count (an avg with a "
+              "FILTER excepted, which adds one by one), over two partitions.  (It multiplies "
+              "per input chunk: a sum with a FILTER over two partitions' chunks is "
+              "fl(0.7 * 6) + fl(0.7 * 7), an ulp off fl(0.7 * 13) -- DuckDB's answer moves with "
+              "the chunking, which the fuzzer's other row orders show: unstable)"),
+    Case("F142", "SELECT sym AS k, avg(0.1 * l0) AS a, count(*) AS n FROM t GROUP BY sym "
+         "HAVING avg(0.1 * l0) < 0.1 OR avg(CAST(l0 AS DECIMAL(18, 2)) * 0.33) < 0.33",
+         [Table("t", [*T3, ("l0", "LONG")], ("date",), (),
+                [(1, D1, "A", 1), (2, D2, "A", 1), (3, D2, "A", 1), (4, D1, "B", 3),
+                 (5, D2, "B", 1), (6, D1, "B", 2), (7, D1, "C", 1), (8, D1, "C", 2)], [])],
+         note="avg of a DECIMAL grouped: DuckDB's avg state divides the sum's integer units by "
+              "count * 10^scale in long double (3 / 30 = 0.1), as hfq does; beside a sum of the "
+              "same values its optimizer makes it the sum rounded to a DOUBLE over the count "
+              "(0.3 / 3 = 0.09999999999999999): the fuzzer's plan_answer"),
+    Case("F142c", "SELECT avg(0.1 * l0) AS a FROM t WHERE sym = 'A' "
+         "HAVING avg(0.1 * l0) < 0.1 AND avg(0.1) < 0.1",
+         [Table("t", [*T3, ("l0", "LONG")], ("date",), (),
+                [(1, D1, "A", 1), (2, D2, "A", 1), (3, D2, "A", 1)], [])],
+         note="avg of a DECIMAL without GROUP BY, over two partitions: DuckDB's optimizer "
+              "makes it the sum rounded to a DOUBLE over the count (0.3 / 3 = "
+              "0.09999999999999999); hfq divided the sum's units by count * 10^scale (3 / 30 "
+              "= 0.1), an ulp apart in 23% of random sums, which a comparison at the boundary "
+              "turns into a row (found beside F141)"),
+    Case("F142b", "SELECT count(*) AS n FROM t WHERE sym = 'C' HAVING avg(0.1) < 0.1 AND "
+         "avg(9007199254740993) > 9007199254740992 AND avg(CAST(0.7 AS DECIMAL(38, 30))) > 0.7",
+         [Table("t", T3, ("date",), (),
+                [(1, D1, "A"), (2, D2, "A"), (3, D2, "A"), (4, D1, "B"), (5, D1, "C"),
+                 (6, D2, "C"), (7, D1, "C"), (8, D2, "C"), (9, D1, "C"), (10, D2, "C"),
+                 (11, D1, "C")], [])],
+         note="avg of an integer or DECIMAL constant without GROUP BY: DuckDB sums its copies "
+              "exactly and divides the rounded sum (3 * (2^53 + 1) is 2^53 + 2 once divided, "
+              "0.1 seven times 0.09999999999999999); hfq's was the constant"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

@@ -195,6 +195,23 @@ MUTANTS += [
            "of floats",
            (FUZZER.format("test_duckdb_answering_otherwise_only_in_its_small_asof_plan_is_"
                           "apart"),)),
+    Mutant("fuzz-optimizer-moved-any-answer", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "    if not isinstance(plain, Answer) or differ(got, plain, ordered=ordered,",
+           "    if not isinstance(plain, Answer) or differ(got, got, ordered=ordered,",
+           "'plan_answer' whenever DuckDB without its optimizer answers, not only as hfq",
+           (FUZZER.format("test_an_answer_duckdbs_optimizer_moves_is_apart_when_unoptimized_"
+                          "agrees"),)),
+    Mutant("fuzz-more-shuffles-excuse-anything", AREA, "tests/fuzz/sqlfuzz/differential.py",
+           "        if again.status != \"wrong\":\n            return again\n",
+           "        return Outcome(\"unstable\", again.detail)\n",
+           "a difference still 'wrong' on 24 more shuffles passed as 'unstable'",
+           (FUZZER.format("test_a_float_on_few_row_orders_is_unstable_by_more_shuffles"),)),
+    Mutant("fuzz-more-shuffles-one-order", AREA, "tests/fuzz/sqlfuzz/data.py",
+           "            random.Random(seed if not k else seed * 1000 + int(k)).shuffle(idx)",
+           "            random.Random(seed).shuffle(idx)",
+           "the 24 more shuffles all the one 'shuffled' order: corr(id, id) = 1.0 on few "
+           "orders stays a mismatch (F140)",
+           (FUZZER.format("test_a_float_on_few_row_orders_is_unstable_by_more_shuffles"),)),
     Mutant("fuzz-sorted-orders-unsorted", AREA, "tests/fuzz/sqlfuzz/data.py",
            '                table = table.take(pc.sort_indices(table, [(column, way, "at_end")]))',
            "                table = table",

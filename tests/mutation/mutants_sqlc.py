@@ -405,8 +405,8 @@ MUTANTS: list[Mutant] = [
            "COALESCE of a SYMBOL and text left to polars: 'expected String, got cat' or a "
            "panic (F61)", (REGRESSION.format("F61"),)),
     Mutant("sqlc-sum-constant-wraps", AREA, SQL + "aggregates.py",
-           '        if name == "sum" and self.dtype(value).is_integer():\n',
-           '        if False:\n',
+           '        if (name == "sum" and dtype.is_integer()) or (',
+           '        if False or (',
            "sum of an integer constant as constant * count(*) in 64 bits: wraps past BIGINT "
            "silently (F62)", (REGRESSION.format("F62"),)),
     Mutant("sqlc-pick-skips-row-errors", AREA, "hfq/engine/exprs.py",
@@ -1227,4 +1227,30 @@ MUTANTS: list[Mutant] = [
            "a DECIMAL(38, 38)'s remainder doubled past 128 bits: 0.9 cast to an integer is 0 "
            "(DuckDB 1) (F139, stop-18 review)",
            (REGRESSION.format("F139"),)),
+    Mutant("sqlc-constant-grouped-multiplied", AREA, SQL + "aggregates.py",
+           "            one_by_one = self.grouped or (where is not None and name == \"avg\")\n",
+           "            one_by_one = where is not None and name == \"avg\"\n",
+           "a grouped sum or avg of a DOUBLE constant multiplied by the count: DuckDB's hash "
+           "aggregate adds the copies one by one, and avg(1e300) over 10 rows is an ulp above "
+           "1e300 (F141)",
+           (REGRESSION.format("F141"), REGRESSION.format("F141b"))),
+    Mutant("sqlc-constant-filtered-avg-multiplied", AREA, SQL + "aggregates.py",
+           "            one_by_one = self.grouped or (where is not None and name == \"avg\")\n",
+           "            one_by_one = self.grouped\n",
+           "an avg of a DOUBLE constant with a FILTER and no GROUP BY multiplied by the count "
+           "(DuckDB adds those copies one by one) (F141c)",
+           (REGRESSION.format("F141c"),)),
+    Mutant("sqlc-decimal-avg-units-ungrouped", AREA, SQL + "aggregates.py",
+           "            if not self.grouped:\n"
+           "                return pl.when(n > 0).then(x.sum().cast(_F64) / n.cast(_F64))\n",
+           "",
+           "an avg of DECIMALs without GROUP BY as the units over count * 10^scale: 3 / 30 = "
+           "0.1 where DuckDB's optimized plan gives 0.3 / 3 = 0.09999999999999999 (F142)",
+           (REGRESSION.format("F142c"),)),
+    Mutant("sqlc-constant-avg-the-constant", AREA, SQL + "aggregates.py",
+           "(name == \"avg\" and not self.grouped and (",
+           "(name == \"avg\" and False and (",
+           "an avg of an integer or DECIMAL constant without GROUP BY as the constant: "
+           "avg(2^53 + 1) over three rows is 2^53 where DuckDB gives 2^53 + 2 (F142b)",
+           (REGRESSION.format("F142b"),)),
 ]

@@ -60,10 +60,11 @@ class Agg(Plain):
     passed an IN or EXISTS subquery (in DuckDB a semi join, :func:`_hashed`)."""
 
     def __init__(self, scope: Scope, env: Env, columns: dict[str, pl.Expr] | None = None,
-                 semi: bool = False) -> None:
+                 semi: bool = False, grouped: bool = False) -> None:
         super().__init__(scope, env)
         self.columns = columns
         self.hashed = semi or _hashed(scope.query)
+        self.grouped = grouped   # by GROUP BY keys (DuckDB's hash aggregate), not the whole
 
     def dtype(self, e: pl.Expr) -> pl.DataType:
         if not self.columns:
@@ -215,11 +216,26 @@ class Agg(Plain):
         """An aggregate of a constant: as if every row held it."""
         n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
         some = pl.when(n > 0)
-        if name == "sum" and self.dtype(value).is_integer():
-            # one value per row, summed as a column is: value * n could wrap past BIGINT
-            x = pl.repeat(value.cast(pl.Int64), pl.len())
-            return self._sum(name, x.filter(where) if where is not None else x, [], [], None,
-                             node)
+        dtype = self.dtype(value)
+        if (name == "sum" and dtype.is_integer()) or (name == "avg" and not self.grouped and (
+                dtype.is_integer() or isinstance(dtype, pl.Decimal))):
+            # one value per row, summed exactly as a column is: value * n could wrap past
+            # BIGINT; without GROUP BY DuckDB's avg is the sum rounded to a DOUBLE over the
+            # count (F142), with it the constant (its avg state divides in long double)
+            x = pl.repeat(value.cast(pl.Int64) if dtype.is_integer() else value, pl.len())
+            build = self._sum if name == "sum" else self._avg
+            return build(name, x.filter(where) if where is not None else x, [], [], None, node)
+        if name in ("sum", "avg") and dtype.is_float():
+            # DuckDB's rounding of n copies: its whole-input aggregate multiplies (value *
+            # n), its hash aggregate adds them one by one -- avg(1e300) over 10 rows is an
+            # ulp above 1e300 there (F141) -- and so does its whole-input avg with a FILTER
+            # (not its sum); the avg divides that sum
+            x = pl.repeat(value.cast(_F64), pl.len())
+            one_by_one = self.grouped or (where is not None and name == "avg")
+            total = (x.filter(where) if where is not None else x).cum_sum().last() \
+                if one_by_one else value.cast(_F64) * n
+            out = total if name == "sum" else total / n
+            return pl.when(value.is_not_null() & (n > 0)).then(out)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
         if name in ("median", "quantile_cont") and isinstance(self.dtype(value), pl.Decimal):
@@ -257,8 +273,12 @@ class Agg(Plain):
         if isinstance(dtype, pl.Decimal):
             # DuckDB's: the DECIMAL's integers summed exactly, as a DOUBLE over count *
             # 10^scale -- a mean of the values as doubles lost 1.5 + 2^63 - 1 and 1.5 - 2^63
-            # (0.0 for DuckDB's 1.0, F130)
+            # (0.0 for DuckDB's 1.0, F130).  Without GROUP BY its optimizer makes the avg
+            # the sum rounded to a DOUBLE over the count: 0.3 / 3 = 0.09999999999999999,
+            # where 3 / 30 is 0.1 (F142)
             n = x.count()
+            if not self.grouped:
+                return pl.when(n > 0).then(x.sum().cast(_F64) / n.cast(_F64))
             return pl.when(n > 0).then(x.sum().to_physical().cast(_F64) /
                                        (n.cast(_F64) * 10.0 ** (dtype.scale or 0)))
         # (FLOAT averaged in DOUBLE, as DuckDB's avg)

@@ -78,7 +78,7 @@ def _pivot(c: Env, base: Scope, col: exp.Expression, value_nodes: list[exp.Expre
         values = [v for v in found.to_series().to_list() if v is not None]
     else:
         values = [_value(c, base, v, dtype) for v in value_nodes]
-    agg_expr = Agg(base, c).call(agg)
+    agg_expr = Agg(base, c, grouped=True).call(agg)
     with at(node):
         if group is not None:
             keys = [base.resolve(g) if isinstance(g, exp.Column) else _column_error(g)

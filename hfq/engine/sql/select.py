@@ -474,7 +474,8 @@ class Post(Plain):
     def register(self, node: exp.Expression) -> None:
         if node not in self.aggs:
             self.aggs[node] = (f"__agg{len(self.aggs)}",
-                               Agg(self.input, self.env, self.columns, self.semi)
+                               Agg(self.input, self.env, self.columns, self.semi,
+                                   grouped=bool(self.key_nodes))
                                .call(node))
 
     def expr(self, node: exp.Expression) -> pl.Expr:

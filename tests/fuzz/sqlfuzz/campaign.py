@@ -20,7 +20,7 @@ import duckdb
 
 import hfq
 from sqlfuzz import metamorphic
-from sqlfuzz.data import ORDERS, Dataset, load_duckdb_orders, load_hfq, random_dataset
+from sqlfuzz.data import ORDERS, SHUFFLES, Dataset, load_duckdb_orders, load_hfq, random_dataset
 from sqlfuzz.differential import APART, Outcome, run_query
 from sqlfuzz.known import KNOWN, Known, explain, skip
 from sqlfuzz.queries import QueryGen
@@ -146,6 +146,9 @@ class Campaign:
         self.known = KNOWN if known is None else known
         self.replicas = replicas
         self.cons = duckdb_connections()
+        self.more_cons: list[duckdb.DuckDBPyConnection] = []   # SHUFFLES, made when needed
+        self.dataset: Dataset | None = None   # the one loaded
+        self.more_for: Dataset | None = None  # the dataset more_cons hold
         self.trace = open(trace, "a", buffering=1) if trace else None   # noqa: SIM115
 
     def note(self, text: str) -> None:
@@ -158,6 +161,18 @@ class Campaign:
     def load(self, dataset: Dataset) -> None:
         load_hfq(self.db, dataset, replicas=self.replicas)
         load_duckdb_orders(self.cons, self.db, dataset)
+        self.dataset = dataset
+
+    def more(self) -> list[duckdb.DuckDBPyConnection]:
+        """DuckDB on :data:`SHUFFLES` of the loaded dataset's rows (loaded on the first call
+        for each dataset: only a difference the other orders leave a mismatch asks)."""
+        assert self.dataset is not None
+        if not self.more_cons:
+            self.more_cons = duckdb_connections(len(SHUFFLES))
+        if self.more_for is not self.dataset:
+            load_duckdb_orders(self.more_cons, self.db, self.dataset, orders=SHUFFLES)
+            self.more_for = self.dataset
+        return self.more_cons
 
     def run(self, *, queries: int, seconds: float | None = None, progress: Any = None,
             first_round: int = 0, rounds: int | None = None,
@@ -200,7 +215,8 @@ class Campaign:
             report.known[f"{fid} (not run)"] += 1
             return
         self.note(q.sql)
-        out = run_query(self.db, self.cons, q.sql, ordered=q.ordered, params=q.params)
+        out = run_query(self.db, self.cons, q.sql, ordered=q.ordered, params=q.params,
+                        more=self.more)
         report.queries += 1
         report.outcomes[out.status] += 1
         report.shapes[q.shape] += 1
@@ -247,7 +263,7 @@ class Campaign:
             # the query of the check that DuckDB answers differently: a shrinkable finding
             culprit = None
             for sql in check.queries:
-                out = run_query(self.db, self.cons, sql, ordered=False)
+                out = run_query(self.db, self.cons, sql, ordered=False, more=self.more)
                 if out.mismatch:
                     culprit = Found(dataset, sql, False, out, oracle=check.oracle,
                                     tags=check.tags, related=list(check.queries))

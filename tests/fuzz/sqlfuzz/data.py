@@ -249,6 +249,10 @@ def load_duckdb(con: duckdb.DuckDBPyConnection, db: hfq.Database, dataset: Datas
 ORDERS = ("stored", "reversed", "shuffled", "descending0", "ascending0", "descending1",
           "ascending1", "descending2", "ascending2")
 
+#: more orders, consulted when the answers differ on all of :data:`ORDERS` (``more`` of
+#: :func:`sqlfuzz.differential.run_query`)
+SHUFFLES = tuple(f"shuffled{k}" for k in range(1, 25))
+
 
 def load_duckdb_orders(cons: list[duckdb.DuckDBPyConnection], db: hfq.Database,
                        dataset: Dataset, *, orders: tuple[str, ...] = ORDERS) -> None:
@@ -289,9 +293,10 @@ class _HfqRows:
         table = self.table
         if order == "reversed" and table.num_rows:
             table = table.take(pa.array(range(table.num_rows - 1, -1, -1)))
-        elif order == "shuffled" and table.num_rows:
+        elif order.startswith("shuffled") and table.num_rows:   # shuffled, shuffled<k>
             idx = list(range(table.num_rows))
-            random.Random(seed).shuffle(idx)
+            k = order[len("shuffled"):]
+            random.Random(seed if not k else seed * 1000 + int(k)).shuffle(idx)
             table = table.take(pa.array(idx))
         elif order.startswith(("descending", "ascending")) and table.num_rows:
             way = order.rstrip("0123456789")
