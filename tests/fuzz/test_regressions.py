@@ -921,7 +921,8 @@ CASES: list[Case] = [
          note="F141 grouped over two partitions, with a FILTER and a FLOAT: the copies are "
               "added one by one over the group's rows wherever they are stored"),
     Case("F141c", "SELECT count(*) AS n FROM t HAVING avg(1e300) <= 1e300 AND "
-         "sum(3.3e0) = 3.3e0 * count(*) AND avg(0.3e0) FILTER (WHERE id > 2) < 0.3e0",
+         "sum(3.3e0) = 3.3e0 * count(*) AND avg(0.3e0) FILTER (WHERE id > 2) < 0.3e0 AND "
+         "1 / sum(-0.0e0) > 0 AND 1 / avg(-0.0e0) > 0",
          [Table("t", T3, ("date",), (),
                 [(k, D1 if k % 2 else D2, "A" if k < 10 else "B") for k in range(16)], [])],
          note="F141 without GROUP BY: DuckDB multiplies a constant by the count (an avg with a "
@@ -947,6 +948,15 @@ CASES: list[Case] = [
               "0.09999999999999999); hfq divided the sum's units by count * 10^scale (3 / 30 "
               "= 0.1), an ulp apart in 23% of random sums, which a comparison at the boundary "
               "turns into a row (found beside F141)"),
+    Case("F142d", "SELECT avg(0.1 + 0 * id) FILTER (WHERE id < 3) AS a, avg(0.1) FILTER (WHERE "
+         "id < 7) AS b, avg(9007199254740993) FILTER (WHERE id < 3) AS c FROM t HAVING "
+         "avg(0.1) FILTER (WHERE id < 7) = 0.1 AND avg(0.1 + 0 * id) FILTER (WHERE id < 3) = 0.1 "
+         "AND avg(9007199254740993) FILTER (WHERE id < 3) = 9007199254740992",
+         [Table("t", T3, ("date",), (),
+                [(k, D1 if k % 2 else D2, "A") for k in range(10)], [])],
+         note="avg with a FILTER and no GROUP BY: DuckDB's optimizer leaves it to its avg state "
+              "(3 / 30 = 0.1, 2^53 + 1 three times 2^53 once divided in long double), not the "
+              "sum over the count (stop-19 review of F142)"),
     Case("F142b", "SELECT count(*) AS n FROM t WHERE sym = 'C' HAVING avg(0.1) < 0.1 AND "
          "avg(9007199254740993) > 9007199254740992 AND avg(CAST(0.7 AS DECIMAL(38, 30))) > 0.7",
          [Table("t", T3, ("date",), (),
@@ -956,6 +966,23 @@ CASES: list[Case] = [
          note="avg of an integer or DECIMAL constant without GROUP BY: DuckDB sums its copies "
               "exactly and divides the rounded sum (3 * (2^53 + 1) is 2^53 + 2 once divided, "
               "0.1 seven times 0.09999999999999999); hfq's was the constant"),
+    Case("F141d", "SELECT \"A\" = 1.0e0 AS a, \"B\" AS b FROM (PIVOT (SELECT sym FROM t) ON sym "
+         "USING sum(0.1e0)) AS p",
+         [Table("t", T3, ("date",), (),
+                [(k, D1 if k % 2 else D2, "A" if k < 10 else "B") for k in range(20)], [])],
+         note="PIVOT without GROUP BY or other columns is DuckDB's aggregate over the whole "
+              "input with a FILTER per value: a constant's sum multiplied (fl(0.1 * 10) = 1.0, "
+              "not the one-by-one 0.9999999999999999) (stop-19 review)"),
+    Case("F141e", "SELECT avg(1e300) = 1e300 AS a, sum(0.1e0) = 1.0e0 AS b, 1 / sum(-0.0e0) AS c "
+         "FROM t GROUP BY NULL "
+         "UNION ALL SELECT avg(1e300) = 1e300, sum(0.1e0) = 1.0e0, 1 / sum(-0.0e0) FROM t GROUP BY "
+         "id > 100 UNION ALL SELECT avg(1e300) = 1e300, sum(0.1e0) = 1.0e0, 1 / avg(-0.0e0) "
+         "FROM t GROUP BY sym > 'A'",
+         [Table("t", T3, ("date",), (),
+                [(k, D1 if k % 2 else D2, "B") for k in range(10)], [])],
+         note="grouped by a NULL or BOOLEAN constant alone DuckDB multiplies a constant's copies "
+              "as over the whole input; by a key of rows (even one holding one value) it adds "
+              "them one by one (stop-19 review)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

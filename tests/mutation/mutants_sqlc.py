@@ -1228,29 +1228,52 @@ MUTANTS: list[Mutant] = [
            "(DuckDB 1) (F139, stop-18 review)",
            (REGRESSION.format("F139"),)),
     Mutant("sqlc-constant-grouped-multiplied", AREA, SQL + "aggregates.py",
-           "            one_by_one = self.grouped or (where is not None and name == \"avg\")\n",
-           "            one_by_one = where is not None and name == \"avg\"\n",
+           "            if self.grouped or (self.filtered and name == \"avg\"):\n",
+           "            if self.filtered and name == \"avg\":\n",
            "a grouped sum or avg of a DOUBLE constant multiplied by the count: DuckDB's hash "
            "aggregate adds the copies one by one, and avg(1e300) over 10 rows is an ulp above "
            "1e300 (F141)",
            (REGRESSION.format("F141"), REGRESSION.format("F141b"))),
     Mutant("sqlc-constant-filtered-avg-multiplied", AREA, SQL + "aggregates.py",
-           "            one_by_one = self.grouped or (where is not None and name == \"avg\")\n",
-           "            one_by_one = self.grouped\n",
+           "            if self.grouped or (self.filtered and name == \"avg\"):\n",
+           "            if self.grouped:\n",
            "an avg of a DOUBLE constant with a FILTER and no GROUP BY multiplied by the count "
            "(DuckDB adds those copies one by one) (F141c)",
            (REGRESSION.format("F141c"),)),
     Mutant("sqlc-decimal-avg-units-ungrouped", AREA, SQL + "aggregates.py",
-           "            if not self.grouped:\n"
+           "            if self._sum_over_count():\n"
            "                return pl.when(n > 0).then(x.sum().cast(_F64) / n.cast(_F64))\n",
            "",
            "an avg of DECIMALs without GROUP BY as the units over count * 10^scale: 3 / 30 = "
            "0.1 where DuckDB's optimized plan gives 0.3 / 3 = 0.09999999999999999 (F142)",
            (REGRESSION.format("F142c"),)),
     Mutant("sqlc-constant-avg-the-constant", AREA, SQL + "aggregates.py",
-           "(name == \"avg\" and not self.grouped and (",
-           "(name == \"avg\" and False and (",
+           "                name == \"avg\" and exact and self._sum_over_count()):",
+           "                name == \"avg\" and exact and False):",
            "an avg of an integer or DECIMAL constant without GROUP BY as the constant: "
            "avg(2^53 + 1) over three rows is 2^53 where DuckDB gives 2^53 + 2 (F142b)",
            (REGRESSION.format("F142b"),)),
+    Mutant("sqlc-filtered-avg-over-count", AREA, SQL + "aggregates.py",
+           "        return not self.grouped and not self.filtered\n",
+           "        return not self.grouped\n",
+           "an avg with a FILTER and no GROUP BY as DuckDB's rewritten sum over count: 0.1 "
+           "three times averages 0.09999999999999999 where its avg state gives 0.1 (stop-19 "
+           "review)",
+           (REGRESSION.format("F142d"),)),
+    Mutant("sqlc-pivot-always-grouped", AREA, SQL + "pivot.py",
+           "grouped=bool(index), filtered=True)", "grouped=True, filtered=True)",
+           "PIVOT without GROUP BY or other columns as a hash aggregate: a constant's sum "
+           "added one by one where DuckDB multiplies (stop-19 review)",
+           (REGRESSION.format("F141d"),)),
+    Mutant("sqlc-constant-key-hashed", AREA, SQL + "select.py",
+           "                hashed = hashed or not reads_no_column(key) or \\\n",
+           "                hashed = True or not reads_no_column(key) or \\\n",
+           "GROUP BY NULL (or a BOOLEAN constant) as a hash aggregate: a constant's copies "
+           "added one by one where DuckDB multiplies (stop-19 review)",
+           (REGRESSION.format("F141e"),)),
+    Mutant("sqlc-constant-sum-negative-zero", AREA, SQL + "aggregates.py",
+           "            total = pl.lit(0.0) + total\n", "",
+           "a sum of -0.0 copies is -0.0, where DuckDB's state starts at 0.0: 1 / sum(-0.0) "
+           "is -inf, DuckDB inf",
+           (REGRESSION.format("F141c"), REGRESSION.format("F141e"))),
 ]

@@ -30,7 +30,7 @@ from hfq.engine.sql.scope import Env, Scope
 from hfq.engine.sql.syntax import args_of, name_of
 from hfq.engine.sql.windows import adds_alike, order_moves
 
-__all__ = ["Agg", "lexical"]
+__all__ = ["Agg", "lexical", "reads_no_column"]
 
 _F64 = pl.Float64
 _SAMPLE = {"stddev": 1, "stddev_samp": 1, "stddev_pop": 0, "variance": 1, "var_samp": 1,
@@ -60,11 +60,15 @@ class Agg(Plain):
     passed an IN or EXISTS subquery (in DuckDB a semi join, :func:`_hashed`)."""
 
     def __init__(self, scope: Scope, env: Env, columns: dict[str, pl.Expr] | None = None,
-                 semi: bool = False, grouped: bool = False) -> None:
+                 semi: bool = False, grouped: bool = False, filtered: bool = False) -> None:
         super().__init__(scope, env)
         self.columns = columns
         self.hashed = semi or _hashed(scope.query)
-        self.grouped = grouped   # by GROUP BY keys (DuckDB's hash aggregate), not the whole
+        # DuckDB's plan, which decides the rounding of an avg or of a constant's sum: a hash
+        # aggregate (``grouped``), or one over the whole input; an aggregate with a FILTER
+        # (``filtered``; PIVOT's are)
+        self.grouped = grouped
+        self.filtered = filtered
 
     def dtype(self, e: pl.Expr) -> pl.DataType:
         if not self.columns:
@@ -90,7 +94,8 @@ class Agg(Plain):
         if isinstance(node, exp.Filter):   # agg(...) FILTER (WHERE cond)
             cond = node.expression.this
             where = self.expr(cond).fill_null(False)
-            if _reads_no_column(where):   # a constant condition holds (or not) on every row
+            self.filtered = True
+            if reads_no_column(where):   # a constant condition holds (or not) on every row
                 where = pl.repeat(where, pl.len())   # (a literal would count once: F49)
             node = node.this
         order: exp.Order | None = None
@@ -131,14 +136,14 @@ class Agg(Plain):
     def _ordered(self, name: str, values: list[pl.Expr], args: list[exp.Expression],
                  order: exp.Order | None, where: pl.Expr | None, node: exp.Expression,
                  keys: list[pl.Expr] | None = None) -> pl.Expr:
-        if all(_reads_no_column(v) for v in values) and not isinstance(node, exp.ArgMax) \
+        if all(reads_no_column(v) for v in values) and not isinstance(node, exp.ArgMax) \
                 and not isinstance(node, exp.ArgMin):
             return self._constant(name, values[0], where, node)
         # a constant beside a column is one value per row (polars 2.1 reads past the end of
         # a filtered literal inside a grouping: F26)
-        values = [pl.repeat(v, pl.len()) if _reads_no_column(v) else v for v in values]
+        values = [pl.repeat(v, pl.len()) if reads_no_column(v) else v for v in values]
         if name in ("sum", "avg") and self.dtype(values[0]).is_float() and \
-                self.hashed and not _reads_no_column(values[0]):
+                self.hashed and not reads_no_column(values[0]):
             values = [self._column(values[0])]
         if where is not None:
             values = [v.filter(where) for v in values]
@@ -155,7 +160,7 @@ class Agg(Plain):
                 where: pl.Expr | None) -> pl.Expr:
         """``x`` in the aggregate's ORDER BY order (the rows FILTER keeps), by ``keys``
         (compiled); a constant key orders nothing (its errors: :meth:`_keys_raised`)."""
-        by = [(k, o) for k, o in zip(keys, order.expressions) if not _reads_no_column(k)]
+        by = [(k, o) for k, o in zip(keys, order.expressions) if not reads_no_column(k)]
         if not by:
             return x
         keys = [lexical(self, k) for k, _ in by]
@@ -170,7 +175,7 @@ class Agg(Plain):
         raises fails the query where the group has a row -- over no rows DuckDB answers
         NULL (F132)."""
         for key in keys:
-            if not _reads_no_column(key):   # (read even where its errors were raised
+            if not reads_no_column(key):   # (read even where its errors were raised
                 # upstream, in a CTE's column: the constant's rule sorts nothing, and an
                 # unread column is pruned with its errors; F135)
                 out = pl.when(key.count() >= 0).then(out)
@@ -202,14 +207,21 @@ class Agg(Plain):
             if len(inner.expressions) != 1:
                 raise unsupported(node, "count(DISTINCT) of several columns")
             x = self.expr(inner.expressions[0])
-            if _reads_no_column(x):   # a constant: one value per row
+            if reads_no_column(x):   # a constant: one value per row
                 x = pl.repeat(x, pl.len())                   # (none over no rows)
             x = x.filter(where) if where is not None else x
             return x.drop_nulls().n_unique().cast(pl.Int64)
         x = self.expr(inner)
         # a constant (a CTE's constant column too: F52) is one value per row
-        x = pl.repeat(x, pl.len()) if _reads_no_column(x) else x
+        x = pl.repeat(x, pl.len()) if reads_no_column(x) else x
         return (x.filter(where) if where is not None else x).count().cast(pl.Int64)
+
+    def _sum_over_count(self) -> bool:
+        """Whether DuckDB's optimizer makes an avg its sum rounded to a DOUBLE over its
+        count (F142): without GROUP BY or FILTER; elsewhere its avg state divides a
+        DECIMAL's integers by count * 10^scale in long double (3 / 30 = 0.1, where the
+        rewrite gives 0.3 / 3 = 0.09999999999999999)."""
+        return not self.grouped and not self.filtered
 
     def _constant(self, name: str, value: pl.Expr, where: pl.Expr | None,
                   node: exp.Expression) -> pl.Expr:
@@ -217,11 +229,12 @@ class Agg(Plain):
         n = where.cast(pl.Int64).sum() if where is not None else pl.len().cast(pl.Int64)
         some = pl.when(n > 0)
         dtype = self.dtype(value)
-        if (name == "sum" and dtype.is_integer()) or (name == "avg" and not self.grouped and (
-                dtype.is_integer() or isinstance(dtype, pl.Decimal))):
+        exact = dtype.is_integer() or isinstance(dtype, pl.Decimal)
+        if (name == "sum" and dtype.is_integer()) or (
+                name == "avg" and exact and self._sum_over_count()):
             # one value per row, summed exactly as a column is: value * n could wrap past
-            # BIGINT; without GROUP BY DuckDB's avg is the sum rounded to a DOUBLE over the
-            # count (F142), with it the constant (its avg state divides in long double)
+            # BIGINT; DuckDB's avg rewritten as the sum rounded to a DOUBLE over the count
+            # (F142; its avg state, in long double, gives the constant)
             x = pl.repeat(value.cast(pl.Int64) if dtype.is_integer() else value, pl.len())
             build = self._sum if name == "sum" else self._avg
             return build(name, x.filter(where) if where is not None else x, [], [], None, node)
@@ -229,13 +242,16 @@ class Agg(Plain):
             # DuckDB's rounding of n copies: its whole-input aggregate multiplies (value *
             # n), its hash aggregate adds them one by one -- avg(1e300) over 10 rows is an
             # ulp above 1e300 there (F141) -- and so does its whole-input avg with a FILTER
-            # (not its sum); the avg divides that sum
-            x = pl.repeat(value.cast(_F64), pl.len())
-            one_by_one = self.grouped or (where is not None and name == "avg")
-            total = (x.filter(where) if where is not None else x).cum_sum().last() \
-                if one_by_one else value.cast(_F64) * n
-            out = total if name == "sum" else total / n
-            return pl.when(value.is_not_null() & (n > 0)).then(out)
+            # (not its sum); the avg divides that sum.  Added to its state's 0.0, as DuckDB
+            # (a sum of -0.0 is 0.0)
+            if self.grouped or (self.filtered and name == "avg"):
+                x = pl.repeat(value.cast(_F64), pl.len())
+                total = (x.filter(where) if where is not None else x).cum_sum().last()
+            else:
+                total = value.cast(_F64) * n
+            total = pl.lit(0.0) + total
+            return pl.when(value.is_not_null() & (n > 0)).then(
+                total if name == "sum" else total / n)
         if name == "sum":
             return pl.when(value.is_not_null() & (n > 0)).then(value * n)
         if name in ("median", "quantile_cont") and isinstance(self.dtype(value), pl.Decimal):
@@ -273,11 +289,9 @@ class Agg(Plain):
         if isinstance(dtype, pl.Decimal):
             # DuckDB's: the DECIMAL's integers summed exactly, as a DOUBLE over count *
             # 10^scale -- a mean of the values as doubles lost 1.5 + 2^63 - 1 and 1.5 - 2^63
-            # (0.0 for DuckDB's 1.0, F130).  Without GROUP BY its optimizer makes the avg
-            # the sum rounded to a DOUBLE over the count: 0.3 / 3 = 0.09999999999999999,
-            # where 3 / 30 is 0.1 (F142)
+            # (0.0 for DuckDB's 1.0, F130) -- or as its optimizer rewrites it (F142)
             n = x.count()
-            if not self.grouped:
+            if self._sum_over_count():
                 return pl.when(n > 0).then(x.sum().cast(_F64) / n.cast(_F64))
             return pl.when(n > 0).then(x.sum().to_physical().cast(_F64) /
                                        (n.cast(_F64) * 10.0 ** (dtype.scale or 0)))
@@ -382,7 +396,7 @@ class Agg(Plain):
         if len(values) != 2:
             raise error(node, f"{name}(value, key) takes two arguments")
         first = self.expr(args[0])
-        if _reads_no_column(first):   # a constant value: it, if any key is not NULL
+        if reads_no_column(first):   # a constant value: it, if any key is not NULL
             # (never x.filter(...) of a literal: polars 2.1 reads past its end, F26)
             return pl.when(values[1].count() > 0).then(first)
         both = x.is_not_null() & values[1].is_not_null()
@@ -650,7 +664,7 @@ def _covariance(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
         .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(cov)
 
 
-def _reads_no_column(e: pl.Expr) -> bool:
+def reads_no_column(e: pl.Expr) -> bool:
     """Whether ``e`` reads no column: one value, not one per row (a literal, or a column of a
     CTE or subquery that the compiler inlined as its constant -- F52)."""
     return not e.meta.root_names()

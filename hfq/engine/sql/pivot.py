@@ -78,7 +78,6 @@ def _pivot(c: Env, base: Scope, col: exp.Expression, value_nodes: list[exp.Expre
         values = [v for v in found.to_series().to_list() if v is not None]
     else:
         values = [_value(c, base, v, dtype) for v in value_nodes]
-    agg_expr = Agg(base, c, grouped=True).call(agg)
     with at(node):
         if group is not None:
             keys = [base.resolve(g) if isinstance(g, exp.Column) else _column_error(g)
@@ -87,6 +86,8 @@ def _pivot(c: Env, base: Scope, col: exp.Expression, value_nodes: list[exp.Expre
         else:
             used = {on, *(base.resolve(x) for x in agg.find_all(exp.Column))}
             index = [x for x in base.columns() if x not in used]
+        # DuckDB's plan: an aggregate with a FILTER per value, grouped by the index (if any)
+        agg_expr = Agg(base, c, grouped=bool(index), filtered=True).call(agg)
         # grouped by the pivoted column too (GROUP BY sym ... FOR sym): a row per value of
         # it, holding the cell of its own value; the pivot reads a copy of the column
         spread = "__on" if on in index else on

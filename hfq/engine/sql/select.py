@@ -14,7 +14,7 @@ from hfq.engine.exprs import every_row, is_rowwise, may_raise, to_tree
 from hfq.engine.query import FrameSource, Query
 from hfq.engine.rowid import ROWID
 from hfq.engine.sql import pushdown, subqueries
-from hfq.engine.sql.aggregates import Agg
+from hfq.engine.sql.aggregates import Agg, reads_no_column
 from hfq.engine.sql.errors import at, error, unsupported
 from hfq.engine.sql.expressions import Plain
 from hfq.engine.sql.joins import compile_join
@@ -287,6 +287,7 @@ class Compiler:
         keys: list[pl.Expr] = []
         key_nodes: dict[exp.Expression, str] = {}
         key_cols: dict[str, str] = {}
+        hashed = False   # DuckDB's hash aggregate: some key is not a BOOLEAN or NULL constant
         if group is not None:
             groups = list(group.expressions)
             if group.args.get("all"):   # GROUP BY ALL: every select item without aggregates
@@ -309,7 +310,12 @@ class Compiler:
                     raise error(g, "aggregates are not allowed in GROUP BY")
                 if g_expr in key_nodes:   # a repeated key is the same key (GROUP BY a, a)
                     continue
-                key = Plain(scope, self).expr(g_expr)
+                plain = Plain(scope, self)
+                key = plain.expr(g_expr)
+                # (grouped by BOOLEAN or NULL constants alone, DuckDB aggregates a constant's
+                # copies as over the whole input: F141c)
+                hashed = hashed or not reads_no_column(key) or \
+                    plain.dtype(key) not in (pl.Boolean, pl.Null)
                 if not g_expr.find(exp.Column):   # a constant key: one group of every row
                     key = pl.repeat(key, pl.len())   # (none over no rows)
                 keys.append(key.alias(name))
@@ -317,6 +323,7 @@ class Compiler:
                 if isinstance(g_expr, exp.Column):
                     key_cols[scope.resolve(g_expr)] = name
         post = Post(scope, key_nodes, key_cols, self)
+        post.grouped = hashed
         where = node.args.get("where")
         # rows an IN or EXISTS subquery kept: DuckDB's semi join hands them on in its hash
         # table's order (stop-17 review), as a SEMI JOIN does
@@ -469,13 +476,14 @@ class Post(Plain):
         self.aggs: dict[exp.Expression, tuple[str, pl.Expr]] = {}
         self.columns: dict[str, pl.Expr] = {}   # aggregates' arguments computed before them
         self.semi = False   # the rows passed an IN or EXISTS subquery (a semi join)
+        self.grouped = False   # by keys DuckDB hashes (Agg.grouped)
         self.aggregated = False
 
     def register(self, node: exp.Expression) -> None:
         if node not in self.aggs:
             self.aggs[node] = (f"__agg{len(self.aggs)}",
                                Agg(self.input, self.env, self.columns, self.semi,
-                                   grouped=bool(self.key_nodes))
+                                   grouped=self.grouped)
                                .call(node))
 
     def expr(self, node: exp.Expression) -> pl.Expr:
