@@ -983,6 +983,15 @@ CASES: list[Case] = [
          note="grouped by a NULL or BOOLEAN constant alone DuckDB multiplies a constant's copies "
               "as over the whole input; by a key of rows (even one holding one value) it adds "
               "them one by one (stop-19 review)"),
+    Case("F143", "SELECT weighted_avg(l0 / 2.5, l0) AS a, weighted_avg(d0, l0) AS b, "
+         "weighted_avg(d0, CAST(l0 AS DECIMAL(20, 1))) AS c, weighted_avg(d0, i0) AS e FROM t",
+         [Table("t", [*T3, ("l0", "LONG"), ("d0", "DOUBLE"), ("i0", "INT")], ("date",), (),
+                [(19, D1, "A", 2**63 - 1, 1.5, 7), (-1, D2, "A", -2**63, -0.5, None),
+                 (3, D1, "A", 5, None, -3)], [])],
+         note="weighted_avg of DOUBLE values with BIGINT weights at BIGINT's extremes: DuckDB's "
+              "macro sums the weights (its CASE ... ELSE 0 is a BIGINT) exactly, -1, and "
+              "divides by it; hfq summed them as DOUBLEs, 0.0, and answered inf (fuzz seed "
+              "337, embedded, dataset 338190)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

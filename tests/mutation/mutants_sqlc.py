@@ -1253,6 +1253,12 @@ MUTANTS: list[Mutant] = [
            "an avg of an integer or DECIMAL constant without GROUP BY as the constant: "
            "avg(2^53 + 1) over three rows is 2^53 where DuckDB gives 2^53 + 2 (F142b)",
            (REGRESSION.format("F142b"),)),
+    Mutant("sqlc-wavg-weights-as-doubles", AREA, SQL + "aggregates.py",
+           "        if types[1].is_integer() or isinstance(types[1], pl.Decimal):\n",
+           "        if False:\n",
+           "weighted_avg of DOUBLEs with BIGINT weights summing the weights as DOUBLEs: "
+           "BIGINT's extremes sum to 0.0, not -1, and the answer is inf (F143)",
+           (REGRESSION.format("F143"),)),
     Mutant("sqlc-filtered-avg-over-count", AREA, SQL + "aggregates.py",
            "        return not self.grouped and not self.filtered\n",
            "        return not self.grouped\n",

@@ -434,8 +434,15 @@ class Agg(Plain):
                               "CAST them to DOUBLE")
         v, w = values[0].cast(_F64), values[1].cast(_F64)
         num, den = v * w, pl.when(v.is_not_null()).then(w).otherwise(0.0)
-        return pl.when(num.count() > 0).then(num.sum()) / \
-            pl.when(den.count() > 0).then(den.sum())
+        total = pl.when(den.count() > 0).then(den.sum())
+        if types[1].is_integer() or isinstance(types[1], pl.Decimal):
+            # DuckDB sums integer or DECIMAL weights exactly (its CASE is one of them), then
+            # rounds the total to a DOUBLE: BIGINT's extremes sum to -1, not 0.0 (F143)
+            exact = pl.Decimal(38, getattr(types[1], "scale", None) or 0)
+            den = pl.when(v.is_not_null()).then(values[1].cast(exact)).otherwise(
+                pl.lit(0).cast(exact))
+            total = pl.when(den.count() > 0).then(den.sum().cast(_F64))
+        return pl.when(num.count() > 0).then(num.sum()) / total
 
     def _pairs(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
                order: exp.Order | None, node: exp.Expression) -> pl.Expr:
