@@ -992,6 +992,15 @@ CASES: list[Case] = [
               "macro sums the weights (its CASE ... ELSE 0 is a BIGINT) exactly, -1, and "
               "divides by it; hfq summed them as DOUBLEs, 0.0, and answered inf (fuzz seed "
               "337, embedded, dataset 338190)"),
+    Case("F144", "SELECT id, avg(2.0 + l0) OVER (ORDER BY time) AS w FROM t",
+         [Table("t", [*T3, ("time", "SECOND"), ("l0", "LONG")], ("hash", 1), (),
+                [(3, dt.date(2000, 1, 3), "..", dt.time(0, 0, 0), 2**63 - 1),
+                 (-9, dt.date(2000, 1, 3), "..", dt.time(23, 59, 59), -2**63)], [])],
+         open=True,
+         note="a window avg of DECIMALs over BIGINT's extremes: DuckDB sums the DECIMAL's "
+              "integers exactly ((2^63 + 1) + (2 - 2^63) = 3, avg 1.5), hfq's window sums "
+              "them as DOUBLEs (0.0) -- F130's window twin (fuzz seed 349, embedded, dataset "
+              "349226).  Open"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
