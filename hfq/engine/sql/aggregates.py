@@ -433,8 +433,7 @@ class Agg(Plain):
                               "weight in DECIMAL and fails past 38 digits) is not supported; "
                               "CAST them to DOUBLE")
         v, w = values[0].cast(_F64), values[1].cast(_F64)
-        num, den = v * w, pl.when(v.is_not_null()).then(w).otherwise(0.0)
-        total = pl.when(den.count() > 0).then(den.sum())
+        num = v * w
         if types[1].is_integer() or isinstance(types[1], pl.Decimal):
             # DuckDB sums integer or DECIMAL weights exactly (its CASE is one of them), then
             # rounds the total to a DOUBLE: BIGINT's extremes sum to -1, not 0.0 (F143)
@@ -442,6 +441,9 @@ class Agg(Plain):
             den = pl.when(v.is_not_null()).then(values[1].cast(exact)).otherwise(
                 pl.lit(0).cast(exact))
             total = pl.when(den.count() > 0).then(den.sum().cast(_F64))
+        else:
+            den = pl.when(v.is_not_null()).then(w).otherwise(0.0)
+            total = pl.when(den.count() > 0).then(den.sum())
         return pl.when(num.count() > 0).then(num.sum()) / total
 
     def _pairs(self, name: str, x: pl.Expr, values: list[pl.Expr], args: list[exp.Expression],
