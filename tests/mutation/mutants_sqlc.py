@@ -1071,7 +1071,8 @@ MUTANTS: list[Mutant] = [
            "               False for op in q.ops)\n",
            "a sum of cancelling DOUBLEs over a GROUP BY subquery's groups added in polars' "
            "group order: 0.0 against DuckDB's -3.75 in its hash table's order (F137e)",
-           (REGRESSION.format("F137e"),)),
+           ("tests/fuzz/test_regressions.py::test_a_sum_over_groups_that_cancel_is_refused",
+            REGRESSION.format("F137e"))),
     Mutant("sqlc-semi-sum-unchecked", AREA, SQL + "aggregates.py",
            "        self.hashed = semi or _hashed(scope.query)\n",
            "        self.hashed = _hashed(scope.query)\n",
