@@ -1001,6 +1001,20 @@ CASES: list[Case] = [
               "integers exactly ((2^63 + 1) + (2 - 2^63) = 3, avg 1.5), hfq's window sums "
               "them as DOUBLEs (0.0) -- F130's window twin (fuzz seed 349, embedded, dataset "
               "349226).  Open"),
+    Case("F145", "SELECT c0 || NULL FROM t GROUP BY 1",
+         [Table("t", [*T3, ("c0", "CHAR")], ONE, (), [], [])],
+         note="a GROUP BY key with a column that folds to a constant (c0 || NULL is NULL) over "
+              "no rows: DuckDB no group, hfq one (its key, a literal, was not repeated per "
+              "row) (fuzz seed 353, embedded, dataset 353763)"),
+    Case("F145b", "SELECT NULL || c0 AS k, count(*) AS n, sum(1e300) AS s FROM t "
+         "WHERE id > 100 GROUP BY k",
+         [Table("t", [*T3, ("c0", "CHAR")], ONE, (), [(1, D1, "A", "x"), (2, D1, "B", None)],
+                [])],
+         note="F145 with the rows filtered away, and its aggregates"),
+    Case("F145c", "SELECT c0 || NULL AS k, count(*) AS n, sum(1e300) AS s FROM t GROUP BY k",
+         [Table("t", [*T3, ("c0", "CHAR")], ONE, (), [(1, D1, "A", "x"), (2, D1, "B", None),
+                                                    (3, D1, "A", "")], [])],
+         note="F145's key over rows: one group of every row"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),

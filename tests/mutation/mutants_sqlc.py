@@ -1278,6 +1278,12 @@ MUTANTS: list[Mutant] = [
            "GROUP BY NULL (or a BOOLEAN constant) as a hash aggregate: a constant's copies "
            "added one by one where DuckDB multiplies (stop-19 review)",
            (REGRESSION.format("F141e"),)),
+    Mutant("sqlc-folded-key-one-group", AREA, SQL + "select.py",
+           "                if not g_expr.find(exp.Column) or reads_no_column(key):\n",
+           "                if not g_expr.find(exp.Column):\n",
+           "a GROUP BY key that folds to a constant (c0 || NULL) kept as a literal: one group "
+           "over no rows, where DuckDB has none (F145)",
+           (REGRESSION.format("F145"), REGRESSION.format("F145b"))),
     Mutant("sqlc-constant-sum-negative-zero", AREA, SQL + "aggregates.py",
            "            total = pl.lit(0.0) + total\n", "",
            "a sum of -0.0 copies is -0.0, where DuckDB's state starts at 0.0: 1 / sum(-0.0) "

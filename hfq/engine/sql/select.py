@@ -316,8 +316,10 @@ class Compiler:
                 # copies as over the whole input: F141c)
                 hashed = hashed or not reads_no_column(key) or \
                     plain.dtype(key) not in (pl.Boolean, pl.Null)
-                if not g_expr.find(exp.Column):   # a constant key: one group of every row
-                    key = pl.repeat(key, pl.len())   # (none over no rows)
+                # a constant key, written so or folded (c0 || NULL is NULL: F145): one group
+                # of every row (none over no rows)
+                if not g_expr.find(exp.Column) or reads_no_column(key):
+                    key = pl.repeat(key, pl.len())
                 keys.append(key.alias(name))
                 key_nodes[g_expr] = name
                 if isinstance(g_expr, exp.Column):
