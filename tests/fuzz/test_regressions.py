@@ -996,11 +996,25 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("time", "SECOND"), ("l0", "LONG")], ("hash", 1), (),
                 [(3, dt.date(2000, 1, 3), "..", dt.time(0, 0, 0), 2**63 - 1),
                  (-9, dt.date(2000, 1, 3), "..", dt.time(23, 59, 59), -2**63)], [])],
-         open=True,
          note="a window avg of DECIMALs over BIGINT's extremes: DuckDB sums the DECIMAL's "
-              "integers exactly ((2^63 + 1) + (2 - 2^63) = 3, avg 1.5), hfq's window sums "
+              "integers exactly ((2^63 + 1) + (2 - 2^63) = 3, avg 1.5), hfq's window summed "
               "them as DOUBLEs (0.0) -- F130's window twin (fuzz seed 349, embedded, dataset "
-              "349226).  Open"),
+              "349226)"),
+    Case("F144b", "SELECT id, avg(x) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT "
+         "ROW) AS a, avg(x) OVER (ORDER BY i0 RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS r, "
+         "avg(x) OVER () AS w, avg(x) OVER (ORDER BY id) AS u FROM "
+         "(SELECT id, i0, CAST(d0 AS DECIMAL(3, 1)) AS x FROM t)",
+         [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
+                [(1, D1, "A", 1, 0.1), (2, D1, "A", 1, 0.1), (3, D1, "A", 2, 0.1),
+                 (4, D1, "A", 2, None), (5, D1, "A", None, 0.2)], [])],
+         note="F144 in every frame: three DECIMAL 0.1s average to DuckDB's 3 / 30 = 0.1, "
+              "not the DOUBLEs' 0.30000000000000004 / 3 (0.10000000000000002)"),
+    Case("F144c", "SELECT id, avg(CAST(l0 AS DECIMAL(38, 0)) * CAST(l0 AS DECIMAL(38, 0))) "
+         "OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS w FROM t",
+         [Table("t", [*T3, ("l0", "LONG")], ONE, (),
+                [(k, D1, "A", 2**63 - 1) for k in range(1, 4)] + [(4, D1, "A", 5)], [])],
+         note="F144's exact sum past 128 bits: three (2^63 - 1)^2 overflow DuckDB's HUGEINT "
+              "sum, and fail by name in hfq (not wrapped)"),
     Case("F145", "SELECT c0 || NULL FROM t GROUP BY 1",
          [Table("t", [*T3, ("c0", "CHAR")], ONE, (), [], [])],
          note="a GROUP BY key with a column that folds to a constant (c0 || NULL is NULL) over "

@@ -249,8 +249,8 @@ MUTANTS: list[Mutant] = [
            "a GROUP BY query selecting only constants gives one row, not one per group (F31)",
            (TRUST.format("grouped_constants"),)),
     Mutant("sqlc-constant-key-one-group", AREA, SQL + "select.py",
-           "                    key = pl.repeat(key, pl.len())   # (none over no rows)",
-           "                    pass",
+           "                    key = pl.repeat(key, pl.len())\n",
+           "                    pass\n",
            "GROUP BY a constant over no rows gives one row (F36)",
            (TRUST.format("constant_key_no_rows_2"),)),
     Mutant("sqlc-pivot-missing-null", AREA, SQL + "pivot.py",
@@ -1284,6 +1284,17 @@ MUTANTS: list[Mutant] = [
            "a GROUP BY key that folds to a constant (c0 || NULL) kept as a literal: one group "
            "over no rows, where DuckDB has none (F145)",
            (REGRESSION.format("F145"), REGRESSION.format("F145b"))),
+    Mutant("sqlc-window-decimal-avg-doubles", AREA, SQL + "windows.py",
+           "        return _decimal_mean(c, w, node, value, dtype, spec)\n",
+           "        pass\n",
+           "a window avg of DECIMALs as a mean of DOUBLEs: 0.0 for DuckDB's 1.5 over "
+           "(2^63 + 1) and (2 - 2^63), 0.10000000000000002 for its 0.1 over three 0.1s (F144)",
+           (REGRESSION.format("F144"), REGRESSION.format("F144b"))),
+    Mutant("sqlc-window-decimal-avg-unguarded", AREA, SQL + "windows.py",
+           "    units = c.fail(units, w.over(units.abs().max(), ordered=False) >= 2**94, node,\n",
+           "    units = c.fail(units, w.over(units.abs().max(), ordered=False) >= 2**200, node,\n",
+           "a window avg of DECIMAL(38)s near 10^37 summed past 128 bits: wrapped",
+           (REGRESSION.format("F144c"),)),
     Mutant("sqlc-constant-sum-negative-zero", AREA, SQL + "aggregates.py",
            "            total = pl.lit(0.0) + total\n", "",
            "a sum of -0.0 copies is -0.0, where DuckDB's state starts at 0.0: 1 / sum(-0.0) "

@@ -404,6 +404,8 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
     if kind in ("sum", "mean") and (dtype.is_temporal() or isinstance(dtype, pl.Duration)):
         # (date - NULL: polars rolls no dates or durations, said in its words)
         raise unsupported(fn, f"window {name}() over {sql_type(dtype) or 'INTERVAL'} values")
+    if kind == "mean" and isinstance(dtype, pl.Decimal):
+        return _decimal_mean(c, w, node, value, dtype, spec)
     if kind in ("sum", "mean") and dtype == pl.Float32:   # FLOAT summed in DOUBLE, as
         value, dtype = value.cast(pl.Float64), pl.Float64()   # DuckDB's sum/avg (F76)
     if kind == "sum" and dtype == pl.Int64:
@@ -421,6 +423,22 @@ def _aggregate(c: Compiles, w: _Window, node: exp.Window, fn: exp.Expression, na
         return choice(pl.len() < WINDOW_ROWS, _framed(c, w, node, kind, value, dtype, spec),
                       exact)
     return _framed(c, w, node, kind, value, dtype, spec)
+
+
+def _decimal_mean(c: Compiles, w: _Window, node: exp.Window, value: pl.Expr,
+                  dtype: pl.Decimal, spec: exp.WindowSpec | None) -> pl.Expr:
+    """A frame's avg of DECIMALs as DuckDB's avg state: the DECIMAL's integers summed
+    exactly (128 bits), as a DOUBLE over count * 10^scale, as the grouped avg (a mean of
+    the values as doubles lost (2^63 + 1) + (2 - 2^63) to 0.0 for DuckDB's 1.5: F144; and
+    0.3 / 3 is 0.09999999999999999, DuckDB's 3 / 30 = 0.1).  Values of 2^94 units or more,
+    whose sum over 2^32 rows could leave 128 bits, fail by name."""
+    units = value.to_physical().cast(pl.Int128)
+    units = c.fail(units, w.over(units.abs().max(), ordered=False) >= 2**94, node,
+                   "a window avg of DECIMALs of 2^94 units or more is not supported")
+    total = _framed(c, w, node, "sum", units, pl.Int128(), spec)
+    n = _framed(c, w, node, "count", value.is_not_null(), pl.Boolean(), spec)
+    return pl.when(n > 0).then(total.cast(pl.Float64) /
+                               (n.cast(pl.Float64) * 10.0 ** (dtype.scale or 0)))
 
 
 def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr,
@@ -1018,9 +1036,7 @@ def _in_doubles(c: Compiles, node: exp.Expression, kind: str, value: pl.Expr,
     scale = dtype.scale or 0
     target = dtype if kind in ("min", "max") else pl.Decimal(38, scale)
 
-    def back(e: pl.Expr) -> pl.Expr:
-        if kind in ("mean", "count"):
-            return e
+    def back(e: pl.Expr) -> pl.Expr:   # (an avg of DECIMALs never comes here: F144)
         out = e.round(scale).cast(target)
         return c.fail(out, e.abs() * 10.0**scale >= 2.0**50, node,
                       "a DECIMAL window aggregate of 2^50 units or more is not supported")
