@@ -1007,8 +1007,18 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
                 [(1, D1, "A", 1, 0.1), (2, D1, "A", 1, 0.1), (3, D1, "A", 2, 0.1),
                  (4, D1, "A", 2, None), (5, D1, "A", None, 0.2)], [])],
-         note="F144 in every frame: three DECIMAL 0.1s average to DuckDB's 3 / 30 = 0.1, "
-              "not the DOUBLEs' 0.30000000000000004 / 3 (0.10000000000000002)"),
+         note="F144 in every frame, with NULL values and keys (the ulp of 3 / 30 = 0.1 "
+              "against 0.30000000000000004 / 3 is within the comparison's tolerance: "
+              "test_a_window_avg_of_decimals_is_duckdbs_quotient_exactly asserts it)"),
+    Case("F144d", "SELECT id, avg(CAST(l0 AS DECIMAL(38, 10))) OVER () AS w, "
+         "avg(CAST(l0 AS DECIMAL(38, 10))) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND "
+         "CURRENT ROW) AS s FROM t",
+         [Table("t", [*T3, ("l0", "LONG")], ONE, (),
+                [(k, D1, "A", v) for k, v in enumerate(
+                    [2**63 - 1, 10**18, -3, 5, -2**63, 2**63 - 1, 0, 7], 1)], [])],
+         note="F144's guard refuses only a sum that could leave 128 bits: DECIMAL(38, 10)s "
+              "at BIGINT's extremes over 8 rows are answered (a guard on the largest value "
+              "alone refused them: stop-20 review)"),
     Case("F144c", "SELECT id, avg(CAST(l0 AS DECIMAL(38, 0)) * CAST(l0 AS DECIMAL(38, 0))) "
          "OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS w FROM t",
          [Table("t", [*T3, ("l0", "LONG")], ONE, (),
@@ -1029,6 +1039,17 @@ CASES: list[Case] = [
          [Table("t", [*T3, ("c0", "CHAR")], ONE, (), [(1, D1, "A", "x"), (2, D1, "B", None),
                                                     (3, D1, "A", "")], [])],
          note="F145's key over rows: one group of every row"),
+    Case("F145d", "SELECT 5 IN (SELECT i0 FROM t) AS k, count(*) AS n FROM t GROUP BY 1, i0",
+         [Table("t", [*T3, ("i0", "INT")], ONE, (),
+                [(1, D1, "A", -3), (2, D1, "A", -2), (3, D1, "A", -1), (4, D1, "A", -1)], [])],
+         note="a key that reads no column but is not a literal (an uncorrelated IN, a "
+              "one-value column): repeating it needs its first value, or polars raised "
+              "'value must be a scalar' (stop-20 review)"),
+    Case("F145e", "SELECT 5 IN (SELECT i0 FROM t) AS k, count(*) AS n FROM t GROUP BY 1",
+         [Table("t", [*T3, ("i0", "INT")], ONE, (),
+                [(1, D1, "A", -3), (2, D1, "A", -2), (3, D1, "A", 5)], [])],
+         note="F145d's key alone: one group of every row (hfq had counted one row before "
+              "F145)"),
     Case("F129f", "SELECT id, sum(d0) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) AS w, "
          "sum(d0) OVER (ORDER BY id ROWS BETWEEN 4368 PRECEDING AND CURRENT ROW) AS s FROM t",
          [Table("t", [*T3, ("d0", "DOUBLE")], ("date",), (),
@@ -1090,6 +1111,28 @@ def test_a_joins_check_split_over_one_sign_partitions(tmp_path):
     assert out.status == "same", out.detail
     out = run_query(db, cons, sql.format("'E'"), ordered=False)   # 1e7, 1.0, -1e7
     assert out.status == "same", out.detail
+
+
+def test_a_window_avg_of_decimals_is_duckdbs_quotient_exactly(tmp_path):
+    """F144's rounding, which the differential's tolerance does not see: DuckDB's window avg
+    of DECIMALs divides the exact sum of their integers by count * 10^scale (three 0.1s:
+    3 / 30 = 0.1), where a mean of the DOUBLEs gives 0.10000000000000002; in each frame."""
+    t = Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
+              [(1, D1, "A", 1, 0.1), (2, D1, "A", 1, 0.1), (3, D1, "A", 2, 0.1),
+               (4, D1, "A", 2, 0.7), (5, D1, "A", 3, 0.2)], [])
+    db = hfq.connect(str(tmp_path / "db"))
+    dataset = Dataset(0, [t])
+    load_hfq(db, dataset)
+    con = duckdb_connections(1)[0]
+    load_duckdb(con, db, dataset)
+    frames = ["()", "(ORDER BY id)", "(ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
+              "(ORDER BY i0 RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)"]
+    sql = "SELECT id, " + ", ".join(f"avg(x) OVER {f} AS a{k}" for k, f in enumerate(frames)) \
+        + " FROM (SELECT id, i0, CAST(d0 AS DECIMAL(3, 1)) AS x FROM t) ORDER BY id"
+    ours = db.sql(sql).collect().rows()
+    theirs = con.execute(sql).fetchall()
+    assert ours == theirs
+    assert ours[2][2] == ours[2][3] == 0.1   # ids 1-3, running and sliding: 3 / 30
 
 
 def test_a_sum_over_groups_that_cancel_is_refused(tmp_path):

@@ -249,7 +249,7 @@ MUTANTS: list[Mutant] = [
            "a GROUP BY query selecting only constants gives one row, not one per group (F31)",
            (TRUST.format("grouped_constants"),)),
     Mutant("sqlc-constant-key-one-group", AREA, SQL + "select.py",
-           "                    key = pl.repeat(key, pl.len())\n",
+           "                    key = pl.repeat(key.first(), pl.len())\n",
            "                    pass\n",
            "GROUP BY a constant over no rows gives one row (F36)",
            (TRUST.format("constant_key_no_rows_2"),)),
@@ -1286,15 +1286,29 @@ MUTANTS: list[Mutant] = [
            (REGRESSION.format("F145"), REGRESSION.format("F145b"))),
     Mutant("sqlc-window-decimal-avg-doubles", AREA, SQL + "windows.py",
            "        return _decimal_mean(c, w, node, value, dtype, spec)\n",
-           "        pass\n",
+           "        value, dtype = value.cast(pl.Float64), pl.Float64()\n",
            "a window avg of DECIMALs as a mean of DOUBLEs: 0.0 for DuckDB's 1.5 over "
            "(2^63 + 1) and (2 - 2^63), 0.10000000000000002 for its 0.1 over three 0.1s (F144)",
-           (REGRESSION.format("F144"), REGRESSION.format("F144b"))),
+           (REGRESSION.format("F144"), "tests/fuzz/test_regressions.py::"
+            "test_a_window_avg_of_decimals_is_duckdbs_quotient_exactly")),
     Mutant("sqlc-window-decimal-avg-unguarded", AREA, SQL + "windows.py",
-           "    units = c.fail(units, w.over(units.abs().max(), ordered=False) >= 2**94, node,\n",
-           "    units = c.fail(units, w.over(units.abs().max(), ordered=False) >= 2**200, node,\n",
+           "    units = c.fail(units, w.over(reach, ordered=False) >= 2.0**126, node,\n",
+           "    units = c.fail(units, w.over(reach, ordered=False) >= float('inf'), node,\n",
            "a window avg of DECIMAL(38)s near 10^37 summed past 128 bits: wrapped",
-           (REGRESSION.format("F144c"),)),
+           (REGRESSION.format("F144c"), REGRESSION.format("F144d"))),
+    Mutant("sqlc-window-decimal-avg-guard-largest", AREA, SQL + "windows.py",
+           "    reach = units.abs().max().cast(pl.Float64) * pl.len()\n",
+           "    reach = units.abs().max().cast(pl.Float64) * 2.0**32\n",
+           "F144's guard on the largest value alone, as if every partition held 2^32 rows: "
+           "DECIMAL(38, 10)s at BIGINT's extremes refused, where DuckDB answers (stop-20 "
+           "review)",
+           (REGRESSION.format("F144d"),)),
+    Mutant("sqlc-folded-key-not-scalar", AREA, SQL + "select.py",
+           "                    key = pl.repeat(key.first(), pl.len())\n",
+           "                    key = pl.repeat(key, pl.len())\n",
+           "a GROUP BY key of an uncorrelated IN repeated as it is: polars' 'value must be a "
+           "scalar' (stop-20 review)",
+           (REGRESSION.format("F145d"), REGRESSION.format("F145e"))),
     Mutant("sqlc-constant-sum-negative-zero", AREA, SQL + "aggregates.py",
            "            total = pl.lit(0.0) + total\n", "",
            "a sum of -0.0 copies is -0.0, where DuckDB's state starts at 0.0: 1 / sum(-0.0) "

@@ -317,9 +317,10 @@ class Compiler:
                 hashed = hashed or not reads_no_column(key) or \
                     plain.dtype(key) not in (pl.Boolean, pl.Null)
                 # a constant key, written so or folded (c0 || NULL is NULL: F145): one group
-                # of every row (none over no rows)
+                # of every row (none over no rows); its first value, as polars repeats only
+                # a scalar (5 IN (SELECT ...) is a one-value column: stop-20 review)
                 if not g_expr.find(exp.Column) or reads_no_column(key):
-                    key = pl.repeat(key, pl.len())
+                    key = pl.repeat(key.first(), pl.len())
                 keys.append(key.alias(name))
                 key_nodes[g_expr] = name
                 if isinstance(g_expr, exp.Column):

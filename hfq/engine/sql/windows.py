@@ -430,11 +430,14 @@ def _decimal_mean(c: Compiles, w: _Window, node: exp.Window, value: pl.Expr,
     """A frame's avg of DECIMALs as DuckDB's avg state: the DECIMAL's integers summed
     exactly (128 bits), as a DOUBLE over count * 10^scale, as the grouped avg (a mean of
     the values as doubles lost (2^63 + 1) + (2 - 2^63) to 0.0 for DuckDB's 1.5: F144; and
-    0.3 / 3 is 0.09999999999999999, DuckDB's 3 / 30 = 0.1).  Values of 2^94 units or more,
-    whose sum over 2^32 rows could leave 128 bits, fail by name."""
+    0.3 / 3 is 0.09999999999999999, DuckDB's 3 / 30 = 0.1).  A partition whose largest
+    value times its row count reaches 2^126 units, so that a frame's sum could leave 128
+    bits, fails by name (DuckDB's HUGEINT sum fails past 2^127)."""
     units = value.to_physical().cast(pl.Int128)
-    units = c.fail(units, w.over(units.abs().max(), ordered=False) >= 2**94, node,
-                   "a window avg of DECIMALs of 2^94 units or more is not supported")
+    reach = units.abs().max().cast(pl.Float64) * pl.len()
+    units = c.fail(units, w.over(reach, ordered=False) >= 2.0**126, node,
+                   "a window avg of DECIMALs whose sum could leave 128 bits (largest value "
+                   "times the partition's rows past 2^126 units) is not supported")
     total = _framed(c, w, node, "sum", units, pl.Int128(), spec)
     n = _framed(c, w, node, "count", value.is_not_null(), pl.Boolean(), spec)
     return pl.when(n > 0).then(total.cast(pl.Float64) /
