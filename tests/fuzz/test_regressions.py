@@ -1070,13 +1070,20 @@ def _param(case: Case):
     return pytest.param(case, id=case.id, marks=marks)
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_finding(case: Case, tmp_path):
+def _loaded(tmp_path, tables: list[TableSpec]):
+    """A database and one DuckDB connection (in a list, as ``run_query`` takes them), both
+    holding ``tables``."""
     db = hfq.connect(str(tmp_path / "db"))
-    dataset = Dataset(0, case.tables)
+    dataset = Dataset(0, tables)
     load_hfq(db, dataset)
     cons = duckdb_connections(1)
     load_duckdb(cons[0], db, dataset)
+    return db, cons
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_finding(case: Case, tmp_path):
+    db, cons = _loaded(tmp_path, case.tables)
     out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql), params=case.params)
     allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set())
     assert out.status in allowed, f"{case.id}: {out.status}: {out.detail}\n{case.note}"
@@ -1096,11 +1103,7 @@ def test_a_joins_check_split_over_one_sign_partitions(tmp_path):
                (7, D1, "C", 1e10 + 0.1), (8, D1, "C", 0.3), (9, D2, "C", -1e10),
                (10, D1, "E", 1e7), (11, D1, "E", 1.0), (12, D2, "E", -1e7)], [])
     u = Table("u", T3, ONE, (), [(1, D1, s) for s in "ABCE"], [])
-    db = hfq.connect(str(tmp_path / "db"))
-    dataset = Dataset(0, [t, u])
-    load_hfq(db, dataset)
-    cons = duckdb_connections(1)
-    load_duckdb(cons[0], db, dataset)
+    db, cons = _loaded(tmp_path, [t, u])
     sql = "SELECT t.sym, sum(t.d0) AS s, avg(t.d0) AS a FROM t JOIN u ON t.sym = u.sym " \
           "WHERE t.sym IN ({}) GROUP BY t.sym"
     assert "partial aggregate" in db.sql(sql.format("'A'")).explain()
@@ -1120,11 +1123,7 @@ def test_a_window_avg_of_decimals_is_duckdbs_quotient_exactly(tmp_path):
     t = Table("t", [*T3, ("i0", "INT"), ("d0", "DOUBLE")], ONE, (),
               [(1, D1, "A", 1, 0.1), (2, D1, "A", 1, 0.1), (3, D1, "A", 2, 0.1),
                (4, D1, "A", 2, 0.7), (5, D1, "A", 3, 0.2)], [])
-    db = hfq.connect(str(tmp_path / "db"))
-    dataset = Dataset(0, [t])
-    load_hfq(db, dataset)
-    con = duckdb_connections(1)[0]
-    load_duckdb(con, db, dataset)
+    db, (con,) = _loaded(tmp_path, [t])
     frames = ["()", "(ORDER BY id)", "(ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
               "(ORDER BY i0 RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)"]
     sql = "SELECT id, " + ", ".join(f"avg(x) OVER {f} AS a{k}" for k, f in enumerate(frames)) \
@@ -1142,14 +1141,10 @@ def test_a_sum_over_groups_that_cancel_is_refused(tmp_path):
     unchecked sum passed F137e one run in three (the CI run on f5b22c0), so the refusal
     itself is asserted here; a sum over groups that do not cancel is still answered."""
     case = next(c for c in CASES if c.id == "F137e")
-    db = hfq.connect(str(tmp_path / "db"))
-    dataset = Dataset(0, case.tables)
-    load_hfq(db, dataset)
+    db, cons = _loaded(tmp_path, case.tables)
     for _ in range(3):
         with pytest.raises(hfq.errors.QueryError, match="cancel"):
             db.sql(case.sql).collect()
-    cons = duckdb_connections(1)
-    load_duckdb(cons[0], db, dataset)
     calm = case.sql.replace("FROM t GROUP BY", "FROM t WHERE d0 > -1e300 GROUP BY")
     out = run_query(db, cons, calm, ordered=False)   # 1e300 and -3.75: no cancelling
     assert out.status == "same", out.detail
