@@ -501,7 +501,7 @@ MUTANTS: list[Mutant] = [
            '    if False:',
            "window sum/avg of FLOAT added in single precision: a running average of two "
            "FLOAT maxima was inf, DuckDB's 3.4e38 (F76)",
-           (CORPUS.format("windows.test:362"), CORPUS.format("windows.test:373"))),
+           (CORPUS.format("windows.test:447"), CORPUS.format("windows.test:458"))),
     Mutant("sqlc-epoch-divides-by-reciprocal", AREA, SQL + "functions.py",
            '        return divide(value.dt.epoch("us").cast(pl.Float64), pl.lit(1e6))',
            '        return value.dt.epoch("us").cast(pl.Float64) / 1e6',
@@ -1310,4 +1310,27 @@ MUTANTS: list[Mutant] = [
            "a sum of -0.0 copies is -0.0, where DuckDB's state starts at 0.0: 1 / sum(-0.0) "
            "is -inf, DuckDB inf",
            (REGRESSION.format("F141c"), REGRESSION.format("F141e"))),
+    Mutant("sqlc-named-window-bare-as-parens", AREA, SQL + "named_windows.py",
+           "    if before.upper().endswith(\"OVER\"):\n        return True\n",
+           "    if before.upper().endswith(\"OVER\"):\n        return False\n",
+           "OVER w read as OVER (w): a named window with a frame refused where DuckDB uses it "
+           "whole",
+           (CORPUS.format("windows.test:349"),)),
+    Mutant("sqlc-named-window-own-order-lost", AREA, SQL + "named_windows.py",
+           "    return _Parts(base.partition, own.order if own.order is not None else "
+           "base.order,\n",
+           "    return _Parts(base.partition, base.order,\n",
+           "a window built on a named one loses its own ORDER BY (v AS (u ORDER BY x))",
+           (CORPUS.format("windows.test:349"),)),
+    Mutant("sqlc-named-window-frame-lost", AREA, SQL + "named_windows.py",
+           "                  own.frame)\n",
+           "                  base.frame)\n",
+           "OVER (w ROWS ...) drops its frame and counts w's default RANGE frame instead",
+           (CORPUS.format("windows.test:335"),)),
+    Mutant("sqlc-named-window-seen-in-subquery", AREA, SQL + "named_windows.py",
+           "                window.find_ancestor(exp.Select) is not select or \\\n",
+           "                False or \\\n",
+           "a subquery's OVER w resolved by the outer SELECT's WINDOW clause, where DuckDB "
+           "finds no such window",
+           (CORPUS.format("windows.test:412"),)),
 ]

@@ -12,6 +12,7 @@ import sqlglot
 from sqlglot import exp
 
 from hfq.engine.query import Query, reuse
+from hfq.engine.sql import named_windows
 from hfq.engine.sql.check import check
 from hfq.engine.sql.dml import Changes, run_change
 from hfq.engine.sql.errors import unsupported
@@ -129,7 +130,7 @@ def parse(text: str) -> exp.Expression:
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise SqlError(f"expected one SQL statement, got {len(trees)}")
-    return cast(exp.Expression, trees[0])
+    return named_windows.inline(cast(exp.Expression, trees[0]), text)
 
 
 def _compile(text: str, catalog: Catalog, params: Sequence[Any] | None) -> Query:
