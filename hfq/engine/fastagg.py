@@ -44,13 +44,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-import numba
 import numpy as np
 import polars as pl
 
 from hfq.engine.aggs import widen
 from hfq.engine.exprs import Tree, empty_lazy, node_kind, to_tree
 from hfq.engine.ops import Aggregate, Op, Select
+from hfq.storage.jit import njit
 
 __all__ = ["Kernel", "Refused", "kernel_of"]
 
@@ -79,7 +79,7 @@ _Value = Callable[[Parts, dict[Any, Any]], Any]
 
 
 # -- numba kernels -------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@njit(cache=True)
 def _float_stats(x: np.ndarray, valid: np.ndarray, checked: bool, n: int, total: float,
                  lo: float, hi: float, nans: int, pos0: bool, neg0: bool
                  ) -> tuple[int, float, float, float, int, bool, bool]:  # pragma: no cover
@@ -107,7 +107,7 @@ def _float_stats(x: np.ndarray, valid: np.ndarray, checked: bool, n: int, total:
     return n, total, lo, hi, nans, pos0, neg0
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _int_stats(x: np.ndarray, valid: np.ndarray, checked: bool, n: int, high: Any, low: Any,
                lo: Any, hi: Any) -> tuple[int, Any, Any, Any, Any]:  # pragma: no cover
     """(non-NULL count, sum of the high 32 bits, sum of the low 32 bits, min, max) of the
@@ -127,7 +127,7 @@ def _int_stats(x: np.ndarray, valid: np.ndarray, checked: bool, n: int, high: An
     return n, high, low, lo, hi
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _arg_extreme(x_valid: np.ndarray, x_checked: bool, key: np.ndarray,
                  key_valid: np.ndarray, key_checked: bool, want_max: bool, found: bool,
                  best_key: Any, ties: bool

@@ -358,3 +358,83 @@ def decode_stream(payload: np.ndarray, n: Any, mode: Any, base: Any, lookup: np.
             for i in range(m):
                 tmp[i] = lookup[tmp[i]]
         _store(tmp, m, scale, factor, out, code, at + lo)
+
+
+def decode_stream_numpy(payload: np.ndarray, n: int, mode: int, base: int,
+                        lookup: np.ndarray, scale: float, factor: int, out: np.ndarray,
+                        code: int, at: int) -> None:
+    """:func:`decode_stream` in numpy, bit for bit: the decoder of a process that has not yet
+    paid numba's start-up (about 0.5 s on the first kernel call, however small the read;
+    :func:`hfq.storage.light.decode_into` chooses).  Full blocks of one width are unpacked
+    together, a row of their lanes at a time; the short last block value by value."""
+    if n <= 0:
+        return
+    blocks = (n + BLOCK - 1) // BLOCK
+    k = int(payload[0:8].view(np.int64)[0])
+    pos = 8
+    refs = payload[pos:pos + 8 * blocks].view(np.int64)
+    pos += 8 * blocks
+    widths = payload[pos:pos + blocks].astype(np.int64)
+    pos += (blocks + 7) // 8 * 8
+    exc_pos = payload[pos:pos + 4 * k].view(np.uint32)
+    pos += (4 * k + 7) // 8 * 8
+    exc_val = payload[pos:pos + 8 * k].view(np.int64)
+    pos += 8 * k
+    word = payload[pos:pos + (len(payload) - pos) // 4 * 4].view(np.uint32).astype(np.int64)
+    sizes = np.full(blocks, BLOCK, dtype=np.int64)
+    sizes[-1] = n - (blocks - 1) * BLOCK
+    words = np.where(widths > 32, 2 * sizes,
+                     np.where(sizes == BLOCK, _LANES * widths, (sizes * widths + 31) // 32))
+    starts = np.cumsum(words) - words
+    whole = n // BLOCK
+    off = np.zeros(n, dtype=np.int64)
+    full_off = off[:whole * BLOCK].reshape(whole, BLOCK)
+    for w in np.unique(widths[:whole]).tolist():
+        if w == 0:
+            continue
+        sel = np.flatnonzero(widths[:whole] == w)
+        if w > 32:
+            pairs = word[starts[sel][:, None] + np.arange(2 * BLOCK)].reshape(-1, BLOCK, 2)
+            full_off[sel] = pairs[:, :, 0] | (pairs[:, :, 1] << 32)
+            continue
+        lanes = word[starts[sel][:, None] + np.arange(_LANES * w)].reshape(-1, w, _LANES)
+        rows = np.empty((len(sel), _LANES, _LANES), dtype=np.int64)
+        mask = (1 << w) - 1
+        for r in range(_LANES):
+            bit = r * w
+            kk, s = bit >> 5, bit & 31
+            x = lanes[:, kk, :] >> s
+            if s + w > 32:
+                x |= lanes[:, kk + 1, :] << (32 - s)
+            rows[:, r, :] = x & mask
+        full_off[sel] = rows.reshape(-1, BLOCK)
+    if whole < blocks and widths[whole]:   # the short last block, packed value after value
+        w, wp = int(widths[whole]), int(starts[whole])
+        i = np.arange(n - whole * BLOCK, dtype=np.int64)
+        if w > 32:
+            off[whole * BLOCK:] = word[wp + 2 * i] | (word[wp + 2 * i + 1] << 32)
+        else:
+            bit = i * w
+            s = bit & 31
+            low = word[wp + (bit >> 5)]
+            high = word[np.minimum(wp + (bit >> 5) + 1, len(word) - 1)]
+            spill = np.where(s + w > 32, high << (32 - s), 0)
+            off[whole * BLOCK:] = ((low >> s) | spill) & ((1 << w) - 1)
+    vals = off + np.repeat(refs, sizes)
+    if k:
+        keep = exc_pos < n
+        vals[exc_pos[keep].astype(np.int64)] = exc_val[keep]
+    if mode == 1:
+        vals = np.cumsum(vals) + np.int64(base)
+    elif mode == 2:
+        vals = lookup[vals]
+    if code == 9:
+        dst = out.view(np.float64)[at:at + n]
+        doubles = vals.astype(np.float64)
+        if scale != 0.0:
+            np.divide(doubles, scale, out=dst)
+        else:
+            dst[:] = doubles
+        return
+    kind = {8: np.int64, 4: np.int32, 2: np.int16, 1: np.int8}[code]
+    out.view(kind)[at:at + n] = (vals * np.int64(factor)).astype(kind)

@@ -25,6 +25,11 @@ wide columns decode without a general compressor.  A SYMBOL or CHAR column keeps
 dictionary in its field's metadata (``hfq.dict``: part of the file's frame, checked by every
 read) and its codes in the blobs, which decode straight into a result's categorical codes.
 
+Packed streams have two decoders that give the same bits: numba's kernel, and numpy's for a
+process that has not yet loaded numba -- whose start-up (about 0.5 s) would otherwise be most
+of a fresh process's read of one symbol.  A process decodes up to :data:`NUMPY_VALUES` values
+in numpy, then loads numba (:func:`stream_decoder`).
+
 Blob layout (little-endian, sections padded to 8 bytes): an int64[8] header -- kind, mode,
 flags, plain width and decimal exponent; rows; the running sum's base; patches; distinct
 values; payload bytes stored and raw -- then the validity bitmap (when some row is null), the
@@ -34,7 +39,7 @@ patches' rows (uint32) and values (float64), the distinct values (int64), the pa
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +47,7 @@ import pyarrow as pa
 
 from hfq.storage import bitpack
 from hfq.storage.bitpack import decode_stream, plan_stream, write_stream
-from hfq.storage.jit import njit
+from hfq.storage.jit import Kernel, njit
 
 __all__ = ["FORMAT", "KEY", "blob_column", "decode_array", "decode_into", "dictionary_bytes",
            "dictionary_of", "encode_columns", "is_light"]
@@ -520,8 +525,8 @@ def decode_into(blobs: Sequence[pa.Buffer], out: np.ndarray, factor: int = 1
         if kind == PACKED:
             base = int(head[2])
             scale = _POW10[digits] if flags & ALP else 0.0
-            decode_stream(payload, n, int(mode), base, lookup if n_lookup else _NO_LOOKUP,
-                          scale, factor, raw, code, at)
+            stream_decoder(n)(payload, n, int(mode), base,
+                              lookup if n_lookup else _NO_LOOKUP, scale, factor, raw, code, at)
         elif flags & FLOATS:
             out[at:at + n] = payload[:8 * n].view("<f8")
         else:
@@ -540,6 +545,25 @@ def decode_into(blobs: Sequence[pa.Buffer], out: np.ndarray, factor: int = 1
 
 
 _NO_LOOKUP = np.zeros(1, dtype=np.int64)
+
+NUMPY_VALUES = 1 << 23
+"""Values a process decodes in numpy before it loads numba (whose start-up, about 0.5 s on
+the first kernel call, is what numpy takes for some 20 M values): a process that reads a few
+symbols never pays it, one that reads more pays it once."""
+_numpy_left = NUMPY_VALUES
+
+
+def stream_decoder(n: int) -> Callable[..., None]:
+    """The decoder of one batch of ``n`` bit-packed values: :func:`bitpack.decode_stream_numpy`
+    while this module's kernels are not compiled and the process has decoded fewer than
+    :data:`NUMPY_VALUES` values that way, else numba's :func:`bitpack.decode_stream`.  Both
+    give the same bits."""
+    global _numpy_left
+    if isinstance(decode_stream, Kernel) and decode_stream.dispatcher is None and \
+            n <= _numpy_left:
+        _numpy_left -= n
+        return bitpack.decode_stream_numpy
+    return decode_stream
 
 
 def _decompress(payload: np.ndarray, size: int) -> pa.Buffer:

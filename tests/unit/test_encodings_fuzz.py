@@ -14,7 +14,9 @@ that columns of thousands of values are cheap to generate and every shape an enc
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,7 @@ from hfq import schema
 from hfq.catalog.records import fragment_from
 from hfq.config import Settings
 from hfq.query.read import Assembler, pandas_type
-from hfq.storage import light
+from hfq.storage import bitpack, light
 from hfq.storage.fragment import (
     encode_fragment,
     prepare_fragments,
@@ -40,6 +42,19 @@ LENGTHS = [0, 1, 2, 3, 63, 64, 65, 1023, 1024, 1025, 2047, 2048, 2049, 3071, 307
 SHAPES = ("constant", "sorted", "walk", "decimal", "small", "wide", "runs")
 BATCH_ROWS = (1, 7, 1000, 1023, 1024, 1025, 2048, 65_536)
 FILE = "t/data/p=0/f.arrow"
+TIERS = {"numba": lambda n: bitpack.decode_stream, "numpy": lambda n: bitpack.decode_stream_numpy}
+"""The two decoders of bit-packed streams (``light.stream_decoder`` picks one per batch)."""
+
+
+@contextlib.contextmanager
+def tier(name: str) -> Iterator[None]:
+    """Every bit-packed batch decoded by the decoder ``name`` (both must give the same bits)."""
+    chosen = light.stream_decoder
+    light.stream_decoder = TIERS[name]
+    try:
+        yield
+    finally:
+        light.stream_decoder = chosen
 
 
 def _specials(typ: pa.DataType) -> list[Any]:
@@ -287,7 +302,8 @@ def _as_types(table: pa.Table, types) -> pa.Table:
 def test_every_read_of_a_written_file_gives_back_the_arrow_values(table, codec, batch_rows,
                                                                    version, data):
     file, record = written(table, codec, batch_rows, version)
-    check_reads(table, file, record, data.draw)
+    with tier(data.draw(st.sampled_from(list(TIERS)), label="decoder")):
+        check_reads(table, file, record, data.draw)
 
 
 @settings(max_examples=60)
@@ -324,7 +340,9 @@ def test_each_type_at_each_block_edge(typ):
             table = pa.table([_array(typ, values)], names=["c"])
             for batch_rows in (1000, 1024):
                 file, record = written(table, "none", batch_rows)
-                same_table(read_fragment(None, record, table.schema, data=file), table)
+                for name in TIERS:
+                    with tier(name):
+                        same_table(read_fragment(None, record, table.schema, data=file), table)
 
 
 def test_the_comparison_sees_a_lost_sign_and_a_nan():
@@ -366,6 +384,13 @@ def test_every_encoding_gives_back_every_column(data, typ, recipe, codec, digits
     dictionary = light.dictionary_of(pa.field("c", pa.large_binary(), metadata=extra)) \
         if extra else None
     buffers = [blobs[i].as_buffer() for i in range(len(blobs))]
+    for name in TIERS:
+        with tier(name):
+            _decodes_back(buffers, array, dictionary, n)
+
+
+def _decodes_back(buffers: list[pa.Buffer], array: pa.Array, dictionary: pa.Array | None,
+                  n: int) -> None:
     same(light.decode_array(buffers, array.type, dictionary), array)
     # straight into a larger buffer at an offset, integers times a factor
     if pa.types.is_dictionary(array.type) or pa.types.is_floating(array.type):
@@ -419,9 +444,13 @@ def test_planted_edges_decode_exactly(recipe, batch):
         hint = f"alp:2,{recipe}" if name == "cents" and recipe != "plain" else recipe
         blobs, used, _ = light.blob_column(array, starts, None, hint)
         buffers = [blobs[i].as_buffer() for i in range(len(blobs))]
-        same(light.decode_array(buffers, array.type), array)
+        for name in TIERS:
+            with tier(name):
+                same(light.decode_array(buffers, array.type), array)
     # chosen freely (the encoder's own pick), with and without a codec
     for codec in (None, "zstd"):
         table = pa.table(_edge_columns())
         file, record = written(table, codec or "none", batch)
-        same_table(read_fragment(None, record, table.schema, data=file), table)
+        for name in TIERS:
+            with tier(name):
+                same_table(read_fragment(None, record, table.schema, data=file), table)
