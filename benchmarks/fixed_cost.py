@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,20 +25,14 @@ import polars as pl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from taq_selective import day  # noqa: E402
+from taq_selective import day, median_seconds  # noqa: E402
 
 from scenarios.queries import differs, normal  # noqa: E402
 from scenarios.taq import QUERIES, duck_connection, texts  # noqa: E402
 
 
 def median_ms(run: Callable[[], Any], runs: int) -> float:
-    run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return median_seconds(run, runs) * 1e3
 
 
 def main() -> None:
