@@ -61,7 +61,6 @@ from hfq.engine.ops import (
     TopN,
     Unique,
     WithColumns,
-    collect,
 )
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Unit
@@ -426,12 +425,11 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
             return kernel.run(parts or [empty])
         except Refused:   # outside what it computes exactly: polars runs the plan
             pass
-    frame = _concat(parts) if parts else empty
-    lf = frame.lazy()
+    lf = (_concat(parts) if parts else empty).lazy()
     try:
         for step in steps:
             lf = step(lf)
-        return collect(lf, frame.height)
+        return lf.collect()
     except pl.exceptions.PolarsError as exc:
         where = ", ".join(u.partition for u in units[:3]) + (" ..." if len(units) > 3 else "")
         raise QueryError(f"query on table {src.name!r}, partition{'s' if len(units) > 1 else ''}"
