@@ -107,6 +107,9 @@ def _bare(name: exp.Identifier, text: str) -> bool:
     if not isinstance(start, int) or not 0 <= start <= len(text):
         raise unsupported(name, "a named window whose place in the text is not known")
     before = text[:start]
+    if "--" in before:   # a line comment could hide "OVER" or "(" before the name
+        raise unsupported(name, f'a reference to window "{name.name}" after a -- comment '
+                                "(write /* ... */ comments, or none)")
     if name.args.get("quoted") and before.endswith('"'):
         before = before[:-1]
     before = before.rstrip()
