@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from taq_selective import day, median_seconds  # noqa: E402
 
 from scenarios.queries import differs, normal  # noqa: E402
-from scenarios.taq import QUERIES, duck_connection, texts  # noqa: E402
+from scenarios.taq import QUERIES, duck_connection, symbol_params, texts  # noqa: E402
 
 
 def median_ms(run: Callable[[], Any], runs: int) -> float:
@@ -43,13 +43,8 @@ def main() -> None:
     args = ap.parse_args()
     db = day(args.dir, args.quotes)
     quotes, trades = db["quotes"].to_arrow(), db["trades"].to_arrow()
-    counts = (pl.from_arrow(quotes.select(["symbol"]))
-              .with_columns(pl.col("symbol").cast(pl.String)).group_by("symbol").len()
-              .sort("len", "symbol", descending=[True, False]))
-    ranked = counts["symbol"].to_list()
-    sym = ranked[len(ranked) // 2]
-    params = {"sym": sym, "top": ranked[0], "syms50": ranked[:50], "syms1000": ranked[:1000],
-              "syms10": ranked[:10]}   # the lists only fill texts(); no question here uses them
+    params, counts = symbol_params(quotes)
+    sym = params["sym"]
     con = duck_connection({"quotes": quotes, "trades": trades})
     lazy = {"quotes": pl.from_arrow(quotes).lazy(), "trades": pl.from_arrow(trades).lazy()}
     rows = counts.filter(pl.col("symbol") == sym)["len"][0]

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,7 +30,7 @@ from hfq.engine.fastpath import FAST_SYMBOLS  # noqa: E402
 from hfq.ingest.taq import load_taq  # noqa: E402
 from hfq.ingest.taq_synth import nyse_files  # noqa: E402
 from scenarios.queries import differs, normal  # noqa: E402
-from scenarios.taq import QUERIES, duck_connection, texts  # noqa: E402
+from scenarios.taq import QUERIES, duck_connection, symbol_params, texts  # noqa: E402
 
 
 def day(root: str, quotes: int) -> hfq.Database:
@@ -66,14 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     db = day(args.dir, args.quotes)
     quotes, trades = db["quotes"].to_arrow(), db["trades"].to_arrow()
-    ranked = (pl.from_arrow(quotes.select(["symbol"]))
-              .with_columns(pl.col("symbol").cast(pl.String)).group_by("symbol").len()
-              .sort("len", "symbol", descending=[True, False]))["symbol"].to_list()
-    n = len(ranked)
-    pick = lambda k: [ranked[int(i)] for i in np.linspace(0, n - 1, min(k, n))]  # noqa: E731
-    params = {"sym": ranked[n // 2], "top": ranked[0], "syms50": pick(50),
-              "syms1000": pick(1000), "syms10": pick(10)}
-    params.update({f"s{i}": s for i, s in enumerate(params["syms10"])})
+    params, _ = symbol_params(quotes)
     con = duck_connection({"quotes": quotes, "trades": trades})
     lazy = {"quotes": pl.from_arrow(quotes).lazy(), "trades": pl.from_arrow(trades).lazy()}
     print(f"hfq from {os.path.dirname(hfq.__file__)}; {quotes.num_rows:,} quotes")

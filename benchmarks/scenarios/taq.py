@@ -465,15 +465,7 @@ def taq_data(bench: Bench) -> dict[str, Any]:
         loaded[name] = load_taq(table, path)
         bench.log(f"  taq: load_taq {name}: {loaded[name].rows:,} rows in "
                   f"{loaded[name].seconds:.1f} s ({loaded[name].rows_per_s / 1e6:.2f} M rows/s)")
-    counts = pl.from_arrow(q.select(["symbol"])).group_by("symbol").len().sort(
-        "len", "symbol", descending=[True, False])
-    ranked = counts["symbol"].cast(pl.String).to_list()
-    n = len(ranked)
-    pick = lambda k: [ranked[int(i)] for i in np.linspace(0, n - 1, min(k, n))]  # noqa: E731
-    params = {"sym": ranked[n // 2], "top": ranked[0], "syms50": pick(50),
-              "syms1000": pick(1000), "syms10": pick(10)}
-    for i, s in enumerate(params["syms10"]):
-        params[f"s{i}"] = s
+    params, _ = symbol_params(q)
     data = {"root": root, "files": (bbo, trade), "quotes": q, "trades": t, "db": db,
             "params": params, "loaded": loaded}
     bench.cache["taq"] = data
@@ -498,6 +490,22 @@ def duck_connection(data: dict[str, Any]):
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM src_{name} ORDER BY symbol, time")
         con.unregister(f"src_{name}")
     return con
+
+
+def symbol_params(quotes: pa.Table) -> tuple[dict[str, Any], pl.DataFrame]:
+    """The symbols the questions name, from the day's quotes ranked by activity (most quotes
+    first, ties by name): the median symbol, the busiest, 10, 50 and 1,000 spread evenly over
+    the ranking (``s0``..``s9`` the 10 one by one); and the ranking itself (symbol, len)."""
+    counts = pl.from_arrow(quotes.select(["symbol"])).group_by("symbol").len().sort(
+        "len", "symbol", descending=[True, False]).with_columns(pl.col("symbol")
+                                                                .cast(pl.String))
+    ranked = counts["symbol"].to_list()
+    n = len(ranked)
+    pick = lambda k: [ranked[int(i)] for i in np.linspace(0, n - 1, min(k, n))]  # noqa: E731
+    params: dict[str, Any] = {"sym": ranked[n // 2], "top": ranked[0], "syms50": pick(50),
+                              "syms1000": pick(1000), "syms10": pick(10)}
+    params.update({f"s{i}": s for i, s in enumerate(params["syms10"])})
+    return params, counts
 
 
 def texts(spec: Q, params: dict) -> dict[str, str]:
