@@ -1333,4 +1333,10 @@ MUTANTS: list[Mutant] = [
            "a subquery's OVER w resolved by the outer SELECT's WINDOW clause, where DuckDB "
            "finds no such window",
            (CORPUS.format("windows.test:412"),)),
+    Mutant("sqlc-named-window-line-comment-read", AREA, SQL + "named_windows.py",
+           '    if "--" in before:   # a line comment could hide "OVER" or "(" before the name\n',
+           '    if False:\n',
+           "OVER ( -- OVER<newline> w ROWS 1 PRECEDING) read as OVER w: the frame silently "
+           "dropped (stop-21 review)",
+           (CORPUS.format("windows.test:489"),)),
 ]
