@@ -1311,8 +1311,8 @@ MUTANTS: list[Mutant] = [
            "is -inf, DuckDB inf",
            (REGRESSION.format("F141c"), REGRESSION.format("F141e"))),
     Mutant("sqlc-named-window-bare-as-parens", AREA, SQL + "named_windows.py",
-           "    if before.upper().endswith(\"OVER\"):\n        return True\n",
-           "    if before.upper().endswith(\"OVER\"):\n        return False\n",
+           "    if kind is TokenType.OVER:\n        return True\n",
+           "    if kind is TokenType.OVER:\n        return False\n",
            "OVER w read as OVER (w): a named window with a frame refused where DuckDB uses it "
            "whole",
            (CORPUS.format("windows.test:349"),)),
@@ -1333,10 +1333,22 @@ MUTANTS: list[Mutant] = [
            "a subquery's OVER w resolved by the outer SELECT's WINDOW clause, where DuckDB "
            "finds no such window",
            (CORPUS.format("windows.test:412"),)),
-    Mutant("sqlc-named-window-line-comment-read", AREA, SQL + "named_windows.py",
-           '    if "--" in before:   # a line comment could hide "OVER" or "(" before the name\n',
-           '    if False:\n',
-           "OVER ( -- OVER<newline> w ROWS 1 PRECEDING) read as OVER w: the frame silently "
-           "dropped (stop-21 review)",
-           (CORPUS.format("windows.test:489"),)),
+    Mutant("sqlc-named-window-unicode-fold", AREA, SQL + "named_windows.py",
+           "    key = name.name.translate(_FOLD)\n",
+           "    key = name.name.lower()\n",
+           'names folded with every letter\'s lower case: OVER "\u00c4" found WINDOW "\u00e4", '
+           "where DuckDB folds ASCII letters only and finds no such window",
+           (CORPUS.format("windows.test:524"),)),
+    Mutant("sqlc-named-window-reserved-name", AREA, SQL + "named_windows.py",
+           "    if not quoted and key in RESERVED:\n",
+           "    if False:\n",
+           "an unquoted reserved word (order) taken as a window's name where DuckDB's parser "
+           "refuses it",
+           (CORPUS.format("windows.test:529"),)),
+    Mutant("sqlc-named-window-outer-first", AREA, SQL + "named_windows.py",
+           "        for select in reversed(selects):",
+           "        for select in selects:",
+           "the outer SELECT's windows written out first: a definition copied with its "
+           "subquery's OVER v unresolved, a false 'window \"v\" does not exist'",
+           (CORPUS.format("windows.test:555"),)),
 ]

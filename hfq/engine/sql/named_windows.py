@@ -9,18 +9,35 @@ named window whole, frame included. Names match without regard to case and are s
 the select list of their own SELECT: DuckDB finds no window of that name in ORDER BY, in a
 subquery, or in another SELECT of a UNION, and neither does hfq. Everything else (a name
 defined twice, an unknown name, ``OVER (w PARTITION BY ...)``) is an error that says where.
+As in DuckDB, names fold only ASCII letters (``"Ä"`` is not ``"ä"``), an empty quoted name is
+an error, and so is an unquoted name that is one of DuckDB's reserved words.
 """
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 from hfq.engine.sql.errors import error, unsupported
 
-__all__ = ["inline"]
+__all__ = ["RESERVED", "inline"]
+
+RESERVED = frozenset("""
+    all analyse analyze and any array as asc asymmetric both case cast check collate column
+    constraint create default deferrable desc describe distinct do else end except false fetch
+    for foreign from group having in initially intersect into lambda lateral leading limit not
+    null offset on only or order pivot pivot_longer pivot_wider placing primary qualify
+    references returning select show some summarize symmetric table then to trailing true union
+    unique unpivot using variadic when where window with""".split())
+"""DuckDB's reserved words (``duckdb_keywords()``, category ``reserved``): unquoted, none
+names a window (sqlglot takes most of them as names)."""
+
+_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 @dataclass(frozen=True)
@@ -35,10 +52,11 @@ class _Parts:
 def inline(tree: exp.Expression, text: str) -> exp.Expression:
     """``tree`` with every reference to a named window replaced by the window it names and
     every WINDOW clause removed; an error at the reference for one DuckDB refuses too."""
-    for select in list(tree.find_all(exp.Select)):
-        definitions = select.args.get("windows") or []
-        if definitions:
-            _inline_select(select, definitions, text)
+    selects = [s for s in tree.find_all(exp.Select) if s.args.get("windows")]
+    if selects:
+        before = _token_before(text)
+        for select in reversed(selects):   # deepest first: a subquery in a definition is
+            _inline_select(select, select.args["windows"], before)   # written out when copied
     for window in tree.find_all(exp.Window):
         name = window.args.get("alias")
         if isinstance(name, exp.Identifier):   # a reference no WINDOW clause could resolve
@@ -46,11 +64,12 @@ def inline(tree: exp.Expression, text: str) -> exp.Expression:
     return tree
 
 
-def _inline_select(select: exp.Select, definitions: list[Any], text: str) -> None:
+def _inline_select(select: exp.Select, definitions: list[Any],
+                   before: dict[int, TokenType]) -> None:
     named: dict[str, _Parts] = {}
     for definition in definitions:
         name = definition.this
-        key = name.name.lower()
+        key = _key(name)
         if key in named:
             raise error(name, f'window "{name.name}" is already defined')
         named[key] = _derive(named, definition, bare=False)
@@ -60,7 +79,7 @@ def _inline_select(select: exp.Select, definitions: list[Any], text: str) -> Non
                 window.find_ancestor(exp.Select) is not select or \
                 _clause_of(window, select) != "expressions":
             continue   # another SELECT's, or outside the select list: left to fail by name
-        parts = _derive(named, window, bare=_bare(window.args["alias"], text))
+        parts = _derive(named, window, bare=_bare(window.args["alias"], before))
         window.set("alias", None)
         window.set("partition_by", [p.copy() for p in parts.partition] or None)
         window.set("order", parts.order.copy() if parts.order is not None else None)
@@ -75,7 +94,7 @@ def _derive(named: dict[str, _Parts], window: exp.Window, bare: bool) -> _Parts:
     base_name = window.args.get("alias")
     if not isinstance(base_name, exp.Identifier):
         return own
-    base = named.get(base_name.name.lower())
+    base = named.get(_key(base_name))
     if base is None:
         raise error(base_name, f'window "{base_name.name}" does not exist')
     if bare:
@@ -100,23 +119,32 @@ def _clause_of(node: exp.Expression, select: exp.Select) -> str | None:
     return node.arg_key if node.parent is select else None
 
 
-def _bare(name: exp.Identifier, text: str) -> bool:
+def _key(name: exp.Identifier) -> str:
+    """The name a window is known by: ASCII letters folded to lower case (DuckDB's rule), or
+    a syntax error for an empty quoted name or an unquoted reserved word."""
+    quoted = bool(name.args.get("quoted"))
+    if not name.name:
+        raise error(name, "SQL syntax error: zero-length delimited identifier")
+    key = name.name.translate(_FOLD)
+    if not quoted and key in RESERVED:
+        raise error(name, f'SQL syntax error at or near "{name.name}" (a reserved word: '
+                          "quote it to name a window)")
+    return key
+
+
+def _token_before(text: str) -> dict[int, TokenType]:
+    """The type of the token before each token of ``text``, by the token's first character
+    (comments are not tokens: sqlglot keeps them beside the tokens)."""
+    tokens = Dialect.get_or_raise("duckdb").tokenize(text)
+    return {token.start: prev.token_type for prev, token in zip(tokens, tokens[1:])}
+
+
+def _bare(name: exp.Identifier, before: dict[int, TokenType]) -> bool:
     """Whether a reference is ``OVER w`` (the window whole) rather than ``OVER (w ...)``:
-    sqlglot parses both alike, DuckDB does not, so the text says."""
-    start = name.meta.get("start")
-    if not isinstance(start, int) or not 0 <= start <= len(text):
-        raise unsupported(name, "a named window whose place in the text is not known")
-    before = text[:start]
-    if "--" in before:   # a line comment could hide "OVER" or "(" before the name
-        raise unsupported(name, f'a reference to window "{name.name}" after a -- comment '
-                                "(write /* ... */ comments, or none)")
-    if name.args.get("quoted") and before.endswith('"'):
-        before = before[:-1]
-    before = before.rstrip()
-    while before.endswith("*/") and (opened := before.rfind("/*", 0, len(before) - 2)) >= 0:
-        before = before[:opened].rstrip()   # block comments between OVER and the name
-    if before.endswith("("):
+    sqlglot parses both alike, DuckDB does not, so the token before the name says."""
+    kind = before.get(name.meta.get("start", -1))
+    if kind is TokenType.L_PAREN:
         return False
-    if before.upper().endswith("OVER"):
+    if kind is TokenType.OVER:
         return True
     raise unsupported(name, f'the reference to window "{name.name}"')
