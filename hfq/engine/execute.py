@@ -38,6 +38,7 @@ from hfq.engine.exprs import (
 from hfq.engine.fastpath import FAST_ROWS, FAST_SYMBOLS, conjuncts, literal, run_one
 from hfq.engine.joins import resolve_right
 from hfq.engine.ops import (
+    STREAM_ROWS,
     Aggregate,
     Filter,
     MergeAgg,
@@ -50,6 +51,7 @@ from hfq.engine.ops import (
     TopN,
     Unique,
     WithColumns,
+    collect,
     plain_name,
 )
 from hfq.engine.rowid import ROWID, partition_offsets, read_with_rowid
@@ -71,12 +73,6 @@ reported as a QueryError naming the query, never a raw panic."""
 __all__ = ["NodeStage", "Staged", "empty_frame", "hints", "run", "run_rows", "run_selective",
            "stage"]
 
-
-STREAM_ROWS = 200_000
-"""Rows from which the node stage runs on polars' streaming engine when it groups (an
-aggregate, a distinct, a window): over a batch of partitions its grouping is up to twice
-as fast as the in-memory engine's (same answers); for fewer rows, or row-wise stages, the
-in-memory engine starts faster."""
 
 
 BATCH_ROWS = 4_000_000
@@ -608,7 +604,7 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
         lf = frame.lazy()
         for op in staged.driver_ops:
             lf = op.apply(lf)
-        out = lf.collect()
+        out = collect(lf, frame.height)
     except ENGINE_ERRORS as exc:
         raise QueryError(f"query on table {src.name!r} (driver stage): "
                          f"{polars_message(exc)}") from exc

@@ -61,6 +61,7 @@ from hfq.engine.ops import (
     TopN,
     Unique,
     WithColumns,
+    collect,
 )
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Unit
@@ -425,11 +426,12 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
             return kernel.run(parts or [empty])
         except Refused:   # outside what it computes exactly: polars runs the plan
             pass
-    lf = (_concat(parts) if parts else empty).lazy()
+    frame = _concat(parts) if parts else empty
+    lf = frame.lazy()
     try:
         for step in steps:
             lf = step(lf)
-        return lf.collect()
+        return collect(lf, frame.height)
     except pl.exceptions.PolarsError as exc:
         where = ", ".join(u.partition for u in units[:3]) + (" ..." if len(units) > 3 else "")
         raise QueryError(f"query on table {src.name!r}, partition{'s' if len(units) > 1 else ''}"

@@ -25,8 +25,22 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["CHOICE", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg", "Select", "Slice",
-           "Sort", "TopN", "Unique", "WithColumns", "choice", "plain_name"]
+__all__ = ["CHOICE", "STREAM_ROWS", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg",
+           "Select", "Slice", "Sort", "TopN", "Unique", "WithColumns", "choice", "collect",
+           "plain_name"]
+
+STREAM_ROWS = 200_000
+"""Rows from which a plan may run on polars' default engine (its streaming engine): over a
+batch of partitions its grouping is up to twice as fast as the in-memory engine's (same
+answers), but it costs 0.15-0.6 ms to start a plan (polars 2.1, measured on 100 rows: a
+select 0.15 ms against 0.02 ms, a top-1 by two keys 0.67 ms against 0.28 ms) -- most of a
+one-symbol query's time -- so smaller plans run in memory."""
+
+
+def collect(lf: pl.LazyFrame, rows: int) -> pl.DataFrame:
+    """``lf``, a plan over ``rows`` input rows, run by polars' in-memory engine when ``rows``
+    is under :data:`STREAM_ROWS`, else by its default engine."""
+    return lf.collect(engine="in-memory") if rows < STREAM_ROWS else lf.collect()
 
 GROUP = "__g"
 """The constant key of an aggregate without keys, in partial and merged frames."""

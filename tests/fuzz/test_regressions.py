@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pytest
 from sqlfuzz.campaign import duckdb_connections
 from sqlfuzz.data import Dataset, TableSpec, load_duckdb, load_hfq
-from sqlfuzz.differential import run_query
+from sqlfuzz.differential import on_both_engines, run_query
 from sqlfuzz.shrink import order_is_total
 
 import hfq
@@ -1084,9 +1084,11 @@ def _loaded(tmp_path, tables: list[TableSpec]):
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_finding(case: Case, tmp_path):
     db, cons = _loaded(tmp_path, case.tables)
-    out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql), params=case.params)
     allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set())
-    assert out.status in allowed, f"{case.id}: {out.status}: {out.detail}\n{case.note}"
+    for out, engine in zip(on_both_engines(db, cons, case.sql, ordered=order_is_total(case.sql),
+                                           params=case.params), ("in memory", "streaming")):
+        assert out.status in allowed, \
+            f"{case.id} ({engine}): {out.status}: {out.detail}\n{case.note}"
 
 
 def test_a_joins_check_split_over_one_sign_partitions(tmp_path):

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fuzz"))
 from sqlfuzz.campaign import duckdb_connections  # noqa: E402
 from sqlfuzz.data import Dataset, TableSpec, load_duckdb, load_hfq  # noqa: E402
-from sqlfuzz.differential import run_query  # noqa: E402
+from sqlfuzz.differential import on_both_engines  # noqa: E402
 from sqlfuzz.shrink import order_is_total  # noqa: E402
 
 import hfq  # noqa: E402
@@ -785,11 +785,14 @@ def test_finding(case: Case, tmp_path):
     load_hfq(db, dataset)
     cons = duckdb_connections(1)
     load_duckdb(cons[0], db, dataset)
-    out = run_query(db, cons, case.sql, ordered=order_is_total(case.sql), params=case.params)
     allowed = {"same", "agreed_error"} | ({"refused"} if case.refusal_ok else set()) | \
         ({"invalid"} if case.refuses else set())
-    assert out.status in allowed, f"{case.id}: {out.status}: {out.detail}\n{case.note}"
-    assert not out.leak, f"{case.id}: an error in polars' words: {out.leak}\n{case.note}"
+    for out, engine in zip(on_both_engines(db, cons, case.sql, ordered=order_is_total(case.sql),
+                                           params=case.params), ("in memory", "streaming")):
+        assert out.status in allowed, \
+            f"{case.id} ({engine}): {out.status}: {out.detail}\n{case.note}"
+        assert not out.leak, \
+            f"{case.id} ({engine}): an error in polars' words: {out.leak}\n{case.note}"
     if case.refuses:
         with pytest.raises(hfq.errors.HfqError, match=case.refuses):
             db.sql(case.sql, params=case.params or None).collect()
