@@ -2,12 +2,13 @@
 through hfq, DuckDB and polars in one process -- for a before/after of the read path without
 the whole ``taq`` scenario's 6 minutes.
 
-    python benchmarks/taq_selective.py DIR [--quotes 20000000]
+    python benchmarks/taq_selective.py DIR [--quotes 20000000] [--queries ID ...]
 
 DIR keeps the day (generated and loaded by hfq's NYSE TAQ loader the first time, as the
 ``taq`` scenario does: seed 29, trades 15% of the quotes, symbol buckets up to 64).  Each
 answer is checked against DuckDB's before timing; the figure is the median of 15 runs after
-one warm-up, for every contender.  Run it with ``PYTHONPATH`` set to another checkout to time
+one warm-up, for every contender.  ``--queries`` times the scenario's queries named instead,
+selective or not.  Run it with ``PYTHONPATH`` set to another checkout to time
 that checkout's hfq against the same peers.
 """
 
@@ -62,7 +63,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
     ap.add_argument("--quotes", type=int, default=20_000_000)
+    ap.add_argument("--queries", nargs="+", metavar="ID",
+                    help="the taq scenario's queries to time (default: the plain reads of "
+                         "a few symbols)")
     args = ap.parse_args()
+    unknown = set(args.queries or ()) - {spec.id for spec in QUERIES}
+    if unknown:
+        raise SystemExit(f"no such taq queries: {', '.join(sorted(unknown))}")
     db = day(args.dir, args.quotes)
     quotes, trades = db["quotes"].to_arrow(), db["trades"].to_arrow()
     params, _ = symbol_params(quotes)
@@ -71,12 +78,10 @@ def main() -> None:
     print(f"hfq from {os.path.dirname(hfq.__file__)}; {quotes.num_rows:,} quotes")
     for spec in QUERIES:
         sql = texts(spec, params)
-        try:
-            plain = db.sql(sql["hfq"])._plain()
-        except hfq.errors.HfqError:
-            continue
-        symbols = None if plain is None else plain.plan.filters.symbols
-        if symbols is None or len(symbols) > FAST_SYMBOLS:
+        if args.queries:
+            if spec.id not in args.queries:
+                continue
+        elif not _plain_read_of_few_symbols(db, sql["hfq"]):
             continue
         want = normal(con.sql(sql["duck"]).pl())
         for name, got in (("hfq", db.sql(sql["hfq"]).collect()),
@@ -90,6 +95,15 @@ def main() -> None:
         print(f"{spec.id:20} {want.height:>9,} rows   hfq {h * 1e3:8.2f} ms   DuckDB "
               f"{d * 1e3:8.2f} ms ({d / h:5.2f}x)   polars {p * 1e3:8.2f} ms ({p / h:5.2f}x)",
               flush=True)
+
+
+def _plain_read_of_few_symbols(db: hfq.Database, sql: str) -> bool:
+    try:
+        plain = db.sql(sql)._plain()
+    except hfq.errors.HfqError:
+        return False
+    symbols = None if plain is None else plain.plan.filters.symbols
+    return symbols is not None and len(symbols) <= FAST_SYMBOLS
 
 
 if __name__ == "__main__":
