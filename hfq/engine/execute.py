@@ -604,7 +604,7 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
         lf = frame.lazy()
         for op in staged.driver_ops:
             lf = op.apply(lf)
-        out = collect(lf, frame.height)
+        out = collect(lf, frame.height, staged.driver_ops)
     except ENGINE_ERRORS as exc:
         raise QueryError(f"query on table {src.name!r} (driver stage): "
                          f"{polars_message(exc)}") from exc

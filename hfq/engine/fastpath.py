@@ -431,7 +431,7 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     try:
         for step in steps:
             lf = step(lf)
-        return collect(lf, frame.height)
+        return collect(lf, frame.height, ops)
     except pl.exceptions.PolarsError as exc:
         where = ", ".join(u.partition for u in units[:3]) + (" ..." if len(units) > 3 else "")
         raise QueryError(f"query on table {src.name!r}, partition{'s' if len(units) > 1 else ''}"
