@@ -57,14 +57,50 @@ class _Window:
     nulls_last: list[bool]
 
     def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
-        """``e`` per partition, evaluated over the partition's rows in window order."""
+        """``e`` per partition, evaluated over the partition's rows in window order -- as
+        they stand where :meth:`in_order` holds over the frame (polars' ``order_by`` sorts
+        the rows again: 40 ms per window over 1 M rows by (time, seq), each time)."""
         part = self.part or [pl.lit(0)]
         if not ordered or not self.keys:
             return e.over(part)
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
-            return e.over(part, order_by=self.keys, descending=self.desc[0],
-                          nulls_last=self.nulls_last[0])
-        return e.over(part, order_by=self.code(), nulls_last=True)
+            out = e.over(part, order_by=self.keys, descending=self.desc[0],
+                         nulls_last=self.nulls_last[0])
+        else:
+            out = e.over(part, order_by=self.code(), nulls_last=True)
+        test = self.in_order()
+        return out if test is None else choice(test, e.over(part), out)
+
+    def in_order(self) -> pl.Expr | None:
+        """Whether, within each partition, every row's keys come strictly after the row
+        before's in window order (one boolean over the frame: :func:`hfq.engine.ops.choice`)
+        -- a table's rows by (time, seq) within a symbol: then the rows stand in the one
+        order the ORDER BY allows, and ``e.over(part)`` reads them as ``order_by`` would.
+        Every key must be a number or a time, never NULL or NaN (their places are the
+        sort's to give; peers have none); else None: the rows are sorted."""
+        known = []
+        for k in self.keys:
+            dtype = self.c.dtype(k)
+            if not (dtype.is_numeric() or dtype.is_temporal()) or dtype == pl.Boolean:
+                return None
+            known.append(k.is_not_null() & ~k.is_nan() if dtype.is_float() else
+                         k.is_not_null())
+        after: pl.Expr | None = None   # the keys from the last one on come strictly after
+        for k, desc in reversed(list(zip(self.keys, self.desc))):
+            before = k.shift()
+            step = k < before if desc else k > before
+            after = step if after is None else step | ((k == before) & after)
+        assert after is not None
+        if not self.part:
+            return pl.all_horizontal(known).all() & after.fill_null(True).all()
+        # each partition's rows one run (as many runs as partitions), in order within it
+        # (a test over(part) cost 320 ms over 1.5 M trades of 28,000 symbols; this, 20)
+        first = pl.int_range(pl.len()) == 0
+        same = ~first & pl.all_horizontal([p.eq_missing(p.shift()) for p in self.part])
+        runs = (~same).sum()
+        parts = (self.part[0] if len(self.part) == 1 else pl.struct(self.part)).n_unique()
+        return pl.all_horizontal(known).all() & (runs == parts) & \
+            (after.fill_null(True) | ~same).all()
 
     def code(self) -> pl.Expr:
         """One ascending key without NULLs ordering rows as the ORDER BY does."""
