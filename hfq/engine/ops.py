@@ -175,8 +175,8 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
             pk, pb = node_kind(body["predicate"])
             if pk == "Alias" and pb[1] == CHOICE:
                 key = json.dumps(pb[0], sort_keys=True, default=str)
-                if key not in tests:   # (its own choices picked first)
-                    value = frame.select(from_tree(walk(pb[0]))).to_series()
+                if key not in tests:
+                    value = frame.select(from_tree(pb[0])).to_series()
                     tests[key] = len(value) == 1 and value[0] is True
                 return walk(body["truthy"] if tests[key] else body["falsy"])
         if isinstance(t, dict):

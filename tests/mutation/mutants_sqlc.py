@@ -1333,31 +1333,25 @@ MUTANTS: list[Mutant] = [
            "a subquery's OVER w resolved by the outer SELECT's WINDOW clause, where DuckDB "
            "finds no such window",
            (CORPUS.format("windows.test:412"),)),
-    Mutant("sqlc-window-in-order-runs", AREA, SQL + "windows.py",
-           "        return pl.all_horizontal(known).all() & (runs == parts) & \\\n",
-           "        return pl.all_horizontal(known).all() & \\\n",
-           "rows read as they stand where each row follows the row before of its partition, "
-           "without each partition being one run: A's keys falling between B's rows went "
-           "unseen, A's window unsorted",
-           (CORPUS.format("windows.test:589"),)),
-    Mutant("sqlc-window-in-order-null-key", AREA, SQL + "windows.py",
-           "            known.append(k.is_not_null() & ~k.is_nan() if dtype.is_float() else\n"
-           "                         k.is_not_null())\n",
-           "            known.append(pl.lit(True))\n",
-           "a NULL key taken as in order (its comparisons are NULL): NULLS LAST's row read "
-           "first",
-           (CORPUS.format("windows.test:597"),)),
-    Mutant("sqlc-window-in-order-tie-broken", AREA, SQL + "windows.py",
-           "            after = step if after is None else step | ((k == before) & after)\n",
-           "            after = step if after is None else step | after\n",
-           "a later key's rise taken as order whatever the first key did: ORDER BY k, v "
-           "read as stored with k falling",
-           (CORPUS.format("windows.test:604"),)),
-    Mutant("sqlc-window-in-order-desc", AREA, SQL + "windows.py",
-           "            step = k < before if desc else k > before\n",
-           "            step = k > before\n",
-           "ORDER BY k DESC read as stored in rising k",
-           (CORPUS.format("windows.test:611"),)),
+    Mutant("sqlc-window-constant-order-alone", AREA, SQL + "windows.py",
+           "    if keys and not any(k.meta.root_names() for _, k in keys):\n",
+           "    if False:\n",
+           "a window ordered only by a literal: each row its own peer, running sums in stored "
+           "order where DuckDB sums the whole partition (stop-22 review)",
+           (CORPUS.format("windows.test:638"),)),
+    Mutant("sqlc-window-constant-order-kept", AREA, SQL + "windows.py",
+           "                [k for _, k in keys if k.meta.root_names()],\n",
+           "                [k for _, k in keys],\n",
+           "a literal kept among a window's ORDER BY keys: one value broadcast, so every row "
+           "ends its set of peers and RANGE frames split ties (ORDER BY 0, k)",
+           (CORPUS.format("windows.test:643"),)),
+    Mutant("sqlc-window-code-fields-named-alike", AREA, SQL + "windows.py",
+           "        return pl.struct([r.alias(f\"k{i}\") for i, r in enumerate(ranks)]).rank("
+           "\"dense\") \\\n",
+           "        return pl.struct(ranks).rank(\"dense\") \\\n",
+           "ORDER BY k % 2 DESC, k % 3: both keys named k in the struct of one code, polars' "
+           "'multiple fields with name' (stop-22 review)",
+           (CORPUS.format("windows.test:662"),)),
     Mutant("sqlc-named-window-unicode-fold", AREA, SQL + "named_windows.py",
            "    key = name.name.translate(_FOLD)\n",
            "    key = name.name.lower()\n",

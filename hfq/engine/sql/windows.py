@@ -57,50 +57,14 @@ class _Window:
     nulls_last: list[bool]
 
     def over(self, e: pl.Expr, *, ordered: bool = True) -> pl.Expr:
-        """``e`` per partition, evaluated over the partition's rows in window order -- as
-        they stand where :meth:`in_order` holds over the frame (polars' ``order_by`` sorts
-        the rows again: 40 ms per window over 1 M rows by (time, seq), each time)."""
+        """``e`` per partition, evaluated over the partition's rows in window order."""
         part = self.part or [pl.lit(0)]
         if not ordered or not self.keys:
             return e.over(part)
         if len(set(self.desc)) == 1 and len(set(self.nulls_last)) == 1:
-            out = e.over(part, order_by=self.keys, descending=self.desc[0],
-                         nulls_last=self.nulls_last[0])
-        else:
-            out = e.over(part, order_by=self.code(), nulls_last=True)
-        test = self.in_order()
-        return out if test is None else choice(test, e.over(part), out)
-
-    def in_order(self) -> pl.Expr | None:
-        """Whether, within each partition, every row's keys come strictly after the row
-        before's in window order (one boolean over the frame: :func:`hfq.engine.ops.choice`)
-        -- a table's rows by (time, seq) within a symbol: then the rows stand in the one
-        order the ORDER BY allows, and ``e.over(part)`` reads them as ``order_by`` would.
-        Every key must be a number or a time, never NULL or NaN (their places are the
-        sort's to give; peers have none); else None: the rows are sorted."""
-        known = []
-        for k in self.keys:
-            dtype = self.c.dtype(k)
-            if not (dtype.is_numeric() or dtype.is_temporal()) or dtype == pl.Boolean:
-                return None
-            known.append(k.is_not_null() & ~k.is_nan() if dtype.is_float() else
-                         k.is_not_null())
-        after: pl.Expr | None = None   # the keys from the last one on come strictly after
-        for k, desc in reversed(list(zip(self.keys, self.desc))):
-            before = k.shift()
-            step = k < before if desc else k > before
-            after = step if after is None else step | ((k == before) & after)
-        assert after is not None
-        if not self.part:
-            return pl.all_horizontal(known).all() & after.fill_null(True).all()
-        # each partition's rows one run (as many runs as partitions), in order within it
-        # (a test over(part) cost 320 ms over 1.5 M trades of 28,000 symbols; this, 20)
-        first = pl.int_range(pl.len()) == 0
-        same = ~first & pl.all_horizontal([p.eq_missing(p.shift()) for p in self.part])
-        runs = (~same).sum()
-        parts = (self.part[0] if len(self.part) == 1 else pl.struct(self.part)).n_unique()
-        return pl.all_horizontal(known).all() & (runs == parts) & \
-            (after.fill_null(True) | ~same).all()
+            return e.over(part, order_by=self.keys, descending=self.desc[0],
+                          nulls_last=self.nulls_last[0])
+        return e.over(part, order_by=self.code(), nulls_last=True)
 
     def code(self) -> pl.Expr:
         """One ascending key without NULLs ordering rows as the ORDER BY does."""
@@ -108,7 +72,11 @@ class _Window:
         for k, d, last in zip(self.keys, self.desc, self.nulls_last):
             r = k.rank("dense", descending=d).cast(pl.Int64)
             ranks.append(r.fill_null(r.max().fill_null(0) + 1 if last else 0))
-        return pl.struct(ranks).rank("dense").cast(pl.Int64) if len(ranks) > 1 else ranks[0]
+        if len(ranks) == 1:
+            return ranks[0]
+        # (fields named apart: keys k % 2 and k % 3 would both be "k")
+        return pl.struct([r.alias(f"k{i}") for i, r in enumerate(ranks)]).rank("dense") \
+            .cast(pl.Int64)
 
     def peers(self, e: pl.Expr) -> pl.Expr:
         """``e`` (ordered) taken at the last row of each set of peers (rows with equal
@@ -132,8 +100,16 @@ def window_expr(c: Compiles, node: exp.Window) -> pl.Expr:
     # a key repeated later in the ORDER BY never breaks a tie: only its first place counts
     ordered = [o for i, o in enumerate(ordered)
                if all(o.this != p.this for p in ordered[:i])]
+    # a key that reads no column (a literal, a scalar subquery's value) is one value on
+    # every row: it orders nothing and leaves peers as they are, so it is dropped; keys all
+    # of that kind make every row a peer, which the frames here do not compute: refused
+    keys = [(o, _text(c, c.expr(o.this))) for o in ordered]
+    if keys and not any(k.meta.root_names() for _, k in keys):
+        raise unsupported(ordered[0], "a window ordered only by keys that read no column "
+                                      "(DuckDB takes every row as a peer): write it without")
+    ordered = [o for o, k in keys if k.meta.root_names()]
     w = _Window(c, [c.expr(p) for p in node.args.get("partition_by") or []],
-                [_text(c, c.expr(o.this)) for o in ordered],
+                [k for _, k in keys if k.meta.root_names()],
                 [bool(o.args.get("desc")) for o in ordered],
                 [not o.args.get("nulls_first") for o in ordered])
     spec = node.args.get("spec")
