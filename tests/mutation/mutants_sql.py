@@ -94,12 +94,6 @@ MUTANTS += [
            "        if False:",
            "PIVOT ... GROUP BY date, date gives the column once (DuckDB: date, date_1)",
            _leaks(146, 153)),
-    Mutant("sql2-window-repeated-order-key", AREA, SQL + "windows.py",
-           "    ordered = [o for i, o in enumerate(ordered)\n"
-           "               if all(o.this != p.this for p in ordered[:i])]\n",
-           "",
-           "OVER (ORDER BY id, id DESC) refused with polars' 'multiple fields with name'",
-           _leaks(165, 179)),
     Mutant("sql2-not-bitwise", AREA, SQL + "expressions.py",
            '        return ~self.condition(self.expr(node.this), node.this, "NOT")',
            "        return ~self.expr(node.this)",
