@@ -25,6 +25,7 @@ import polars as pl
 import pyarrow as pa
 
 from hfq import faults
+from hfq.engine import ops as engine_ops
 from hfq.engine.aggs import decompose
 from hfq.engine.copart import BatchUnit, co_partitioned, paired_units
 from hfq.engine.exprs import (
@@ -38,7 +39,6 @@ from hfq.engine.exprs import (
 from hfq.engine.fastpath import FAST_ROWS, FAST_SYMBOLS, conjuncts, literal, run_one
 from hfq.engine.joins import resolve_right
 from hfq.engine.ops import (
-    STREAM_ROWS,
     Aggregate,
     Filter,
     MergeAgg,
@@ -192,8 +192,8 @@ class NodeStage:
         try:
             for op in self.ops:
                 lf = op.apply(lf, (node, unit))
-            return lf.collect(engine="streaming" if frame.height >= STREAM_ROWS and
-                              _groups(self.ops) else "in-memory")
+            big = frame.height >= engine_ops.STREAM_ROWS   # read now: tests set it to 0
+            return lf.collect(engine="streaming" if big and _groups(self.ops) else "in-memory")
         except ENGINE_ERRORS as exc:
             raise QueryError(f"query on table {self.table!r}, partition {unit.partition}: "
                              f"{polars_message(exc)}") from exc

@@ -48,8 +48,8 @@ def test_suite_size():
 def test_every_case_on_the_streaming_engine(db, duck, monkeypatch):
     """Big node stages that group run on polars' streaming engine: every case run that way
     (whatever its size) gives DuckDB's answer too."""
-    from hfq.engine import execute
-    monkeypatch.setattr(execute, "STREAM_ROWS", 0)
+    from hfq.engine import execute, ops
+    monkeypatch.setattr(ops, "STREAM_ROWS", 0)
     streamed = 0
     real = execute._groups
 
