@@ -190,8 +190,9 @@ class NodeStage:
     def _ops(self, frame: pl.DataFrame, node: Any, unit: Any) -> pl.DataFrame:
         lf = frame.lazy()
         try:
-            for op in self.ops:
-                lf = op.apply(lf, (node, unit))
+            with engine_ops.input_rows(frame.height):
+                for op in self.ops:
+                    lf = op.apply(lf, (node, unit))
             big = frame.height >= engine_ops.STREAM_ROWS   # read now: tests set it to 0
             return lf.collect(engine="streaming" if big and _groups(self.ops) else "in-memory")
         except ENGINE_ERRORS as exc:
@@ -602,8 +603,9 @@ def run(staged: Staged, *, progress: bool = False) -> tuple[pl.DataFrame, RunSta
         frame = _empty_result(staged)
     try:
         lf = frame.lazy()
-        for op in staged.driver_ops:
-            lf = op.apply(lf)
+        with engine_ops.input_rows(frame.height):
+            for op in staged.driver_ops:
+                lf = op.apply(lf)
         out = collect(lf, frame.height, staged.driver_ops)
     except ENGINE_ERRORS as exc:
         raise QueryError(f"query on table {src.name!r} (driver stage): "

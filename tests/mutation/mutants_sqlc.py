@@ -102,6 +102,17 @@ MUTANTS: list[Mutant] = [
            "_ORIGIN_US = 0",
            "time_bucket aligned to 1970-01-01 (issue 24 item 7)",
            (TRUST.format("bucket_7m"), TRUST.format("bucket_week"))),
+    Mutant("sqlc-bucket-midnight-ignores-origin", AREA, SQL + "functions.py",
+           "    if isinstance(dtype, pl.Time) and anchor % every == 0:",
+           "    if isinstance(dtype, pl.Time):",
+           "a TIME's buckets taken from midnight whatever the origin or offset (10 minutes "
+           "offset by 5 bucketed at :00 and :10; 7 minutes from 2000-01-03)",
+           (TRUST.format("bucket_time_tiles"), TRUST.format("bucket_time"))),
+    Mutant("sqlc-bucket-midnight-in-microseconds", AREA, SQL + "functions.py",
+           "        w = every * 1000\n",
+           "        w = every\n",
+           "a TIME's midnight-edged buckets cut in microseconds of its nanoseconds (every bucket "
+           "1000x too narrow)", (TRUST.format("bucket_time_tiles"),)),
     Mutant("sqlc-round-half-even", AREA, SQL + "functions.py",
            "        return x.round(0, mode=\"half_away_from_zero\")\n    if digits > 308:",
            "        return x.round(0)\n    if digits > 308:",
@@ -905,7 +916,7 @@ MUTANTS: list[Mutant] = [
            "where DuckDB's running mean stays finite and its corr is -0.0 (F126)",
            (REGRESSION.format("F126"),)),
     Mutant("sqlc-merge-raise-after-having", AREA, "hfq/engine/ops.py",
-           "            return merged.collect().lazy() if self.raises else merged\n",
+           "            return collect_step(merged).lazy() if self.raises else merged\n",
            "            return merged\n",
            "the merged aggregate's errors checked only on the groups HAVING keeps (polars "
            "pushes the filter below the outputs): a constant that cannot be cast answers no "

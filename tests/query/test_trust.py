@@ -95,6 +95,14 @@ SAME = [
                      "INTERVAL '3 months', date) AS c FROM {t} ORDER BY ts", True),
     ("bucket_time", "SELECT tod, time_bucket(INTERVAL '7 minutes', tod) AS b FROM {t} "
                     "ORDER BY tod", True),
+    ("bucket_time_tiles", "SELECT tod, time_bucket(INTERVAL '10 minutes', tod) AS a, time_bucket("
+                          "INTERVAL '1 hour', tod) AS b, time_bucket(INTERVAL '90 seconds', tod) "
+                          "AS c, time_bucket(INTERVAL '1 microsecond', tod) AS d, time_bucket("
+                          "INTERVAL '1 day', tod) AS e, time_bucket(INTERVAL '10 minutes', tod, "
+                          "INTERVAL '5 minutes') AS f, time_bucket(INTERVAL '10 minutes', tod, "
+                          "TIME '09:30:00') AS g, time_bucket(INTERVAL '1 hour', tod, TIME "
+                          "'00:20:00') AS h, time_bucket(INTERVAL '7 minutes', tod, TIME "
+                          "'00:07:00') AS i FROM {t} ORDER BY tod", True),
     ("bucket_origin", "SELECT ts, time_bucket(INTERVAL '45 minutes', ts, TIMESTAMP "
                       "'2016-11-13 09:30:00') AS b FROM {t} ORDER BY ts", True),
     # 8. round, substr
