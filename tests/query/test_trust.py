@@ -102,7 +102,8 @@ SAME = [
                           "INTERVAL '5 minutes') AS f, time_bucket(INTERVAL '10 minutes', tod, "
                           "TIME '09:30:00') AS g, time_bucket(INTERVAL '1 hour', tod, TIME "
                           "'00:20:00') AS h, time_bucket(INTERVAL '7 minutes', tod, TIME "
-                          "'00:07:00') AS i FROM {t} ORDER BY tod", True),
+                          "'00:07:00') AS i, time_bucket(INTERVAL '300000 days', tod, TIME "
+                          "'00:00:00') AS j FROM {t} ORDER BY tod", True),
     ("bucket_origin", "SELECT ts, time_bucket(INTERVAL '45 minutes', ts, TIMESTAMP "
                       "'2016-11-13 09:30:00') AS b FROM {t} ORDER BY ts", True),
     # 8. round, substr

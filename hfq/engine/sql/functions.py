@@ -121,7 +121,7 @@ def time_bucket(c: Compiles, width: exp.Expression, col: exp.Expression,
             anchor += interval_ns(origin) // 1000
         else:
             lit = pl.select(c.expr(origin)).item()
-            if isinstance(lit, dt.datetime):
+            if isinstance(lit, dt.datetime) and not isinstance(dtype, pl.Time):
                 anchor = _epoch_us(lit)
             elif isinstance(lit, dt.time) and isinstance(dtype, pl.Time):
                 anchor = ((lit.hour * 60 + lit.minute) * 60 + lit.second) * 10**6 + \
@@ -129,11 +129,12 @@ def time_bucket(c: Compiles, width: exp.Expression, col: exp.Expression,
             else:
                 raise error(origin, "time_bucket's third argument must be an INTERVAL "
                                     "(offset), a TIMESTAMP (origin) or, for a TIME, a TIME")
-    if isinstance(dtype, pl.Time) and anchor % every == 0:
+    if isinstance(dtype, pl.Time) and anchor % every == 0 and every <= _DAY_US:
         # buckets with an edge at midnight (10 minutes or an hour from the default origin):
         # the form below with its shifts cancelled -- 0 <= us < a day for a TIME, so start
         # = us // every * every, within the day -- in 2 steps instead of 8 (a third of a
-        # 10-minute GROUP BY's time over a day of trades)
+        # 10-minute GROUP BY's time over a day of trades); at most a day wide, so the width
+        # in ns stays a BIGINT (polars makes a NULL of a wider literal)
         w = every * 1000
         return (value.to_physical() // w * w).cast(pl.Time)
     if isinstance(dtype, pl.Time):
