@@ -319,6 +319,17 @@ SAME = [
                           "CAST(f AS DOUBLE) DESC) AS j FROM {t}", False),
     ("quantile_infinite_grouped", "SELECT date, median(CAST(f AS DOUBLE)) AS a, quantile_cont("
                                   "CAST(f AS DOUBLE), 0.1) AS b FROM {t} GROUP BY date", False),
+    # continuous quantiles of integers select their two values among the integers as stored
+    # (SMALLINT, INTEGER, BIGINT: the BIGINT extremes interpolated in DOUBLE), NULLs skipped
+    ("quantile_integers", "SELECT median(small) AS a, quantile_cont(bidsiz, 0.9) AS b, median(big)"
+                          " AS c, quantile_cont(big, 0.3) AS d, percentile_cont(0.6) WITHIN GROUP"
+                          " (ORDER BY small DESC) AS e, quantile_cont(CAST(small AS BIGINT) * 3, "
+                          "0.25) AS g, median(bidsiz) FILTER (WHERE small > 0) AS h, "
+                          "quantile_cont(bidsiz, 0) AS i, quantile_cont(big, 1) AS j FROM {t}",
+     False),
+    ("quantile_integers_grouped", "SELECT symbol, median(small) AS a, quantile_cont(big, 0.7) AS b,"
+                                  " percentile_cont(0.2) WITHIN GROUP (ORDER BY bidsiz DESC) AS c "
+                                  "FROM {t} GROUP BY symbol", False),
     # F52: count(<a constant that is NULL>) is 0 (count(CAST(NULL AS INTEGER)) counted the
     # rows); a CTE's constant column is one value per row in an aggregate
     ("aggregates_of_cte_constants", "WITH s AS (SELECT symbol, bid, 100 AS c, CAST(NULL AS "

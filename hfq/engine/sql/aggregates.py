@@ -19,7 +19,16 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.aggs import SCALED
-from hfq.engine.exprs import empty_lazy, every_row, fail_where, may_raise, raised
+from hfq.engine.exprs import (
+    empty_lazy,
+    every_row,
+    fail_where,
+    from_tree,
+    may_raise,
+    node_kind,
+    raised,
+    to_tree,
+)
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Aggregate, Unique, choice
 from hfq.engine.query import Query
@@ -350,7 +359,7 @@ class Agg(Plain):
         dtype = self.dtype(x)
         if isinstance(dtype, pl.Decimal):
             return _decimal_interpolated(x, 0.5, dtype)
-        return _interpolated(x, 0.5)
+        return _interpolated(x, 0.5, ranked=self._ranked(x, dtype))
 
     def _quantile(self, name: str, x: pl.Expr, values: list[pl.Expr],
                   args: list[exp.Expression], order: exp.Order | None,
@@ -378,9 +387,23 @@ class Agg(Plain):
             else:
                 out = x.quantile(q, "equiprobable")
             return out.cast(dtype) if dtype.is_numeric() else out
-        if order is not None:   # descending: interpolated from the top
-            return _interpolated(x, q, descending=True)
-        return _interpolated(x, q)
+        return _interpolated(x, q, descending=order is not None, ranked=self._ranked(x, dtype))
+
+    def _ranked(self, x: pl.Expr, dtype: pl.DataType) -> pl.Expr | None:
+        """The integers ``x`` in their narrowest stored type (a column widened to BIGINT
+        read as stored), or None when ``x`` is not an integer: a continuous quantile selects
+        its two values among these, and a selection in a 4-byte type is twice as fast as in
+        DOUBLE (the busiest symbol's 1 M sizes: 6 ms against 13 ms, and no casts).  Exact: the
+        cast to DOUBLE after keeps the order (two integers may meet, none cross), so the k-th
+        smallest made DOUBLE is the k-th smallest of the values made DOUBLE."""
+        if not dtype.is_integer():
+            return None
+        kind, body = node_kind(to_tree(x))
+        if kind == "Cast" and body["dtype"] == {"Literal": "Int64"} and \
+                node_kind(body["expr"])[0] == "Column" and \
+                self.dtype(inner := from_tree(body["expr"])) in _INTO_BIGINT:
+            return inner   # (every value of these is a BIGINT: the same values, the same NULLs)
+        return x
 
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
                     args: list[exp.Expression], order: exp.Order | None,
@@ -679,21 +702,27 @@ def reads_no_column(e: pl.Expr) -> bool:
     return not e.meta.root_names()
 
 
-def _interpolated(x: pl.Expr, q: float, *,
-                  descending: bool = False) -> pl.Expr:
+_INTO_BIGINT = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
+
+
+def _interpolated(x: pl.Expr, q: float, *, descending: bool = False,
+                  ranked: pl.Expr | None = None) -> pl.Expr:
     """DuckDB's continuous quantile of DOUBLE: at rank ``r = (n - 1) * q`` of the sorted values
     (NaN the largest), the value there, or between the two around it (``d = r - floor(r)``)
     ``lo * (1 - d) + hi * d`` in the order given: so -inf beside a number is -inf (polars'
     interpolation gave NaN; F51).  FLOAT is interpolated in DOUBLE too, as hfq's other FLOAT
     arithmetic (``docs/sql.md``; DuckDB's FLOAT rule ``lo + d * (hi - lo)`` made two -inf NaN:
-    F57)."""
+    F57).  ``ranked``, when given, holds the same values in an order-preserving type: the two
+    values are selected among them, then made DOUBLE."""
     x = x.cast(_F64)
     rank = (x.count() - 1).cast(_F64) * q
     d = rank - rank.floor()
+    pick = x if ranked is None else ranked
     if descending:   # the values at ranks floor(r) and ceil(r) from the top
-        lo, hi = _from_top(x, q)
+        lo, hi = _from_top(pick, q)
     else:
-        lo, hi = x.quantile(q, "lower"), x.quantile(q, "higher")
+        lo, hi = pick.quantile(q, "lower"), pick.quantile(q, "higher")
+    lo, hi = lo.cast(_F64), hi.cast(_F64)
     between = lo * (1 - d) + hi * d
     return pl.when(d == 0).then(lo).otherwise(between)
 
