@@ -486,18 +486,37 @@ def hints(node_ops: Sequence[Op], src: TableSource
     date_col, sym_col = src.date_column, src.symbol_column
     for op in node_ops:
         if isinstance(op, Filter):
-            for c in conjuncts(to_tree(op.predicate)):
-                for what, value in _hint(c, date_col, sym_col):
-                    if what == "lo" and (lo is None or value > lo):
-                        lo = value
-                    elif what == "hi" and (hi is None or value < hi):
-                        hi = value
-                    elif what == "symbols":
-                        symbols = tuple(s for s in (symbols if symbols is not None else value)
-                                        if s in value)
+            for what, value in _filter_hints(op, date_col, sym_col):
+                if what == "lo" and (lo is None or value > lo):
+                    lo = value
+                elif what == "hi" and (hi is None or value < hi):
+                    hi = value
+                elif what == "symbols":
+                    symbols = tuple(s for s in (symbols if symbols is not None else value)
+                                    if s in value)
         date_col = date_col if date_col and op.keeps(date_col) else None
         sym_col = sym_col if sym_col and op.keeps(sym_col) else None
     return lo, hi, symbols
+
+
+def _filter_hints(op: Filter, date_col: str | None, sym_col: str | None
+                  ) -> tuple[tuple[str, Any], ...]:
+    """What the conjuncts of ``op``'s predicate imply (:func:`_hint`), kept in
+    :data:`_HINTS` by the identity of ``op`` (held there: a compiled statement's filters are
+    the same objects each run, and their constants are evaluated by polars once)."""
+    key = (id(op), date_col, sym_col)
+    got = _HINTS.get(key)
+    if got is None or got[0] is not op:
+        if len(_HINTS) > 1024:
+            _HINTS.clear()
+        found = tuple(h for c in conjuncts(to_tree(op.predicate))
+                      for h in _hint(c, date_col, sym_col))
+        got = _HINTS[key] = (op, found)
+    return got[1]
+
+
+_HINTS: dict[tuple[int, str | None, str | None], tuple[Filter, tuple[tuple[str, Any], ...]]] \
+    = {}
 
 
 def _hint(tree: Tree, date_col: str | None, sym_col: str | None) -> list[tuple[str, Any]]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -214,9 +214,25 @@ class CachedBatch:
 
     frame: pl.DataFrame
     runs: dict[str, tuple[int, int]] | None
+    ordered: dict[tuple[str, int, int], bool] = field(default_factory=dict, compare=False)
+    """``{(time column, start, stop): whether those rows' times ascend with no NULL}``, each
+    found the first time a query narrows that run (a scan of the run: 0.9 ms for the busiest
+    symbol's 1 M quotes, once instead of per query)."""
 
     def estimated_size(self) -> int:   # what the cache counts
         return int(self.frame.estimated_size()) + 128 + 96 * len(self.runs or ())
+
+    def sorted_times(self, time: str, start: int, stop: int) -> np.ndarray | None:
+        """The physical times of rows ``[start, stop)`` when they ascend with no NULL (a
+        zero-copy view), else None."""
+        times = self.frame.get_column(time).slice(start, stop - start)
+        known = self.ordered.get((time, start, stop))
+        if known is False or times.null_count():
+            return None
+        t = physical(times).to_numpy()
+        if known is None:   # (two threads may both look: they find the same)
+            known = self.ordered[(time, start, stop)] = bool((t[1:] >= t[:-1]).all())
+        return t if known else None
 
 
 def _runs(column: pl.Series) -> dict[str, tuple[int, int]] | None:
@@ -269,8 +285,8 @@ def _slices(batch: CachedBatch, chosen: Selection, time: str | None
     parts = []
     for start, stop in spans:
         if chosen.bounds and time is not None:
-            start, stop = _narrowed(frame.get_column(time).slice(start, stop - start),
-                                    chosen.bounds, start, stop)
+            start, stop = _narrowed(batch.sorted_times(time, start, stop), chosen.bounds,
+                                    start, stop)
         if stop > start:
             parts.append(frame.slice(start, stop - start))
     return parts
@@ -305,13 +321,11 @@ _HOLDS: dict[str, Callable[[int, int, int], bool]] = {
 """Whether every time in ``[lo, hi]`` satisfies ``time op v``."""
 
 
-def _narrowed(times: pl.Series, bounds: Sequence[tuple[str, int]], start: int,
+def _narrowed(t: np.ndarray | None, bounds: Sequence[tuple[str, int]], start: int,
               stop: int) -> tuple[int, int]:
-    """``(start, stop)`` cut to the rows whose time can satisfy every bound."""
-    if times.null_count():
-        return start, stop
-    t = physical(times).to_numpy()
-    if len(t) > 1 and not bool((t[1:] >= t[:-1]).all()):
+    """``(start, stop)`` cut to the rows whose time can satisfy every bound (``t``: their
+    ascending times, or None when they are not known to ascend: no cut)."""
+    if t is None:
         return start, stop
     lo, hi = 0, len(t)
     for op, v in bounds:

@@ -8,6 +8,7 @@ general engine, which the tests check too."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import duckdb
 import numpy as np
@@ -516,3 +517,54 @@ def test_physical_is_polars_to_physical() -> None:
               pl.Series([dt.timedelta(-5), None], dtype=pl.Duration("ns")),
               pl.Series([-I64, I64 - 1, None], dtype=pl.Int64)]:
         assert fastpath.physical(s).to_list() == s.to_physical().to_list(), s.dtype
+
+
+def test_a_runs_time_order_is_found_once_per_run_and_column() -> None:
+    """The order of a run's times is kept per (column, run): a sorted run is narrowed by
+    binary search every time, a run out of order or with a NULL never is (every row kept),
+    and one column's order says nothing of another's."""
+    up = [1, 2, 2, 5, 9]
+    frame = pl.DataFrame({"symbol": pl.Series(["S"] * 5 + ["T"] * 5 + ["U"] * 3,
+                                              dtype=pl.Categorical),
+                          "time": up + [3, 1, 4, 1, 5] + [1, None, 2],
+                          "t2": [9, 1, 5, 2, 2] + up + [1, 2, 3]})
+    batch = fastpath.CachedBatch(frame, {"S": (0, 5), "T": (5, 10), "U": (10, 13)})
+    for _ in range(2):   # the second time from what the first found
+        for time in ("time", "t2", "time"):
+            for sym in "STU":
+                for v in range(0, 11):
+                    got = fastpath.sliced(batch, fastpath.Selection((sym,), (("GtEq", v),)),
+                                          time)
+                    assert got is not None
+                    run = frame.filter(pl.col("symbol") == sym)
+                    wanted = run.filter(pl.col(time) >= v)
+                    assert set(wanted.rows()) <= set(got.rows()), (time, sym, v)
+                    ordered = run[time].null_count() == 0 and run[time].is_sorted()
+                    assert got.height == (wanted.height if ordered else run.height), \
+                        (time, sym, v)
+    assert batch.ordered == {("time", 0, 5): True, ("time", 5, 10): False,
+                             ("t2", 0, 5): False, ("t2", 5, 10): True, ("t2", 10, 13): True}
+
+
+def test_an_expressions_tree_is_its_own_and_a_fresh_copy() -> None:
+    """:func:`~hfq.engine.exprs.to_tree` keeps serialized forms by identity: an expression
+    made after another is gone (its identity often reused) still gets its own tree, and a
+    caller changing a tree changes no other caller's."""
+    from hfq.engine.exprs import to_tree
+    for i in range(3000):
+        e = (pl.col(f"c{i % 7}") + i).alias("x")
+        tree = to_tree(e)
+        assert tree == json.loads(e.meta.serialize(format="json"))
+        tree["Alias"][1] = "changed"
+        assert to_tree(e)["Alias"][1] == "x"
+
+
+def test_a_filters_hints_are_its_own_for_each_column_pair() -> None:
+    """The hints of a filter are kept by its identity and the columns they are read for."""
+    from hfq.engine.ops import Filter
+    op = Filter((pl.col("symbol") == "A") & (pl.col("sym2") == "B"))
+    assert execute._filter_hints(op, None, "symbol") == (("symbols", ("A",)),)
+    assert execute._filter_hints(op, None, "sym2") == (("symbols", ("B",)),)
+    assert execute._filter_hints(op, None, "symbol") == (("symbols", ("A",)),)
+    other = Filter(pl.col("symbol") == "C")
+    assert execute._filter_hints(other, None, "symbol") == (("symbols", ("C",)),)
