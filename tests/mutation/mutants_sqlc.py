@@ -108,6 +108,18 @@ MUTANTS: list[Mutant] = [
            "a TIME's buckets taken from midnight whatever the origin or offset (10 minutes "
            "offset by 5 bucketed at :00 and :10; 7 minutes from 2000-01-03)",
            (TRUST.format("bucket_time_tiles"), TRUST.format("bucket_time"))),
+    Mutant("sqlc-compare-stored-past-range", AREA, SQL + "expressions.py",
+           "span[0] <= value <= span[1]:",
+           "span[0] <= value <= span[1] + 1:",
+           "an INTEGER column compared as stored with a constant one past its type's range "
+           "(small < 32768 made a SMALLINT constant: an error where DuckDB answers)",
+           (TRUST.format("integer_comparisons"),)),
+    Mutant("sqlc-compare-stored-unflipped", AREA, SQL + "expressions.py",
+           "compare(column[0], narrow, op) if x is left else",
+           "compare(column[0], narrow, op) if True else",
+           "a constant on the left of a column compared as stored kept the operator unflipped "
+           "(7 <= bidsiz answered as bidsiz <= 7)",
+           (TRUST.format("integer_comparisons"),)),
     Mutant("sqlc-bucket-midnight-any-width", AREA, SQL + "functions.py",
            " and anchor % every == 0 and every <= _DAY_US:",
            " and anchor % every == 0:",

@@ -319,6 +319,18 @@ SAME = [
                           "CAST(f AS DOUBLE) DESC) AS j FROM {t}", False),
     ("quantile_infinite_grouped", "SELECT date, median(CAST(f AS DOUBLE)) AS a, quantile_cont("
                                   "CAST(f AS DOUBLE), 0.1) AS b FROM {t} GROUP BY date", False),
+    # an integer column compared with a constant in its stored type's range is compared as
+    # stored; at and past the range's ends, flipped, NULL-safe, in CASE and FILTER
+    ("integer_comparisons", "SELECT small >= -32768 AS a, small < 32768 AS b, small = 32767 AS c,"
+                            " -32768 = small AS d, small > -32769 AS e, bidsiz <> 7 AS g, "
+                            "7 <= bidsiz AS h, small IS NOT DISTINCT FROM 0 AS i, bidsiz IS "
+                            "DISTINCT FROM 5 AS j, small <= 2147483648 AS k, bidsiz = "
+                            "2147483647 AS l, bidsiz > -2147483649 AS m, CASE WHEN small < 0 "
+                            "THEN 'n' ELSE 'p' END AS o, small != CAST(NULL AS INTEGER) AS p "
+                            "FROM {t}", False),
+    ("integer_comparisons_filtered", "SELECT count(*) FILTER (WHERE small >= 0) AS a, count(*) "
+                                     "AS b, sum(bidsiz) FILTER (WHERE bidsiz < 100) AS c FROM "
+                                     "{t} WHERE small <> 32767 OR bidsiz >= -5", False),
     # continuous quantiles of integers select their two values among the integers as stored
     # (SMALLINT, INTEGER, BIGINT: the BIGINT extremes interpolated in DOUBLE), NULLs skipped
     ("quantile_integers", "SELECT median(small) AS a, quantile_cont(bidsiz, 0.9) AS b, median(big)"

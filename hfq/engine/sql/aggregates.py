@@ -23,11 +23,8 @@ from hfq.engine.exprs import (
     empty_lazy,
     every_row,
     fail_where,
-    from_tree,
     may_raise,
-    node_kind,
     raised,
-    to_tree,
 )
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Aggregate, Unique, choice
@@ -398,12 +395,8 @@ class Agg(Plain):
         smallest made DOUBLE is the k-th smallest of the values made DOUBLE."""
         if not dtype.is_integer():
             return None
-        kind, body = node_kind(to_tree(x))
-        if kind == "Cast" and body["dtype"] == {"Literal": "Int64"} and \
-                node_kind(body["expr"])[0] == "Column" and \
-                self.dtype(inner := from_tree(body["expr"])) in _INTO_BIGINT:
-            return inner   # (every value of these is a BIGINT: the same values, the same NULLs)
-        return x
+        got = self.stored(x)
+        return x if got is None else got[0]
 
     def _first_last(self, name: str, x: pl.Expr, values: list[pl.Expr],
                     args: list[exp.Expression], order: exp.Order | None,
@@ -700,9 +693,6 @@ def reads_no_column(e: pl.Expr) -> bool:
     """Whether ``e`` reads no column: one value, not one per row (a literal, or a column of a
     CTE or subquery that the compiler inlined as its constant -- F52)."""
     return not e.meta.root_names()
-
-
-_INTO_BIGINT = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
 
 
 def _interpolated(x: pl.Expr, q: float, *, descending: bool = False,

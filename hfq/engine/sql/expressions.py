@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from hfq.engine.exprs import empty_lazy, fail_where
+from hfq.engine.exprs import empty_lazy, fail_where, from_tree, node_kind, to_tree
 from hfq.engine.sql import casts, functions, windows
 from hfq.engine.sql.errors import error, position, unsupported
 from hfq.engine.sql.literals import (
@@ -52,6 +52,18 @@ class Plain:
         if dtype.is_integer() and dtype != pl.Int64:
             col = col.cast(pl.Int64)   # arithmetic never wraps
         return col
+
+    def stored(self, x: pl.Expr) -> tuple[pl.Expr, pl.DataType] | None:
+        """``(the column, its stored type)`` when ``x`` is an integer column :meth:`column`
+        widened to BIGINT (every value a BIGINT: the same values and NULLs, in a narrower
+        type), else None."""
+        what, body = node_kind(to_tree(x))
+        if what != "Cast" or body["dtype"] != {"Literal": "Int64"} or \
+                node_kind(body["expr"])[0] != "Column":
+            return None
+        inner = from_tree(body["expr"])
+        dtype = self.dtype(inner)
+        return None if _range(dtype) is None else (inner, dtype)
 
     def aggregate(self, node: exp.Expression) -> pl.Expr:
         raise error(node, f"aggregate {node.sql('duckdb')} is not allowed here")
@@ -180,6 +192,23 @@ class Plain:
     def _binary(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr]:
         left, right = self.expr(node.this), self.expr(node.expression)
         return self.coerce(left, right, node)
+
+    def _compared(self, node: exp.Binary, op: str) -> pl.Expr:
+        """``left op right``; an integer column widened to BIGINT beside an integer constant
+        that fits its stored type is compared as stored, with the constant in that type (the
+        same answer on every row, NULLs too; no widened copy of the column: ``size >= 2000``
+        over 3 M trades' INTEGER sizes 3.4 -> 2.3 ms)."""
+        left, right = self._binary(node)
+        for x, c in ((left, right), (right, left)):
+            column = self.stored(x)
+            value = None if column is None else _integer_constant(c)
+            span = None if column is None or value is None else _range(column[1])
+            if column is not None and value is not None and span and \
+                    span[0] <= value <= span[1]:
+                narrow = pl.lit(value, dtype=column[1])
+                return compare(column[0], narrow, op) if x is left else \
+                    compare(narrow, column[0], op)
+        return compare(left, right, op)
 
     def _arithmetic(self, node: exp.Binary) -> tuple[pl.Expr, pl.Expr] | None:
         """The operands of ``+ - * %``: FLOAT (32-bit) ones computed in DOUBLE (docs/sql.md:
@@ -443,28 +472,28 @@ class Plain:
         return pl.concat_str([left.cast(pl.String), right.cast(pl.String)])
 
     def _EQ(self, node: exp.EQ) -> pl.Expr:
-        return compare(*self._binary(node), "==")
+        return self._compared(node, "==")
 
     def _NEQ(self, node: exp.NEQ) -> pl.Expr:
-        return compare(*self._binary(node), "!=")
+        return self._compared(node, "!=")
 
     def _GT(self, node: exp.GT) -> pl.Expr:
-        return compare(*self._binary(node), ">")
+        return self._compared(node, ">")
 
     def _GTE(self, node: exp.GTE) -> pl.Expr:
-        return compare(*self._binary(node), ">=")
+        return self._compared(node, ">=")
 
     def _LT(self, node: exp.LT) -> pl.Expr:
-        return compare(*self._binary(node), "<")
+        return self._compared(node, "<")
 
     def _LTE(self, node: exp.LTE) -> pl.Expr:
-        return compare(*self._binary(node), "<=")
+        return self._compared(node, "<=")
 
     def _NullSafeEQ(self, node: exp.NullSafeEQ) -> pl.Expr:
-        return compare(*self._binary(node), "eq_missing")
+        return self._compared(node, "eq_missing")
 
     def _NullSafeNEQ(self, node: exp.NullSafeNEQ) -> pl.Expr:
-        return compare(*self._binary(node), "ne_missing")
+        return self._compared(node, "ne_missing")
 
     def _And(self, node: exp.And) -> pl.Expr:
         return self._logical(node, "AND")
@@ -589,6 +618,28 @@ class Plain:
 
 
 _I64_MIN = -(2**63)
+_INTO_BIGINT = ((pl.Int8, -2**7, 2**7 - 1), (pl.Int16, -2**15, 2**15 - 1),
+                (pl.Int32, -2**31, 2**31 - 1), (pl.UInt8, 0, 2**8 - 1),
+                (pl.UInt16, 0, 2**16 - 1), (pl.UInt32, 0, 2**32 - 1))
+"""The integer types :meth:`Plain.column` widens to BIGINT without loss, with their ranges
+(a UBIGINT is not: past BIGINT it fails)."""
+
+
+def _integer_constant(e: pl.Expr) -> int | None:
+    """The value of ``e`` when it is an integer literal (not NULL), else None."""
+    if e.meta.root_names() or not e.meta.is_literal(allow_aliasing=True):
+        return None
+    try:
+        got = pl.select(e.alias("v")).to_series()
+    except pl.exceptions.PolarsError:
+        return None
+    if len(got) != 1 or not got.dtype.is_integer() or got.null_count():
+        return None
+    return int(got[0])
+
+
+def _range(dtype: pl.DataType) -> tuple[int, int] | None:
+    return next(((lo, hi) for t, lo, hi in _INTO_BIGINT if dtype == t), None)
 
 
 def _halves(x: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
