@@ -29,6 +29,7 @@ from hfq.engine import ops as engine_ops
 from hfq.engine.aggs import decompose
 from hfq.engine.copart import BatchUnit, co_partitioned, paired_units
 from hfq.engine.exprs import (
+    ByIdentity,
     Tree,
     empty_lazy,
     local_over,
@@ -502,21 +503,17 @@ def hints(node_ops: Sequence[Op], src: TableSource
 def _filter_hints(op: Filter, date_col: str | None, sym_col: str | None
                   ) -> tuple[tuple[str, Any], ...]:
     """What the conjuncts of ``op``'s predicate imply (:func:`_hint`), kept in
-    :data:`_HINTS` by the identity of ``op`` (held there: a compiled statement's filters are
-    the same objects each run, and their constants are evaluated by polars once)."""
-    key = (id(op), date_col, sym_col)
-    got = _HINTS.get(key)
-    if got is None or got[0] is not op:
-        if len(_HINTS) > 1024:
-            _HINTS.clear()
+    :data:`_HINTS` while ``op`` lives (a compiled statement's filters are the same objects
+    each run: their constants are evaluated by polars once)."""
+    found = _HINTS.get(op, date_col, sym_col)
+    if found is None:
         found = tuple(h for c in conjuncts(to_tree(op.predicate))
                       for h in _hint(c, date_col, sym_col))
-        got = _HINTS[key] = (op, found)
-    return got[1]
+        _HINTS.put(op, found, date_col, sym_col)
+    return cast("tuple[tuple[str, Any], ...]", found)
 
 
-_HINTS: dict[tuple[int, str | None, str | None], tuple[Filter, tuple[tuple[str, Any], ...]]] \
-    = {}
+_HINTS = ByIdentity(1024)
 
 
 def _hint(tree: Tree, date_col: str | None, sym_col: str | None) -> list[tuple[str, Any]]:

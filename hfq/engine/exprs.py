@@ -13,6 +13,7 @@ import functools
 import io
 import json
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -45,21 +46,41 @@ def empty_lazy(schema: pl.Schema | dict) -> pl.LazyFrame:
     return lf
 
 
+class ByIdentity:
+    """Values kept by the identity of live objects (and a few more parts of a key).  An
+    entry leaves when its object is collected (a weak reference's finalizer), so an identity
+    is never reused while its entry is there and no object is kept alive by it; past
+    ``limit`` entries, new ones are not kept until old ones leave."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, obj: object, *more: Any) -> Any:
+        return self.items.get((id(obj), *more))
+
+    def put(self, obj: object, value: Any, *more: Any) -> None:
+        if len(self.items) < self.limit:
+            key = (id(obj), *more)
+            self.items[key] = value
+            weakref.finalize(obj, self.items.pop, key, None)
+
+
 def to_tree(expr: pl.Expr) -> Tree:
     """``expr`` as polars' JSON tree (a fresh copy: callers may change it)."""
-    got = _TREES.get(id(expr))
-    if got is None or got[0] is not expr:
-        if len(_TREES) > 4096:
-            _TREES.clear()
-        got = _TREES[id(expr)] = (expr, expr.meta.serialize(format="json"))
-    return json.loads(got[1])
+    text = _TREES.get(expr)
+    if text is None:
+        text = expr.meta.serialize(format="json")
+        if len(text) <= _TREE_CHARS:   # (not a large literal: a list of a million values)
+            _TREES.put(expr, text)
+    return json.loads(text)
 
 
-_TREES: dict[int, tuple[pl.Expr, str]] = {}
-"""The serialized form of the last expressions seen, by identity (each entry holds its
-expression, so an identity is not reused while it is there): a compiled statement's
-expressions are the same objects each time it runs, and serializing one is most of a
-one-symbol query's planning (0.3 ms of 3.4 for a time window of the busiest symbol)."""
+_TREES = ByIdentity(4096)
+"""The serialized forms of the expressions alive: a compiled statement's expressions are the
+same objects each time it runs, and serializing one is most of a one-symbol query's
+planning (0.3 ms of 3.4 for a time window of the busiest symbol)."""
+_TREE_CHARS = 1 << 16
 
 
 def from_tree(tree: Tree) -> pl.Expr:

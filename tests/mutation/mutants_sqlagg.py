@@ -46,11 +46,11 @@ MUTANTS: list[Mutant] = [
            "interpolation) where DuckDB says -inf",
            (TRUST.format("quantile_infinite"),)),
     Mutant("sqlagg-quantile-float-rule", AREA, AGG,
-           "        return _interpolated(x, 0.5)\n",
+           "        return _interpolated(x, 0.5, ranked=self._ranked(x, dtype))\n",
            "        if dtype == pl.Float32:\n"
            "            lo, hi = x.quantile(0.5, 'lower'), x.quantile(0.5, 'higher')\n"
            "            return pl.when(x.count() % 2 == 1).then(lo).otherwise(lo + (hi - lo) / 2)\n"
-           "        return _interpolated(x, 0.5)\n",
+           "        return _interpolated(x, 0.5, ranked=self._ranked(x, dtype))\n",
            "F57: FLOAT quantiles by DuckDB's FLOAT rule lo + d * (hi - lo): the median of two "
            "-inf is NaN where hfq's FLOAT-in-DOUBLE says -inf",
            ("tests/fuzz/test_regressions.py::test_finding[F57]",)),

@@ -109,14 +109,14 @@ MUTANTS: list[Mutant] = [
            "offset by 5 bucketed at :00 and :10; 7 minutes from 2000-01-03)",
            (TRUST.format("bucket_time_tiles"), TRUST.format("bucket_time"))),
     Mutant("sqlc-compare-stored-past-range", AREA, SQL + "expressions.py",
-           "span[0] <= value <= span[1]:",
-           "span[0] <= value <= span[1] + 1:",
+           "got[2] <= value <= got[3]:",
+           "got[2] <= value <= got[3] + 1:",
            "an INTEGER column compared as stored with a constant one past its type's range "
            "(small < 32768 made a SMALLINT constant: an error where DuckDB answers)",
            (TRUST.format("integer_comparisons"),)),
     Mutant("sqlc-compare-stored-unflipped", AREA, SQL + "expressions.py",
-           "compare(column[0], narrow, op) if x is left else",
-           "compare(column[0], narrow, op) if True else",
+           "compare(got[0], narrow, op) if x is left else",
+           "compare(got[0], narrow, op) if True else",
            "a constant on the left of a column compared as stored kept the operator unflipped "
            "(7 <= bidsiz answered as bidsiz <= 7)",
            (TRUST.format("integer_comparisons"),)),
@@ -1136,7 +1136,7 @@ MUTANTS: list[Mutant] = [
            "order: -1.25 against DuckDB's 0.0 in its hash table's order (F137)",
            (REGRESSION.format("F137"), REGRESSION.format("F137i"))),
     Mutant("sqlc-between-constant-left", AREA, SQL + "expressions.py",
-           '        return compare(value, lo, ">=") & compare(value, hi, "<=")\n',
+           '        return self.compared(value, lo, ">=") & self.compared(value, hi, "<=")\n',
            "        return (value >= lo) & (value <= hi)\n",
            "BETWEEN with a constant on the left of a column under CASE WHEN TRUE: polars "
            "answers 2 rows of 5 (F136)",

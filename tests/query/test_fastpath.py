@@ -8,7 +8,9 @@ general engine, which the tests check too."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
+import weakref
 
 import duckdb
 import numpy as np
@@ -285,6 +287,33 @@ def test_a_symbol_in_two_partitions_is_read_from_both(tmp_path, taken,
     assert one.rows() == [(1, 4.0)]
 
 
+def test_an_integer_second_sort_column_bounds_the_runs(tmp_path, taken,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table sorted by (symbol, an INTEGER): its bounds (compared as stored, 45c66ef) narrow
+    the runs; NULLs and duplicates in a run, bounds at and past INTEGER's ends."""
+    schema = Schema([("symbol", SYMBOL), ("seq", INT), ("v", DOUBLE)])
+    rng = np.random.default_rng(7)
+    seq = np.sort(rng.integers(-5, 400, 600)).tolist() * 2 + [None, 5, 7] * 100
+    d = hfq.connect(str(tmp_path), batch_rows=256)
+    d.create_table("t", schema, partition_by=hfq.Hash("symbol", 1),
+                   sort_by=("symbol", "seq")).append(schema.conform(pa.table({
+                       "symbol": ["A"] * 600 + ["B"] * 600 + ["C"] * 300,
+                       "seq": pa.array(seq, pa.int32()), "v": rng.random(1500)})))
+    duck = duckdb.connect()
+    duck.register("t", d["t"].to_arrow())
+    for text in ["SELECT count(*) AS n, sum(v) AS s FROM t WHERE symbol = 'A' AND seq >= 100 "
+                 "AND seq < 200", "SELECT count(*) AS n FROM t WHERE symbol = 'A' AND 50 >= seq",
+                 "SELECT count(*) AS n FROM t WHERE symbol = 'C' AND seq = 7",
+                 "SELECT count(*) AS n FROM t WHERE symbol = 'B' AND seq > -2147483648 AND "
+                 "seq <= 2147483647", "SELECT count(*) AS n FROM t WHERE symbol = 'B' AND seq "
+                 "< 2147483648", "SELECT seq, v FROM t WHERE symbol = 'B' AND seq > 390"]:
+        taken.clear()
+        got = d.sql(text).collect()
+        assert taken == [True], text
+        assert_same(got, duck.sql(text).pl(), what=text)
+        assert_same(got, _general(d, text, monkeypatch), what=text)
+
+
 # -- the fast path against the general engine, on random rows and bounds -------------------
 TIMES = sorted({t for t in _rows()["time"]})
 
@@ -550,6 +579,7 @@ def test_an_expressions_tree_is_its_own_and_a_fresh_copy() -> None:
     """:func:`~hfq.engine.exprs.to_tree` keeps serialized forms by identity: an expression
     made after another is gone (its identity often reused) still gets its own tree, and a
     caller changing a tree changes no other caller's."""
+    from hfq.engine import exprs
     from hfq.engine.exprs import to_tree
     for i in range(3000):
         e = (pl.col(f"c{i % 7}") + i).alias("x")
@@ -557,6 +587,15 @@ def test_an_expressions_tree_is_its_own_and_a_fresh_copy() -> None:
         assert tree == json.loads(e.meta.serialize(format="json"))
         tree["Alias"][1] = "changed"
         assert to_tree(e)["Alias"][1] == "x"
+    # an entry keeps nothing alive and leaves with its expression; a large tree is not kept
+    gc.collect()
+    e, big = pl.col("a") + 1, pl.col("a").is_in(pl.Series(range(20_000)).implode())
+    to_tree(e), to_tree(big)
+    held, gone = len(exprs._TREES.items), weakref.ref(e)
+    del e
+    gc.collect()
+    assert gone() is None and len(exprs._TREES.items) == held - 1
+    assert exprs._TREES.get(big) is None
 
 
 def test_a_filters_hints_are_its_own_for_each_column_pair() -> None:
@@ -568,3 +607,7 @@ def test_a_filters_hints_are_its_own_for_each_column_pair() -> None:
     assert execute._filter_hints(op, None, "symbol") == (("symbols", ("A",)),)
     other = Filter(pl.col("symbol") == "C")
     assert execute._filter_hints(other, None, "symbol") == (("symbols", ("C",)),)
+    gone = weakref.ref(op)
+    del op
+    gc.collect()
+    assert gone() is None

@@ -326,8 +326,9 @@ SAME = [
                             "7 <= bidsiz AS h, small IS NOT DISTINCT FROM 0 AS i, bidsiz IS "
                             "DISTINCT FROM 5 AS j, small <= 2147483648 AS k, bidsiz = "
                             "2147483647 AS l, bidsiz > -2147483649 AS m, CASE WHEN small < 0 "
-                            "THEN 'n' ELSE 'p' END AS o, small != CAST(NULL AS INTEGER) AS p "
-                            "FROM {t}", False),
+                            "THEN 'n' ELSE 'p' END AS o, small != CAST(NULL AS INTEGER) AS p, "
+                            "small BETWEEN -32768 AND 0 AS q, bidsiz BETWEEN 6 AND 2147483648"
+                            " AS r, 5 BETWEEN small AND bidsiz AS s FROM {t}", False),
     ("integer_comparisons_filtered", "SELECT count(*) FILTER (WHERE small >= 0) AS a, count(*) "
                                      "AS b, sum(bidsiz) FILTER (WHERE bidsiz < 100) AS c FROM "
                                      "{t} WHERE small <> 32767 OR bidsiz >= -5", False),

@@ -712,7 +712,8 @@ def _interpolated(x: pl.Expr, q: float, *, descending: bool = False,
         lo, hi = _from_top(pick, q)
     else:
         lo, hi = pick.quantile(q, "lower"), pick.quantile(q, "higher")
-    lo, hi = lo.cast(_F64), hi.cast(_F64)
+    if ranked is not None:
+        lo, hi = lo.cast(_F64), hi.cast(_F64)
     between = lo * (1 - d) + hi * d
     return pl.when(d == 0).then(lo).otherwise(between)
 
