@@ -19,13 +19,7 @@ import polars as pl
 from sqlglot import exp
 
 from hfq.engine.aggs import SCALED
-from hfq.engine.exprs import (
-    empty_lazy,
-    every_row,
-    fail_where,
-    may_raise,
-    raised,
-)
+from hfq.engine.exprs import empty_lazy, every_row, fail_where, may_raise, raised
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Aggregate, Unique, choice
 from hfq.engine.query import Query

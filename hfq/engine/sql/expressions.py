@@ -638,7 +638,6 @@ def _integer_constant(e: pl.Expr) -> int | None:
     return int(got[0])
 
 
-
 def _halves(x: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """``x`` as a high and a low part of at most 27 bits each, their sum exactly ``x``
     (Veltkamp's split, for Dekker's exact product; ``x`` below 2^996)."""
