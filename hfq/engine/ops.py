@@ -39,6 +39,13 @@ select 0.15 ms against 0.02 ms, a top-1 by two keys 0.67 ms against 0.28 ms) -- 
 one-symbol query's time -- so smaller plans run in memory."""
 
 
+SHARED_ROWS = 10_000
+"""Rows from which a choice's test (:func:`choice`) runs as a lazy plan, whose common
+subexpressions polars computes once (an eager ``select`` computes each again: a window's
+tests over 1 M prices 31 ms against 12); under it, eagerly (the lazy plan costs ~40 us
+more)."""
+
+
 def collect(lf: pl.LazyFrame, rows: int, ops: Sequence[Op] = ()) -> pl.DataFrame:
     """``lf``, a plan of ``ops`` over ``rows`` input rows, run by polars' in-memory engine
     when ``rows`` is under :data:`STREAM_ROWS` or ``ops`` take a median or a quantile, else
@@ -202,7 +209,9 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
             if pk == "Alias" and pb[1] == CHOICE:
                 key = json.dumps(pb[0], sort_keys=True, default=str)
                 if key not in tests:
-                    value = frame.select(from_tree(pb[0])).to_series()
+                    test = from_tree(pb[0])
+                    value = (frame.lazy().select(test).collect(engine="in-memory")
+                             if frame.height >= SHARED_ROWS else frame.select(test)).to_series()
                     tests[key] = len(value) == 1 and value[0] is True
                 return walk(body["truthy"] if tests[key] else body["falsy"])
         if isinstance(t, dict):

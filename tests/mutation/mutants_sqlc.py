@@ -959,8 +959,8 @@ MUTANTS: list[Mutant] = [
            "tree: DuckDB's streaming window adds those row by row (F129i)",
            (REGRESSION.format("F129i"),)),
     Mutant("sqlc-window-sliding-rolled", AREA, SQL + "windows.py",
-           "_sliding_tree(kind, value, -start, end), ahead=end > 0)\n",
-           "_sliding(kind, value, dtype, -start, end), ahead=end > 0)\n",
+           "_sliding_tree(kind, value, -start, end), ahead=end > 0,\n",
+           "_sliding(kind, value, dtype, -start, end), ahead=end > 0,\n",
            "a sliding frame's sum of DOUBLEs rolled (the row coming in added, the one leaving "
            "subtracted): 1e300 + 1 - 1e300 leaves 0, DuckDB's tree keeps the 1 (F129b)",
            (REGRESSION.format("F129b"), REGRESSION.format("F129c"))),
@@ -1404,4 +1404,21 @@ MUTANTS: list[Mutant] = [
            "the outer SELECT's windows written out first: a definition copied with its "
            "subquery's OVER v unresolved, a false 'window \"v\" does not exist'",
            (CORPUS.format("windows.test:555"),)),
+    Mutant("sqlc-hopeless-no-edge", AREA, SQL + "windows.py",
+           "    least = width * (v.sum() - edge * big)\n",
+           "    least = width * v.sum()\n",
+           "a ROWS frame's rolled sums taken as hopeless without the rows at the partition's "
+           "ends, which lie in fewer frames: sent to the tree where the test passes",
+           ("tests/unit/test_window_sums.py::test_hopeless_frames_fail_the_rolled_test",)),
+    Mutant("sqlc-hopeless-every-partition", AREA, SQL + "windows.py",
+           "    return out if not w.part else w.over(out, ordered=False).any()\n",
+           "    return out if not w.part else w.over(out, ordered=False).all()\n",
+           "a PARTITION BY's rolled sums hopeless only where every partition is: one hopeless "
+           "partition no longer skips the test",
+           ("tests/unit/test_window_sums.py::test_hopeless_frames_fail_the_rolled_test",)),
+    Mutant("sqlc-tree-rows-frame-start", AREA, "hfq/engine/kernels.py",
+           "            b, e = min(max(i - before, 0), n), min(max(i + after + 1, 0), n)\n",
+           "            b, e = min(max(i - before + 1, 0), n), min(max(i + after + 1, 0), n)\n",
+           "a ROWS frame summed in DuckDB's tree one row short at its start",
+           ("tests/unit/test_window_sums.py::test_tree_rows_sums_the_rows_frames",)),
 ]

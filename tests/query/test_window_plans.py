@@ -86,6 +86,13 @@ def test_a_choice_computes_only_the_form_its_test_picks_over_the_frame():
     long = pl.DataFrame({"g": [1], "k": [1]}).select(pl.all().repeat_by(3).explode())
     e = ops.choice(pl.len() < 3, a, pl.col("k").cast(pl.Int128).sum().over("g"))
     assert "Int128" in chosen(long, e) and "Int128" not in chosen(long.head(2), e)
+    # from SHARED_ROWS rows the test runs as a lazy plan (its common parts computed once)
+    big = pl.DataFrame({"g": [1, 2] * (ops.SHARED_ROWS // 2), "k": range(ops.SHARED_ROWS)})
+    twice = pl.col("k") * 2
+    e = ops.choice((twice.min() >= 0) & (twice.max() < 2 * ops.SHARED_ROWS),
+                   pl.col("k").cum_sum(), pl.col("k").cum_max()).over("g")
+    assert "cum_sum" in chosen(big, e) and "cum_max" not in chosen(big, e)
+    assert "cum_max" in chosen(big.with_columns(k=pl.col("k") - 1), e)
 
 
 # NULL keys (k1, k2, k3), a partition whose keys are all NULL (symbol G's k2, F and G's k3)

@@ -176,3 +176,54 @@ def test_order_moves_only_where_values_can_cancel():
     assert moves([1e300, -1e300, -3.75]) and moves([1e7 + 0.1, -1e7, 1.0])
     assert moves([1.7976931348623157e308, 1.7976931348623157e308, -1.0])
     assert not moves([1e300, -1e300, float("nan")])
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 16, 17, 100, 257, 5000])
+def test_tree_rows_sums_the_rows_frames(n):
+    """``kernels.tree_rows`` (a ROWS frame's bounds made row by row) sums as ``tree_sums``
+    over the same frames cut at the ends: frames behind, ahead, around and away from the
+    row, and bounds past either end."""
+    from hfq.engine.kernels import tree_rows
+    rng = np.random.default_rng(n)
+    x = rng.normal(0, 1e3, n) * rng.choice([1.0, 1e10, 1e-10], n)
+    row = np.arange(n, dtype=np.int64)
+    for before, after in [(99, 0), (0, 0), (20, -3), (-2, 30), (5, 5), (n + 1, n + 1),
+                          (-n - 1, n + 1), (n + 1, -n - 1), (300, -290)]:
+        want = tree_sums(x, np.clip(row - before, 0, n), np.clip(row + after + 1, 0, n))
+        assert np.array_equal(tree_rows(x, before, after), want), (before, after)
+
+
+def _tests(df: pl.DataFrame, before: int, after: int, part: list[pl.Expr] | None = None
+           ) -> tuple[bool, bool]:
+    """``_hopeless`` and ``_rolls_near`` over ``df``'s DOUBLEs ``x`` in their order, for the
+    ROWS frames from ``before`` rows back to ``after`` ahead."""
+    from hfq.engine.sql.windows import _frame, _hopeless, _rolls_near, _Window
+    w = _Window(None, part or [], [], [], [])   # (no ORDER BY: the rows as they are)
+    x = pl.col("x")
+    frames = _frame(x.abs(), "sum", before, after)
+    got = df.select(h=_hopeless(w, x, before, after),
+                    r=_rolls_near(w, x, frames, ahead=after > 0))
+    return got["h"].item(), got["r"].item()
+
+
+def test_hopeless_frames_fail_the_rolled_test():
+    """``_hopeless`` finds without the window order that ``_rolls_near`` fails: never where
+    the test passes, around the threshold where it starts failing (n rows of 1.0 and frames
+    of 1,000: it fails from ``_NEAR + 499.5`` rows, found hopeless from ``1.0001 _NEAR +
+    999``; without the rows at the ends counted, from ``1.0001 _NEAR``: wrong at the first
+    size), for frames ahead of the row, per partition, and never with a NaN."""
+    from hfq.engine.sql.windows import _NEAR
+    sizes = [int(_NEAR + 300), int(_NEAR + 499.5) + 1, int(1.0001 * _NEAR + 999) + 1]
+    seen = []
+    for n in sizes:
+        seen.append(_tests(pl.DataFrame({"x": np.ones(n)}), 999, 0))
+        assert not (seen[-1][0] and seen[-1][1]), n
+    assert seen == [(False, True), (False, False), (True, False)]
+    n = sizes[-1] + 1000
+    ahead = pl.DataFrame({"x": np.ones(n)})
+    assert _tests(ahead, -10, 989) == (True, False)
+    two = pl.DataFrame({"p": [0] * n + [1] * 50, "x": np.ones(n + 50)})
+    assert _tests(two, 999, 0, [pl.col("p")]) == (True, False)
+    assert _tests(two.filter(pl.col("p") == 1), 999, 0, [pl.col("p")]) == (False, True)
+    nan = pl.DataFrame({"x": np.r_[np.ones(n), np.nan]})
+    assert _tests(nan, 999, 0)[0] is False

@@ -480,7 +480,8 @@ def _framed(c: Compiles, w: _Window, node: exp.Window, kind: str, value: pl.Expr
             size = value.cast(pl.Float64).abs()
             out = _one_sign(w, kind, value, lambda e: _sliding(kind, e, dtype, -start, end),
                             _frame(size, "sum", -start, end),
-                            _sliding_tree(kind, value, -start, end), ahead=end > 0)
+                            _sliding_tree(kind, value, -start, end), ahead=end > 0,
+                            rows=(-start, end))
             out = _past_double(c, node, kind, value, out,
                                lambda e: _frame(e, "sum", -start, end))
             return w.over(_in_tree(c, w, node, kind, value, out, "a sliding",
@@ -627,15 +628,39 @@ def _calm(value: pl.Expr) -> pl.Expr:
 
 def _one_sign(w: _Window, kind: str, value: pl.Expr, roll: Callable[[pl.Expr], pl.Expr],
               frames: pl.Expr, tree: pl.Expr, *, ahead: bool = False,
-              key: pl.Expr | None = None) -> pl.Expr:
+              key: pl.Expr | None = None, rows: tuple[int, int] | None = None) -> pl.Expr:
     """A sliding or RANGE frame's sum or avg (``kind``) of the DOUBLEs ``value``: ``roll``
     (polars' rolled sum or avg of what it is given) of their units of 1e-4 where they are
     decimals of one sign (:func:`_in_units`, exact), else of the values where their rolled
     sums stay near (:func:`_rolls_near` given ``frames``, ``ahead`` and ``key``; frames of
-    zeros :func:`_snapped`), else ``tree``, DuckDB's order."""
+    zeros :func:`_snapped`), else ``tree``, DuckDB's order.  A ROWS frame (``rows``: its
+    rows back and ahead) whose rolled sums cannot stay near (:func:`_hopeless`) goes to the
+    tree without the test, which sorts the rows into window order once more."""
     rolled = choice(_calm(value) & _rolls_near(w, value, frames, ahead=ahead, key=key),
                     _snapped(kind, roll(value), value), tree)
+    if rows is not None:
+        rolled = choice(_calm(value) & ~_hopeless(w, value, *rows), rolled, tree)
     return choice(_in_units(value), _in_decimals(roll(_units(value)), value), rolled)
+
+
+def _hopeless(w: _Window, value: pl.Expr, before: int, after: int) -> pl.Expr:
+    """Whether :func:`_rolls_near` fails over the finite DOUBLEs ``value`` (:func:`_calm`)
+    and their ROWS frames from ``before`` rows back to ``after`` ahead, found without the
+    window order -- a partition's sum of magnitudes past ~5.6e5 times its largest (a million
+    prices).  Its last row with a frame fails the test: the frames' sums so far there are
+    all of them, ``S``; a value lies in the frames of ``width`` rows but within
+    ``|before| + |after|`` rows of an end (fewer, none at worst), so ``S >= width (sum|v| -
+    (|before| + |after|) max|v|)``; the frame holds at most ``width`` values, and the test
+    needs ``S <= _NEAR max(frame, zero)``.  A margin of 1e-4 covers the errors of the sums
+    (the rolled ones ``_ROLLED`` of S per row: under 4e-9 of S over _CALM_ROWS rows).  Not
+    found with a NaN or an infinity: the test runs."""
+    v = value.cast(pl.Float64).abs()
+    width, edge = before + after + 1, abs(before) + abs(after)
+    big = v.max()
+    zero = _least(value.cast(pl.Float64)) / (8 * pl.len() * _ROLLED * _NEAR)   # (as there)
+    least = width * (v.sum() - edge * big)
+    out = v.is_finite().all() & (least > 1.0001 * _NEAR * pl.max_horizontal(width * big, zero))
+    return out if not w.part else w.over(out, ordered=False).any()
 
 
 #: a rolled sum's error per 2^-53 of the frames' sums so far: 8 (a margin of 2), over
@@ -743,16 +768,14 @@ def _tree_frames(s: pl.Series, before: int | None, after: int) -> pl.Series:
     ``after`` ahead -- in DuckDB's order (:func:`hfq.engine.kernels.tree_sums`, a tree laid
     from the first row; running frames in one pass per level, ``tree_running``).  Polars
     calls it once per partition: keep it lean (an eager polars call costs ~0.1 ms)."""
-    from hfq.engine.kernels import tree_running, tree_sums  # numba loads on first use
+    from hfq.engine.kernels import tree_rows, tree_running  # numba loads on first use
     x = s.to_numpy()   # (DOUBLEs without NULLs: :func:`_tree_sum`)
     if before is None:
         return pl.Series(s.name, tree_running(x))
     n = len(x)
-    row = np.arange(n, dtype=np.int64)
     # (bounds up to 2^63 - 1 rows: clamped first, so that nothing wraps)
     before, after = max(-n - 1, min(before, n + 1)), max(-n - 1, min(after, n + 1))
-    begin, end = np.clip(row - before, 0, n), np.clip(row + after + 1, 0, n)
-    return pl.Series(s.name, tree_sums(x, begin, end))
+    return pl.Series(s.name, tree_rows(x, before, after))
 
 
 def _tree_sum(value: pl.Expr, before: int | None, after: int) -> pl.Expr:
