@@ -211,7 +211,7 @@ def test_hopeless_frames_fail_the_rolled_test():
     the test passes, around the threshold where it starts failing (n rows of 1.0 and frames
     of 1,000: it fails from ``_NEAR + 499.5`` rows, found hopeless from ``1.0001 _NEAR +
     999``; without the rows at the ends counted, from ``1.0001 _NEAR``: wrong at the first
-    size), for frames ahead of the row, per partition, and never with a NaN."""
+    size), for frames ahead of the row, per partition, and never with a NaN or no value."""
     from hfq.engine.sql.windows import _NEAR
     sizes = [int(_NEAR + 300), int(_NEAR + 499.5) + 1, int(1.0001 * _NEAR + 999) + 1]
     seen = []
@@ -227,3 +227,6 @@ def test_hopeless_frames_fail_the_rolled_test():
     assert _tests(two.filter(pl.col("p") == 1), 999, 0, [pl.col("p")]) == (False, True)
     nan = pl.DataFrame({"x": np.r_[np.ones(n), np.nan]})
     assert _tests(nan, 999, 0)[0] is False
+    for nulls in (0, 3):   # no value: not hopeless (False, not NULL)
+        assert _tests(pl.DataFrame({"x": [None] * nulls}, schema={"x": pl.Float64}), 999,
+                      0)[0] is False

@@ -660,6 +660,7 @@ def _hopeless(w: _Window, value: pl.Expr, before: int, after: int) -> pl.Expr:
     zero = _least(value.cast(pl.Float64)) / (8 * pl.len() * _ROLLED * _NEAR)   # (as there)
     least = width * (v.sum() - edge * big)
     out = v.is_finite().all() & (least > 1.0001 * _NEAR * pl.max_horizontal(width * big, zero))
+    out = out.fill_null(False)   # (no value: NULL, not hopeless)
     return out if not w.part else w.over(out, ordered=False).any()
 
 
