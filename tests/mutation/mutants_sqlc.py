@@ -1410,6 +1410,13 @@ MUTANTS: list[Mutant] = [
            "a ROWS frame's rolled sums taken as hopeless without the rows at the partition's "
            "ends, which lie in fewer frames: sent to the tree where the test passes",
            ("tests/unit/test_window_sums.py::test_hopeless_frames_fail_the_rolled_test",)),
+    Mutant("sqlc-hopeless-overflowed-sum", AREA, SQL + "windows.py",
+           "    out = v.is_finite().all() & least.is_finite() & \\\n",
+           "    out = v.is_finite().all() & \\\n",
+           "finite values summing past DOUBLE's range, in rows no frame holds, taken as "
+           "hopeless (the bound inf or NaN, which polars ranks above inf): the tree where the "
+           "rolled test passes",
+           ("tests/unit/test_window_sums.py::test_hopeless_frames_fail_the_rolled_test",)),
     Mutant("sqlc-hopeless-every-partition", AREA, SQL + "windows.py",
            "    return out if not w.part else w.over(out, ordered=False).any()\n",
            "    return out if not w.part else w.over(out, ordered=False).all()\n",

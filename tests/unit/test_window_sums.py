@@ -211,7 +211,8 @@ def test_hopeless_frames_fail_the_rolled_test():
     the test passes, around the threshold where it starts failing (n rows of 1.0 and frames
     of 1,000: it fails from ``_NEAR + 499.5`` rows, found hopeless from ``1.0001 _NEAR +
     999``; without the rows at the ends counted, from ``1.0001 _NEAR``: wrong at the first
-    size), for frames ahead of the row, per partition, and never with a NaN or no value."""
+    size), for frames ahead of the row, per partition, and never with a NaN, a sum past
+    DOUBLE's range or no value."""
     from hfq.engine.sql.windows import _NEAR
     sizes = [int(_NEAR + 300), int(_NEAR + 499.5) + 1, int(1.0001 * _NEAR + 999) + 1]
     seen = []
@@ -227,6 +228,13 @@ def test_hopeless_frames_fail_the_rolled_test():
     assert _tests(two.filter(pl.col("p") == 1), 999, 0, [pl.col("p")]) == (False, True)
     nan = pl.DataFrame({"x": np.r_[np.ones(n), np.nan]})
     assert _tests(nan, 999, 0)[0] is False
+    # finite values summing past DOUBLE's range, in rows no frame holds (frames behind or
+    # ahead of the row): the test passes, and the bound, inf or NaN, proves nothing (review)
+    small = np.random.default_rng(0).uniform(1, 2, 980) * 1.0000001
+    for before, after, x in [(300, -20, np.r_[small, np.full(20, 1e307)]),
+                             (-20, 300, np.r_[np.full(20, 1e307), small])]:
+        for sign in (1, -1):
+            assert _tests(pl.DataFrame({"x": sign * x}), before, after) == (False, True)
     for nulls in (0, 3):   # no value: not hopeless (False, not NULL)
         assert _tests(pl.DataFrame({"x": [None] * nulls}, schema={"x": pl.Float64}), 999,
                       0)[0] is False

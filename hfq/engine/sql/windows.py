@@ -653,13 +653,17 @@ def _hopeless(w: _Window, value: pl.Expr, before: int, after: int) -> pl.Expr:
     (|before| + |after|) max|v|)``; the frame holds at most ``width`` values, and the test
     needs ``S <= _NEAR max(frame, zero)``.  A margin of 1e-4 covers the errors of the sums
     (the rolled ones ``_ROLLED`` of S per row: under 4e-9 of S over _CALM_ROWS rows).  Not
-    found with a NaN or an infinity: the test runs."""
+    found with a NaN or an infinity, nor where the values' sum leaves DOUBLE's range: the
+    test runs."""
     v = value.cast(pl.Float64).abs()
     width, edge = before + after + 1, abs(before) + abs(after)
     big = v.max()
     zero = _least(value.cast(pl.Float64)) / (8 * pl.len() * _ROLLED * _NEAR)   # (as there)
     least = width * (v.sum() - edge * big)
-    out = v.is_finite().all() & (least > 1.0001 * _NEAR * pl.max_horizontal(width * big, zero))
+    # (a sum past DOUBLE's range bounds nothing -- its values may lie in rows no frame holds
+    # -- and made least inf or NaN, which polars ranks above inf: review of 3b123a0)
+    out = v.is_finite().all() & least.is_finite() & \
+        (least > 1.0001 * _NEAR * pl.max_horizontal(width * big, zero))
     out = out.fill_null(False)   # (no value: NULL, not hopeless)
     return out if not w.part else w.over(out, ordered=False).any()
 
