@@ -1215,7 +1215,8 @@ MUTANTS: list[Mutant] = [
            ("tests/sql/test_findings.py::test_finding[W5-rows]",
             "tests/sql/test_findings.py::test_finding[W5-range]", UNITS_TEST)),
     Mutant("sqlc-window-rolled-zeros-unparted", AREA, SQL + "windows.py",
-           ".then(frames).otherwise(zero)\n", ".then(frames).otherwise(float('inf'))\n",
+           ".then(frames).otherwise(_zero_bound(m))\n",
+           ".then(frames).otherwise(float('inf'))\n",
            "frames under half the smallest value taken for frames of zeros without the bound "
            "that parts them: a "
            "frame of only a 1e-11 rolled to -1.06e-10 after prices, answered so (W2b)",

@@ -658,7 +658,7 @@ def _hopeless(w: _Window, value: pl.Expr, before: int, after: int) -> pl.Expr:
     v = value.cast(pl.Float64).abs()
     width, edge = before + after + 1, abs(before) + abs(after)
     big = v.max()
-    zero = _least(value.cast(pl.Float64)) / (8 * pl.len() * _ROLLED * _NEAR)   # (as there)
+    zero = _zero_bound(_least(value.cast(pl.Float64)))
     least = width * (v.sum() - edge * big)
     # (a sum past DOUBLE's range bounds nothing -- its values may lie in rows no frame holds
     # -- and made least inf or NaN, which polars ranks above inf: review of 3b123a0)
@@ -703,9 +703,15 @@ def _rolls_near(w: _Window, value: pl.Expr, frames: pl.Expr, *, ahead: bool = Fa
         so_far = pl.when(key.ne_missing(key.shift(-1))).then(so_far).fill_null(
             strategy="backward")
     m = _least(value.cast(pl.Float64))   # (NULL where every value is 0 or NULL: exact then)
-    zero = m / (8 * pl.len() * _ROLLED * _NEAR)   # (so_far <= _NEAR * zero: e < m / (8 n))
-    near = so_far <= _NEAR * pl.when(frames >= m / 2).then(frames).otherwise(zero)
+    near = so_far <= _NEAR * pl.when(frames >= m / 2).then(frames).otherwise(_zero_bound(m))
     return w.over(near).all()
+
+
+def _zero_bound(m: pl.Expr) -> pl.Expr:
+    """What :func:`_rolls_near` holds the frames' sums so far against, times ``_NEAR``, on a
+    row whose frame lies under ``m / 2`` (``m``: the smallest magnitude but 0): so_far <=
+    _NEAR * it gives an error under ``m / (8 n)``; :func:`_hopeless` bounds by the same."""
+    return m / (8 * pl.len() * _ROLLED * _NEAR)
 
 
 #: DOUBLEs that are decimals of 4 places (prices) are summed as whole units of 1e-4: exactly
