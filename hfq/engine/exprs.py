@@ -23,8 +23,9 @@ import polars as pl
 from hfq.errors import QueryError
 from hfq.query.read import raised  # noqa: F401 - read back what fail_where plants
 
-__all__ = ["CHOICE", "Bucket", "Tree", "bucket", "columns_of", "empty_lazy", "every_row",
-           "fail_where", "from_tree", "is_rowwise", "local_over", "may_raise", "minute_of_day",
+__all__ = ["CHOICE", "LARGE_CHOICE", "Bucket", "Tree", "bucket", "columns_of", "empty_lazy",
+           "every_row", "fail_where", "from_tree", "is_choice", "is_rowwise", "local_over",
+           "may_raise", "minute_of_day",
            "never_fails", "parse_every", "raised", "to_tree"]
 
 Tree = Any
@@ -214,6 +215,15 @@ def is_rowwise(tree: Tree) -> bool:
 
 CHOICE = "__hfq_choice"
 """The name marking the test of a choice between two forms (``hfq.engine.ops.choice``)."""
+LARGE_CHOICE = CHOICE + "_large"
+"""The name marking the test of a choice made only over frames of ``hfq.engine.ops.
+SHARED_ROWS`` rows or more (smaller ones take the full form untested)."""
+
+
+def is_choice(tree: Tree) -> bool:
+    """Whether ``tree`` is a choice's test (either kind)."""
+    kind, body = node_kind(tree)
+    return kind == "Alias" and body[1] in (CHOICE, LARGE_CHOICE)
 
 
 def local_over(tree: Tree, local: frozenset[str]) -> bool:
@@ -221,8 +231,7 @@ def local_over(tree: Tree, local: frozenset[str]) -> bool:
     ``local`` (the partition columns): such a window never spans two partitions; and a
     choice between two such forms (each exact on any frame its test holds over)."""
     kind, body = node_kind(tree)
-    if kind == "Ternary" and node_kind(body["predicate"])[0] == "Alias" and \
-            body["predicate"]["Alias"][1] == CHOICE:
+    if kind == "Ternary" and is_choice(body["predicate"]):
         return local_over(body["truthy"], local) and local_over(body["falsy"], local)
     if kind == "Over":
         keys = body["partition_by"]

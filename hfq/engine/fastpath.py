@@ -62,6 +62,7 @@ from hfq.engine.ops import (
     Unique,
     WithColumns,
     collect,
+    input_rows,
 )
 from hfq.errors import CorruptPartitionError, QueryError
 from hfq.query.plan import Unit
@@ -443,9 +444,10 @@ def run_one(staged: Staged) -> pl.DataFrame | None:
     frame = _concat(parts) if parts else empty
     lf = frame.lazy()
     try:
-        for step in steps:
-            lf = step(lf)
-        return collect(lf, frame.height, ops)
+        with input_rows(frame.height):
+            for step in steps:
+                lf = step(lf)
+            return collect(lf, frame.height, ops)
     except pl.exceptions.PolarsError as exc:
         where = ", ".join(u.partition for u in units[:3]) + (" ..." if len(units) > 3 else "")
         raise QueryError(f"query on table {src.name!r}, partition{'s' if len(units) > 1 else ''}"

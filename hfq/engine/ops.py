@@ -18,8 +18,11 @@ import polars as pl
 from hfq.engine.aggs import HEAVY, AggPlan, lighten, may_lighten, widen
 from hfq.engine.exprs import (
     CHOICE,
+    LARGE_CHOICE,
+    ByIdentity,
     columns_of,
     from_tree,
+    is_choice,
     local_over,
     may_raise,
     never_fails,
@@ -175,13 +178,15 @@ class Filter(Op):
         return local_over(to_tree(self.predicate), keys)
 
 
-def choice(test: pl.Expr, light: pl.Expr, full: pl.Expr) -> pl.Expr:
+def choice(test: pl.Expr, light: pl.Expr, full: pl.Expr, *, large: bool = False) -> pl.Expr:
     """``light`` where ``test`` (one boolean) holds, else ``full`` -- both exact there; a
     Select, WithColumns or Aggregate evaluates ``test`` over its whole input frame first and
     computes only the one it picks (``full`` unless ``test`` holds over the frame).  So
     ``test`` must hold over the frame only if it holds wherever it is evaluated (in each
-    window partition, each group): "no NULL key" does."""
-    return pl.when(test.alias(CHOICE)).then(light).otherwise(full)
+    window partition, each group): "no NULL key" does.  ``large``: a frame of fewer than
+    :data:`SHARED_ROWS` rows takes ``full`` without the test (where ``light`` saves little
+    on few rows and the test would cost more)."""
+    return pl.when(test.alias(LARGE_CHOICE if large else CHOICE)).then(light).otherwise(full)
 
 
 @functools.lru_cache(maxsize=16)
@@ -193,27 +198,41 @@ def _tree(text: str) -> Any:
     return json.loads(text)
 
 
-def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
+def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...], op: Op | None = None
             ) -> tuple[pl.LazyFrame, tuple[pl.Expr, ...]]:
-    """``exprs`` with each :func:`choice` replaced by the form it picks over ``lf``'s frame
-    (then collected), or as they are."""
-    if not any(CHOICE in str(e) for e in exprs):
+    """``exprs`` (``op``'s) with each :func:`choice` replaced by the form it picks over
+    ``lf``'s frame (then collected), or as they are.  A plan reading fewer than
+    :data:`SHARED_ROWS` input rows (:func:`input_rows`) takes every large choice's full
+    form without collecting or walking anything (the forms kept once per ``op``: an 11-row
+    window paid 0.7 ms more for a walk that could only pick the full form)."""
+    forms = None if op is None else _FORMS.get(op)
+    if forms is None:
+        forms = _forms(exprs)
+        if op is not None:
+            _FORMS.put(op, forms)
+    rows = _INPUT_ROWS.get()
+    if rows is not None and rows < SHARED_ROWS:
+        exprs, choices = forms[1]
+    else:
+        choices = forms[0]
+    if not choices:
         return lf, exprs
     frame = lf.collect()
     tests: dict[str, bool] = {}
 
     def walk(t: Any) -> Any:
         kind, body = node_kind(t)
-        if kind == "Ternary":
-            pk, pb = node_kind(body["predicate"])
-            if pk == "Alias" and pb[1] == CHOICE:
-                key = json.dumps(pb[0], sort_keys=True, default=str)
-                if key not in tests:
-                    test = from_tree(pb[0])
-                    value = (frame.lazy().select(test).collect(engine="in-memory")
-                             if frame.height >= SHARED_ROWS else frame.select(test)).to_series()
-                    tests[key] = len(value) == 1 and value[0] is True
-                return walk(body["truthy"] if tests[key] else body["falsy"])
+        if kind == "Ternary" and is_choice(body["predicate"]):
+            test, name = body["predicate"]["Alias"]
+            if name == LARGE_CHOICE and frame.height < SHARED_ROWS:
+                return walk(body["falsy"])
+            key = json.dumps(test, sort_keys=True, default=str)
+            if key not in tests:   # (its own choices picked first)
+                value = (frame.lazy().select(from_tree(walk(test))).collect(engine="in-memory")
+                         if frame.height >= SHARED_ROWS else frame.select(from_tree(walk(test)))
+                         ).to_series()
+                tests[key] = len(value) == 1 and value[0] is True
+            return walk(body["truthy"] if tests[key] else body["falsy"])
         if isinstance(t, dict):
             out = {k: walk(v) for k, v in t.items()}
             kept = never_fails(out)   # (a check chosen away leaves no test behind)
@@ -229,12 +248,46 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...]
         return frame.lazy(), exprs       # both forms, as written
 
 
+_FORMS = ByIdentity(4096)
+"""Per op, :func:`_forms` of its expressions."""
+
+
+def _forms(exprs: tuple[pl.Expr, ...]
+           ) -> tuple[bool, tuple[tuple[pl.Expr, ...], bool]]:
+    """Whether ``exprs`` hold a choice; and, for frames under :data:`SHARED_ROWS` rows,
+    ``exprs`` with every large choice replaced by its full form and whether a choice is
+    left."""
+    if not any(CHOICE in str(e) for e in exprs):
+        return False, (exprs, False)
+    if not any(LARGE_CHOICE in str(e) for e in exprs):
+        return True, (exprs, True)
+
+    def full(t: Any) -> Any:
+        kind, body = node_kind(t)
+        if kind == "Ternary" and is_choice(body["predicate"]) and \
+                body["predicate"]["Alias"][1] == LARGE_CHOICE:
+            return full(body["falsy"])
+        if isinstance(t, dict):
+            out = {k: full(v) for k, v in t.items()}
+            kept = never_fails(out)
+            return out if kept is None else kept
+        if isinstance(t, list):
+            return [full(v) for v in t]
+        return t
+
+    try:
+        small = tuple(from_tree(full(to_tree(e))) for e in exprs)
+    except pl.exceptions.PolarsError:   # (as in _chosen: both forms, as written)
+        return True, (exprs, True)
+    return True, (small, any(CHOICE in str(e) for e in small))
+
+
 @dataclass(frozen=True)
 class WithColumns(Op):
     exprs: tuple[pl.Expr, ...]
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
-        lf, exprs = _chosen(lf, self.exprs)
+        lf, exprs = _chosen(lf, self.exprs, self)
         return lf.with_columns(exprs)
 
     def describe(self) -> str:
@@ -263,7 +316,7 @@ class Select(Op):
     exprs: tuple[pl.Expr, ...]
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
-        lf, exprs = _chosen(lf, self.exprs)
+        lf, exprs = _chosen(lf, self.exprs, self)
         return lf.select(exprs)
 
     def describe(self) -> str:
@@ -294,7 +347,7 @@ class Aggregate(Op):
     order (SQL without ORDER BY, as polars' default): polars groups faster."""
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
-        lf, chosen = _chosen(lf, self.aggs)   # (each choice's form, picked over the frame)
+        lf, chosen = _chosen(lf, self.aggs, self)   # (each choice's form, picked over the frame)
         aggs = list(chosen)
         if any(may_lighten(a) for a in aggs):   # cheaper forms exact on this frame
             frame = lf.collect()

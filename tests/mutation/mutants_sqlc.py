@@ -272,9 +272,9 @@ MUTANTS: list[Mutant] = [
            "floor/ceil of a DECIMAL keep its scale (DuckDB's answer has scale 0: an integer)",
            ("tests/fuzz/test_regressions.py::test_finding[F30b]",)),
     Mutant("sqlc-lag-default-uncast", AREA, SQL + "windows.py",
-           "        fill = c.expr(exp.cast(default, exp.DataType.build(target, "
+           "    fill = c.expr(exp.cast(default, exp.DataType.build(target, "
            "dialect=\"duckdb\")))",
-           "        fill = c.expr(args[2])",
+           "    fill = c.expr(args[2])",
            "lag's default not cast to the value's type (DuckDB rounds 2.5 to 3 for a BIGINT)",
            (TRUST.format("window_of_constants"),)),
     Mutant("sqlc-grouped-constants-one-row", AREA, SQL + "select.py",
@@ -456,8 +456,8 @@ MUTANTS: list[Mutant] = [
            "DECIMAL casts round half to even (polars' own cast): CAST(1.25 AS DECIMAL(2, 1)) "
            "is 1.2, DuckDB 1.3 (F64)", (TRUST.format("decimal_cast_rounds"),)),
     Mutant("sqlc-lag-default-in-hfq-type", AREA, SQL + "windows.py",
-           "        if narrow is not None:        # (lag(2, 1, 2^40)",
-           "        if False:        # (lag(2, 1, 2^40)",
+           "    if narrow is not None:        # (lag(2, 1, 2^40)",
+           "    if False:        # (lag(2, 1, 2^40)",
            "a lag/lead default cast to hfq's 64-bit/DECIMAL(38) type of a constant value: "
            "answers where DuckDB's INTEGER/DECIMAL(2, 1) fails (F64)",
            (RAISES.format("lag_default_past_integer"), RAISES.format("lead_default_past_decimal"),
@@ -766,8 +766,8 @@ MUTANTS: list[Mutant] = [
            "(its DECIMAL(12, 2)); without F106d's refusal it answered where DuckDB fails (F106)",
            ("tests/sql/test_findings.py::test_finding[F106b]",)),
     Mutant("sqlc-lag-default-untracked-decimal", AREA, SQL + "windows.py",
-           "        elif target.startswith(\"DECIMAL(38\") and not isinstance(args[2], exp.Null):",
-           "        elif False:",
+           "    elif target.startswith(\"DECIMAL(38\") and not isinstance(args[2], exp.Null):",
+           "    elif False:",
            "a lag/lead default cast to a DECIMAL whose DuckDB precision hfq does not know: "
            "answered where DuckDB may fail the cast (F106)",
            ("tests/sql/test_findings.py::test_finding[F106d]",)),
@@ -1429,4 +1429,35 @@ MUTANTS: list[Mutant] = [
            "            b, e = min(max(i - before + 1, 0), n), min(max(i + after + 1, 0), n)\n",
            "a ROWS frame summed in DuckDB's tree one row short at its start",
            ("tests/unit/test_window_sums.py::test_tree_rows_sums_the_rows_frames",)),
+    Mutant("sqlc-in-order-interleaved", AREA, SQL + "windows.py",
+           "        return pl.all_horizontal(known).all() & (runs == self.parts()) & \\\n",
+           "        return pl.all_horizontal(known).all() & \\\n",
+           "partitions whose rows interleave taken as in window order (only rows of one "
+           "partition side by side are compared): A's falling keys read as they lie",
+           (CORPUS.format("windows.test:588"),)),
+    Mutant("sqlc-in-order-null-key", AREA, SQL + "windows.py",
+           "            known.append(k.is_not_null() & ~k.is_nan() if dtype.is_float() else\n"
+           "                         k.is_not_null())\n",
+           "            known.append(pl.lit(True))\n",
+           "rows with a NULL ORDER BY key taken as in window order where they lie (NULLS LAST "
+           "puts a NULL key stored first last)",
+           (CORPUS.format("windows.test:596"),)),
+    Mutant("sqlc-in-order-tie-unbroken", AREA, SQL + "windows.py",
+           "            after = step if after is None else step | ((k == before) & after)\n",
+           "            after = step if after is None else step | (k == before)\n",
+           "keys tied on the first ORDER BY key taken as in order whatever the next key does "
+           "(h tied, 0 - k falling: read rising)",
+           (CORPUS.format("windows.test:761"),)),
+    Mutant("sqlc-flat-shift-unmasked", AREA, SQL + "windows.py",
+           "        return pl.when(same).then(e.shift(k))\n",
+           "        return e.shift(k)\n",
+           "a window run flat shifts the rows of the partition before into a row's frame "
+           "(a sum adds them, lag returns the last row of another symbol)",
+           (CORPUS.format("windows.test:702"), CORPUS.format("windows.test:741"))),
+    Mutant("sqlc-flat-lag-default-on-null", AREA, SQL + "windows.py",
+           "        at(pl.repeat(True, pl.len()), shift).is_null()).then(fill)",
+           "        at(value, shift).is_null()).then(fill)",
+           "lag's default given where the row before holds NULL, not only where there is no "
+           "row before in the partition",
+           (CORPUS.format("windows.test:741"),)),
 ]

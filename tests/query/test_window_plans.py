@@ -95,6 +95,33 @@ def test_a_choice_computes_only_the_form_its_test_picks_over_the_frame():
     assert "cum_max" in chosen(big.with_columns(k=pl.col("k") - 1), e)
 
 
+def test_a_large_choice_is_made_only_over_many_rows():
+    """A large choice (windows read in stored order) takes its full form over a frame of
+    fewer than SHARED_ROWS rows without evaluating its test (a test of a missing column
+    fails where evaluated, leaving both forms), and in a plan reading fewer input rows
+    without collecting; from SHARED_ROWS rows its test picks."""
+    def chosen(frame: pl.DataFrame, e: pl.Expr) -> str:
+        return str(ops._chosen(frame.lazy(), (e,))[1][0])
+
+    small = pl.DataFrame({"k": [3, 1, 2]})
+    e = ops.choice(pl.col("missing").all(), pl.col("k").cum_sum(), pl.col("k").cum_max(),
+                   large=True)
+    assert "cum_max" in chosen(small, e) and "cum_sum" not in chosen(small, e)
+    lf = small.lazy()
+    op = ops.Select((e.alias("c"),))
+    with ops.input_rows(small.height):
+        got, exprs = ops._chosen(lf, op.exprs, op)
+        assert got is lf and "cum_max" in str(exprs[0]) and "cum_sum" not in str(exprs[0])
+        assert op.apply(lf).collect()["c"].to_list() == [3, 3, 3]
+    big = pl.DataFrame({"k": range(ops.SHARED_ROWS)})
+    tried = chosen(big, e)   # (the test evaluated, and failing: both forms as written)
+    assert "cum_sum" in tried and "cum_max" in tried
+    e = ops.choice(pl.col("k").min() >= 0, pl.col("k").cum_sum(), pl.col("k").cum_max(),
+                   large=True)
+    assert "cum_sum" in chosen(big, e) and "cum_max" not in chosen(big, e)
+    assert "cum_max" in chosen(big.with_columns(k=pl.col("k") - 1), e)
+
+
 # NULL keys (k1, k2, k3), a partition whose keys are all NULL (symbol G's k2, F and G's k3)
 _SUB = ("(SELECT *, CASE WHEN bid > 110 THEN NULL ELSE tod END AS k1, "
         "CASE WHEN symbol = 'G' OR bid > 110 THEN NULL ELSE small END AS k2, "
