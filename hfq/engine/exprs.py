@@ -229,10 +229,12 @@ def is_choice(tree: Tree) -> bool:
 def local_over(tree: Tree, local: frozenset[str]) -> bool:
     """Row-wise, except for windows ``.over(keys)`` whose keys include every column in
     ``local`` (the partition columns): such a window never spans two partitions; and a
-    choice between two such forms (each exact on any frame its test holds over)."""
+    choice whose full form is such (its light form is the same wherever its test holds over
+    the frame -- a window run flat, its shifts cut where the partition keys change, has no
+    ``over`` but gives what the full form gives)."""
     kind, body = node_kind(tree)
     if kind == "Ternary" and is_choice(body["predicate"]):
-        return local_over(body["truthy"], local) and local_over(body["falsy"], local)
+        return local_over(body["falsy"], local)
     if kind == "Over":
         keys = body["partition_by"]
         names = {node_kind(k)[1] for k in keys if node_kind(k)[0] == "Column"}

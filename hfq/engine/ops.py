@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -211,11 +212,8 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...], op: Op | None = None
         if op is not None:
             _FORMS.put(op, forms)
     rows = _INPUT_ROWS.get()
-    if rows is not None and rows < SHARED_ROWS:
-        exprs, choices = forms[1]
-    else:
-        choices = forms[0]
-    if not choices:
+    exprs, walked = forms.small if rows is not None and rows < SHARED_ROWS else forms.big
+    if not any(walked):
         return lf, exprs
     frame = lf.collect()
     tests: dict[str, bool] = {}
@@ -242,25 +240,33 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...], op: Op | None = None
         return t
 
     try:
-        trees = [_tree(e.meta.serialize(format="json")) for e in exprs]
-        return frame.lazy(), tuple(from_tree(walk(t)) for t in trees)
+        return frame.lazy(), tuple(from_tree(walk(_tree(e.meta.serialize(format="json"))))
+                                   if w else e for e, w in zip(exprs, walked))
     except pl.exceptions.PolarsError:   # a tree polars cannot read back (an inf literal):
         return frame.lazy(), exprs       # both forms, as written
+
+
+@dataclass(frozen=True)
+class _Forms:
+    """An op's expressions as :func:`_chosen` takes them over frames of :data:`SHARED_ROWS`
+    rows or more (``big``: as written) and fewer (``small``: every large choice its full
+    form), each with whether each expression has choices to pick (walked, rebuilt from its
+    tree)."""
+
+    big: tuple[tuple[pl.Expr, ...], tuple[bool, ...]]
+    small: tuple[tuple[pl.Expr, ...], tuple[bool, ...]]
 
 
 _FORMS = ByIdentity(4096)
 """Per op, :func:`_forms` of its expressions."""
 
 
-def _forms(exprs: tuple[pl.Expr, ...]
-           ) -> tuple[bool, tuple[tuple[pl.Expr, ...], bool]]:
-    """Whether ``exprs`` hold a choice; and, for frames under :data:`SHARED_ROWS` rows,
-    ``exprs`` with every large choice replaced by its full form and whether a choice is
-    left."""
-    if not any(CHOICE in str(e) for e in exprs):
-        return False, (exprs, False)
-    if not any(LARGE_CHOICE in str(e) for e in exprs):
-        return True, (exprs, True)
+def _forms(exprs: tuple[pl.Expr, ...]) -> _Forms:
+    """Only expressions holding a choice are rebuilt from their trees, and only those
+    polars reads back as written: its JSON reader took 123456789.12345679 back as
+    123456789.1234568 (those keep every choice as written: both forms, the test picking
+    row by row)."""
+    walked = tuple(CHOICE in str(e) and _reads_back(e) for e in exprs)
 
     def full(t: Any) -> Any:
         kind, body = node_kind(t)
@@ -275,11 +281,41 @@ def _forms(exprs: tuple[pl.Expr, ...]
             return [full(v) for v in t]
         return t
 
+    small = list(exprs)
+    small_walked = list(walked)
+    for i, e in enumerate(exprs):
+        if walked[i] and LARGE_CHOICE in str(e):
+            try:
+                small[i] = from_tree(full(to_tree(e)))
+            except pl.exceptions.PolarsError:   # (as in _chosen: both forms, as written)
+                small_walked[i] = False
+                continue
+            small_walked[i] = CHOICE in str(small[i])
+    return _Forms((exprs, walked), (tuple(small), tuple(small_walked)))
+
+
+def _reads_back(e: pl.Expr) -> bool:
+    """Whether polars reads every float in ``e``'s JSON tree back as written."""
+    def floats(t: Any) -> Iterator[float]:
+        if isinstance(t, float):
+            yield t
+        elif isinstance(t, dict):
+            for v in t.values():
+                yield from floats(v)
+        elif isinstance(t, list):
+            for v in t:
+                yield from floats(v)
+    return all(_float_reads_back(v) for v in floats(to_tree(e)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _float_reads_back(v: float) -> bool:
+    text = json.dumps({"Literal": {"Dyn": {"Float": v}}})
     try:
-        small = tuple(from_tree(full(to_tree(e))) for e in exprs)
-    except pl.exceptions.PolarsError:   # (as in _chosen: both forms, as written)
-        return True, (exprs, True)
-    return True, (small, any(CHOICE in str(e) for e in small))
+        got = pl.select(pl.Expr.deserialize(io.StringIO(text), format="json")).item()
+    except pl.exceptions.PolarsError:
+        return False
+    return isinstance(got, float) and repr(got) == repr(v)   # (-0.0 too)
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,7 @@ MUTANTS: list[Mutant] = [
            (f"{CLI}::test_a_command_closes_the_ray_connection_it_opened",)),
     # -- issue 24's query speed: the cheaper plans stay exact --
     Mutant("ops-window-choice-not-local", "query-speed", "hfq/engine/exprs.py",
-           "        return local_over(body[\"truthy\"], local) and local_over(body[\"falsy\"], "
-           "local)\n",
+           "        return local_over(body[\"falsy\"], local)\n",
            "        return False\n",
            "a choice between two local forms (a narrow window sum's BIGINT or 128-bit sum) "
            "not local: the window over the partition columns no longer runs on the nodes",
@@ -194,6 +193,19 @@ MUTANTS: list[Mutant] = [
            "a large choice's test evaluated over a few rows too (the walk a window over 11 rows "
            "paid 0.7 ms for)",
            (PLANS.format("test_a_large_choice_is_made_only_over_many_rows"),)),
+    Mutant("ops-choice-rebuilds-lossy-floats", "query-speed", "hfq/engine/ops.py",
+           "    return all(_float_reads_back(v) for v in floats(to_tree(e)))\n",
+           "    return True\n",
+           "a statement with a choice rebuilt from polars' JSON tree whatever its floats: "
+           "123456789.12345679 read back as 123456789.1234568 beside any ordered window",
+           (PLANS.format("test_float_literals_beside_a_window_are_duckdbs_to_the_bit"),)),
+    Mutant("ops-flat-window-not-local", "query-speed", "hfq/engine/exprs.py",
+           "        return local_over(body[\"falsy\"], local)\n",
+           "        return local_over(body[\"truthy\"], local) and local_over(body[\"falsy\"], "
+           "local)\n",
+           "a choice local only where both forms are: a window run flat (shifts cut where the "
+           "partition keys change, no over) sends the rows to the driver",
+           (PLANS.format("test_a_window_run_flat_over_the_partition_columns_runs_on_the_nodes"),)),
     Mutant("ops-tie-check-skipped-on-mixed-signs", "query-speed", "hfq/engine/sql/windows.py",
            "        tied = choice(known.all() & ~((v.min() < 0) & (v.max() > 0)), pl.lit(False),\n",
            "        tied = choice(known.all() & (v.max() > 0), pl.lit(False),\n",

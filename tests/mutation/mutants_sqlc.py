@@ -253,19 +253,10 @@ MUTANTS: list[Mutant] = [
            "matched); after ASOF USING, u.time is t's time (F35)",
            (TRUST.format("left_join_using"), TRUST.format("asof_using_right_time"))),
     Mutant("sqlc-window-constant-one-value", AREA, SQL + "windows.py",
-           "    return value if node.find(exp.Column) or has_agg(node) else pl.repeat(value, "
-           "pl.len())",
+           "    return value if value.meta.root_names() else pl.repeat(value, pl.len())",
            "    return value",
            "lag('x'), sum(7) OVER (ROWS ...) over a literal of one value: shifted or rolled "
            "away (F30)", (TRUST.format("window_of_constants"),)),
-    Mutant("sqlc-window-of-aggregate-as-constant", AREA, SQL + "windows.py",
-           "    return value if node.find(exp.Column) or has_agg(node) else pl.repeat(value, "
-           "pl.len())",
-           "    return value if node.find(exp.Column) else pl.repeat(value, pl.len())",
-           "a window over an aggregate of a grouped query (sum(count(*)) OVER ()) taken for "
-           "a constant: a raw polars error",
-           ("tests/sql/test_corpus.py::test_record[windows.test:253]",
-            "tests/sql/test_corpus.py::test_record[windows.test:262]")),
     Mutant("sqlc-floor-of-decimal-keeps-scale", AREA, SQL + "functions.py",
            "            return out.cast(pl.Decimal(dtype.precision, 0))",
            "            return out",
@@ -1460,4 +1451,10 @@ MUTANTS: list[Mutant] = [
            "lag's default given where the row before holds NULL, not only where there is no "
            "row before in the partition",
            (CORPUS.format("windows.test:741"),)),
+    Mutant("sqlc-window-subquery-one-value", AREA, SQL + "windows.py",
+           "    return value if value.meta.root_names() else pl.repeat(value, pl.len())",
+           "    return value if node.find(exp.Column) else pl.repeat(value, pl.len())",
+           "a scalar subquery's value in a window taken for a column (its SQL names columns of "
+           "its own table): lag((SELECT max(k) FROM so)) shifts one value away, all NULL",
+           (CORPUS.format("windows.test:782"),)),
 ]

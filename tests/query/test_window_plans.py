@@ -51,6 +51,22 @@ def test_a_narrow_window_sum_over_the_partition_columns_runs_on_the_nodes(db, du
     assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
 
 
+@pytest.mark.parametrize("shared", [None, 0])
+def test_a_window_run_flat_over_the_partition_columns_runs_on_the_nodes(db, duck, monkeypatch,
+                                                                        shared):
+    """lag and short ROWS frames over rows in window order run flat (no ``over``: their
+    shifts cut where the partition keys change): still local to a partition of the table."""
+    if shared is not None:
+        monkeypatch.setattr(ops, "SHARED_ROWS", shared)
+    sql = (f"SELECT symbol, date, max(l) AS l{shared}, max(s) AS s FROM (SELECT symbol, date, "
+           "bid - lag(bid) OVER (PARTITION BY symbol, date ORDER BY tod) AS l, sum(bid) OVER "
+           "(PARTITION BY symbol, date ORDER BY tod ROWS 2 PRECEDING) AS s FROM w) x "
+           "GROUP BY 1, 2")
+    plan = db.sql(sql).explain()
+    assert "rows go to the driver" not in plan, plan
+    assert_same(db.sql(sql).collect(), duck.sql(sql).pl(), what=sql)
+
+
 # a window sum of a 32-bit column: BIGINT on a frame (a node's batch) of fewer than
 # WINDOW_ROWS rows, 128 bits on a longer one (none fails on a row count), exact either way
 @pytest.mark.parametrize("limit", [2**32, 5])
@@ -120,6 +136,22 @@ def test_a_large_choice_is_made_only_over_many_rows():
                    large=True)
     assert "cum_sum" in chosen(big, e) and "cum_max" not in chosen(big, e)
     assert "cum_max" in chosen(big.with_columns(k=pl.col("k") - 1), e)
+
+
+@pytest.mark.parametrize("shared", [None, 0])
+def test_float_literals_beside_a_window_are_duckdbs_to_the_bit(db, duck, ext, monkeypatch,
+                                                              shared):
+    """A statement whose windows hold choices is rebuilt from polars' JSON trees, whose
+    reader took 123456789.12345679 back as 123456789.1234568: such expressions keep their
+    choices as written (the comparison of answers allows an ulp: this one allows none)."""
+    if shared is not None:
+        monkeypatch.setattr(ops, "SHARED_ROWS", shared)
+    sql = (f"SELECT time AS t{shared}, 1.2345678912345679e8 AS a, bid * 1.2345678901234567e3 "
+           "AS b, lag(bid, 1, 1.2345678912345679e8) OVER (PARTITION BY symbol ORDER BY time) "
+           "AS c, row_number() OVER (ORDER BY time) AS n FROM ext ORDER BY time")
+    got, want = db.sql(sql).collect(), duck.sql(sql).pl()
+    for name in "abc":
+        assert [repr(v) for v in got[name]] == [repr(v) for v in want[name]], name
 
 
 # NULL keys (k1, k2, k3), a partition whose keys are all NULL (symbol G's k2, F and G's k3)

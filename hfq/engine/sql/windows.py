@@ -34,7 +34,7 @@ from hfq.engine.sql.errors import error, unsupported
 from hfq.engine.sql.literals import count_of, divide, interval_ns
 from hfq.engine.sql.literals import kind as kind_name
 from hfq.engine.sql.scope import Compiles
-from hfq.engine.sql.syntax import args_of, has_agg, is_agg, name_of
+from hfq.engine.sql.syntax import args_of, is_agg, name_of
 
 __all__ = ["adds_alike", "order_moves", "window_expr"]
 
@@ -235,10 +235,11 @@ def _text(c: Compiles, e: pl.Expr) -> pl.Expr:
 
 def _value(c: Compiles, node: exp.Expression) -> pl.Expr:
     """A window function's argument, one value per row even when it is a constant (a
-    literal would be one value: shifted or rolled, it is gone); an aggregate of a grouped
+    literal would be one value: shifted or rolled, it is gone) -- a scalar subquery's
+    value too, though its SQL names columns (of its own table); an aggregate of a grouped
     query (``sum(count(*)) OVER ()``) is a column of the groups already."""
     value = c.expr(node)
-    return value if node.find(exp.Column) or has_agg(node) else pl.repeat(value, pl.len())
+    return value if value.meta.root_names() else pl.repeat(value, pl.len())
 
 
 def _lag(c: Compiles, w: _Window, fn: exp.Expression, ignore_nulls: bool) -> pl.Expr:
