@@ -264,8 +264,8 @@ _FORMS = ByIdentity(4096)
 def _forms(exprs: tuple[pl.Expr, ...]) -> _Forms:
     """Only expressions holding a choice are rebuilt from their trees, and only those
     polars reads back as written: its JSON reader took 123456789.12345679 back as
-    123456789.1234568 (those keep every choice as written: both forms, the test picking
-    row by row)."""
+    123456789.1234568 (those keep every choice as written: both forms computed, the test
+    picking between them in place)."""
     walked = tuple(CHOICE in str(e) and _reads_back(e) for e in exprs)
 
     def full(t: Any) -> Any:
