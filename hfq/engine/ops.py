@@ -218,32 +218,40 @@ def _chosen(lf: pl.LazyFrame, exprs: tuple[pl.Expr, ...], op: Op | None = None
     frame = lf.collect()
     tests: dict[str, bool] = {}
 
-    def walk(t: Any) -> Any:
-        kind, body = node_kind(t)
-        if kind == "Ternary" and is_choice(body["predicate"]):
-            test, name = body["predicate"]["Alias"]
-            if name == LARGE_CHOICE and frame.height < SHARED_ROWS:
-                return walk(body["falsy"])
-            key = json.dumps(test, sort_keys=True, default=str)
-            if key not in tests:   # (its own choices picked first)
-                value = (frame.lazy().select(from_tree(walk(test))).collect(engine="in-memory")
-                         if frame.height >= SHARED_ROWS else frame.select(from_tree(walk(test)))
-                         ).to_series()
-                tests[key] = len(value) == 1 and value[0] is True
-            return walk(body["truthy"] if tests[key] else body["falsy"])
-        if isinstance(t, dict):
-            out = {k: walk(v) for k, v in t.items()}
-            kept = never_fails(out)   # (a check chosen away leaves no test behind)
-            return out if kept is None else kept
-        if isinstance(t, list):
-            return [walk(v) for v in t]
-        return t
+    def pick(test: Any, name: str) -> bool:
+        if name == LARGE_CHOICE and frame.height < SHARED_ROWS:
+            return False
+        key = json.dumps(test, sort_keys=True, default=str)
+        if key not in tests:   # (its own choices picked first)
+            e = from_tree(_picked(test, pick))
+            value = (frame.lazy().select(e).collect(engine="in-memory")
+                     if frame.height >= SHARED_ROWS else frame.select(e)).to_series()
+            tests[key] = len(value) == 1 and value[0] is True
+        return tests[key]
 
     try:
-        return frame.lazy(), tuple(from_tree(walk(_tree(e.meta.serialize(format="json"))))
-                                   if w else e for e, w in zip(exprs, walked))
+        return frame.lazy(), tuple(
+            from_tree(_picked(_tree(e.meta.serialize(format="json")), pick)) if w else e
+            for e, w in zip(exprs, walked))
     except pl.exceptions.PolarsError:   # a tree polars cannot read back (an inf literal):
         return frame.lazy(), exprs       # both forms, as written
+
+
+def _picked(t: Any, pick: Callable[[Any, str], bool | None]) -> Any:
+    """The tree ``t`` with each choice replaced by the form ``pick(test, name)`` names
+    (True: the light one, False: the full one, None: kept, its parts picked)."""
+    kind, body = node_kind(t)
+    if kind == "Ternary" and is_choice(body["predicate"]):
+        light = pick(*body["predicate"]["Alias"])
+        if light is not None:
+            return _picked(body["truthy"] if light else body["falsy"], pick)
+    if isinstance(t, dict):
+        out = {k: _picked(v, pick) for k, v in t.items()}
+        kept = never_fails(out)   # (a check chosen away leaves no test behind)
+        return out if kept is None else kept
+    if isinstance(t, list):
+        return [_picked(v, pick) for v in t]
+    return t
 
 
 @dataclass(frozen=True)
@@ -267,26 +275,13 @@ def _forms(exprs: tuple[pl.Expr, ...]) -> _Forms:
     123456789.1234568 (those keep every choice as written: both forms computed, the test
     picking between them in place)."""
     walked = tuple(CHOICE in str(e) and _reads_back(e) for e in exprs)
-
-    def full(t: Any) -> Any:
-        kind, body = node_kind(t)
-        if kind == "Ternary" and is_choice(body["predicate"]) and \
-                body["predicate"]["Alias"][1] == LARGE_CHOICE:
-            return full(body["falsy"])
-        if isinstance(t, dict):
-            out = {k: full(v) for k, v in t.items()}
-            kept = never_fails(out)
-            return out if kept is None else kept
-        if isinstance(t, list):
-            return [full(v) for v in t]
-        return t
-
     small = list(exprs)
     small_walked = list(walked)
     for i, e in enumerate(exprs):
         if walked[i] and LARGE_CHOICE in str(e):
             try:
-                small[i] = from_tree(full(to_tree(e)))
+                small[i] = from_tree(_picked(to_tree(e), lambda _, name: False
+                                             if name == LARGE_CHOICE else None))
             except pl.exceptions.PolarsError:   # (as in _chosen: both forms, as written)
                 small_walked[i] = False
                 continue

@@ -181,15 +181,15 @@ MUTANTS: list[Mutant] = [
            (PLANS.format(
                "test_a_narrow_sum_is_wrapped_in_bigint_only_on_frames_too_short_to_leave_it"),)),
     Mutant("ops-range-offset-always-one-window", "query-speed", "hfq/engine/ops.py",
-           "                tests[key] = len(value) == 1 and value[0] is True\n",
-           "                tests[key] = True\n",
+           "            tests[key] = len(value) == 1 and value[0] is True\n",
+           "            tests[key] = True\n",
            "the one-rolling-window form of a RANGE frame with an offset used on frames with NULL "
            "ORDER BY keys too: the NULL-key rows' frames are not every NULL-key row of their "
            "partition (DuckDB's peers), nor are they kept out of the other rows' frames",
            (PLANS.format("test_range_offset_frames_with_and_without_null_keys_are_duckdbs"),)),
     Mutant("ops-large-choice-tested-small", "query-speed", "hfq/engine/ops.py",
-           "            if name == LARGE_CHOICE and frame.height < SHARED_ROWS:\n",
-           "            if False:\n",
+           "        if name == LARGE_CHOICE and frame.height < SHARED_ROWS:\n",
+           "        if False:\n",
            "a large choice's test evaluated over a few rows too (the walk a window over 11 rows "
            "paid 0.7 ms for)",
            (PLANS.format("test_a_large_choice_is_made_only_over_many_rows"),)),
