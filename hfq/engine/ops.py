@@ -30,6 +30,7 @@ from hfq.engine.exprs import (
     node_kind,
     to_tree,
 )
+from hfq.engine.runagg import RUN_ROWS, by_runs, run_plan
 
 __all__ = ["CHOICE", "STREAM_ROWS", "Aggregate", "Filter", "MergeAgg", "Op", "PartialAgg",
            "Select", "Slice", "Sort", "TopN", "Unique", "WithColumns", "choice", "collect",
@@ -379,6 +380,15 @@ class Aggregate(Op):
 
     def apply(self, lf: pl.LazyFrame, at: tuple[Any, Any] | None = None) -> pl.LazyFrame:
         lf, chosen = _chosen(lf, self.aggs, self)   # (each choice's form, picked over the frame)
+        rows = _INPUT_ROWS.get()
+        if self.keys and rows is not None and rows >= RUN_ROWS:   # groups lying in runs?
+            plan = run_plan(self, chosen, lf.collect_schema())
+            if plan is not None:
+                frame = lf.collect()
+                got = by_runs(plan, frame, self.ordered)
+                if got is not None:
+                    return got.lazy()
+                lf = frame.lazy()
         aggs = list(chosen)
         if any(may_lighten(a) for a in aggs):   # cheaper forms exact on this frame
             frame = lf.collect()

@@ -71,7 +71,7 @@ from sqlfuzz.differential import run_duckdb, run_hfq  # noqa: E402
 
 import hfq  # noqa: E402
 from hfq import schema  # noqa: E402
-from hfq.engine import ops  # noqa: E402
+from hfq.engine import ops, runagg  # noqa: E402
 from hfq.errors import HfqError  # noqa: E402
 
 _DUCK_TYPE = {"DOUBLE": "DOUBLE", "FLOAT": "FLOAT", "INT": "INTEGER", "LONG": "BIGINT",
@@ -286,6 +286,16 @@ def test_record(corpus: Corpus, record: Record, setup_of, monkeypatch) -> None:
             " with SHARED_ROWS 0"
         why = differ(big, want, ordered=record.sort != "rowsort")
         assert why is None, f"{where}: with SHARED_ROWS 0: {why}\n{record.sql}"
+    if re.search(r"\bgroup\s+by\b", record.sql, re.IGNORECASE):
+        # again with every grouping whose keys lie in runs computed over its runs (the
+        # engine does so from RUN_ROWS rows, in runs of RUN_SHARE rows or more)
+        monkeypatch.setattr(ops, "RUN_ROWS", 0)
+        monkeypatch.setattr(runagg, "RUN_SHARE", 1)
+        runs = run_hfq(setup.db, record.sql)
+        assert isinstance(runs, Answer), f"{where}: hfq raised {type(runs).__name__}: " \
+            f"{runs} with RUN_ROWS 0"
+        why = differ(runs, want, ordered=record.sort != "rowsort")
+        assert why is None, f"{where}: with RUN_ROWS 0: {why}\n{record.sql}"
     types, rows = render(want, sort=record.sort == "rowsort")
     assert (types, rows) == (record.types, record.expected), \
         f"{where}: the recorded answer is not DuckDB's now ({types}: {rows}); " \
