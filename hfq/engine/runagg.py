@@ -1,8 +1,8 @@
 """Aggregates by keys whose rows lie in runs, in numba: one pass per group, no hash table.
 
-A table sorted by (symbol, time) holds each symbol's rows of a partition as one run, and each
-run in time order: ``GROUP BY symbol`` -- or by the symbol and a time bucket, or a time bucket
-of one symbol's rows -- finds every group as consecutive rows.  polars' grouping hashes each
+A table sorted by (symbol, time) holds each symbol's rows of a partition as one run:
+``GROUP BY symbol`` (or symbol and date, or a time bucket of one symbol's rows) finds every
+group as consecutive rows.  polars' grouping hashes each
 row all the same: a batch of 3.8 M quotes in 6,500 symbols took it ~50 ms for an average of
 spreads, against ~24 ms here (6 ms of it finding the runs, 6 ms the spreads, 8 ms their sums
 in row order).  Here the aggregate is split as :func:`hfq.engine.aggs.decompose` splits it for
@@ -19,7 +19,10 @@ compiler's error), a sum of doubles of 0 (the sign of a zero sum is polars'), a 
 0 among both zeros (which one polars keeps is its order).  Doubles are added in row order,
 DuckDB's order on one thread, where polars adds in blocks: the two can differ in the last bits
 (as :mod:`hfq.engine.fastagg`'s sums and the split aggregate's partial sums can).  Other
-aggregates (arg_min, quantiles, variances, FILTER on a sum) leave the grouping to polars.
+aggregates (arg_min, quantiles, variances, FILTER on a sum), inputs with fewer values than
+rows (``drop_nulls``), more than :data:`MAX_INPUTS` inputs, and (in
+:meth:`hfq.engine.ops.Aggregate.apply`) computed keys and inputs under :data:`RUN_ROWS` rows
+leave the grouping to polars.
 """
 
 from __future__ import annotations
@@ -32,7 +35,15 @@ import numpy as np
 import polars as pl
 
 from hfq.engine.aggs import AggPlan, decompose, widen
-from hfq.engine.exprs import ByIdentity, Tree, empty_lazy, from_tree, node_kind, to_tree
+from hfq.engine.exprs import (
+    ByIdentity,
+    Tree,
+    empty_lazy,
+    from_tree,
+    is_rowwise,
+    node_kind,
+    to_tree,
+)
 from hfq.storage.jit import njit
 
 __all__ = ["RUN_ROWS", "RunPlan", "by_runs", "run_plan"]
@@ -44,6 +55,11 @@ polars calls of 0.2-1 ms each here: at 10,000 rows, the TAQ questions over 1,000
 
 RUN_SHARE = 4
 """At most one run per this many rows: shorter runs are polars' (its hash table is as fast)."""
+
+MAX_INPUTS = 4
+"""At most this many inputs (values and FILTER clauses): each is read as an array of its own
+(~2 ms per million rows), where polars evaluates them all in its one pass (a pivot of 16
+exchanges' counts over 1 M quotes: 36 ms here against 24)."""
 
 SAMPLE = 8_192
 """Rows looked at first, so that keys not in runs cost little."""
@@ -182,9 +198,9 @@ def _plan(keys: tuple[pl.Expr, ...], aggs: Sequence[pl.Expr], schema: pl.Schema
           ) -> RunPlan | None:
     empty = empty_lazy(schema)
     key_types = empty.select(keys).collect_schema()
-    if not keys or not all(t.is_integer() or t.is_temporal() or t in (pl.Boolean, pl.String)
-                           or isinstance(t, (pl.Categorical, pl.Enum)) for t in
-                           key_types.values()):
+    if not keys or not all((t.is_integer() and t not in (pl.Int128, pl.UInt128)) or
+                           t.is_temporal() or t in (pl.Boolean, pl.String) or
+                           isinstance(t, (pl.Categorical, pl.Enum)) for t in key_types.values()):
         return None
     names = tuple(key_types.names())
     agg = decompose(aggs, list(names), schema)
@@ -194,10 +210,15 @@ def _plan(keys: tuple[pl.Expr, ...], aggs: Sequence[pl.Expr], schema: pl.Schema
     inputs: dict[str, int] = {}
     exprs: list[pl.Expr] = []
 
+    def type_of(tree: Tree) -> pl.DataType:
+        return empty.select(from_tree(tree).alias("x")).collect_schema()["x"]
+
     def input_of(tree: Tree) -> int:
+        if not is_rowwise(tree):   # (a drop_nulls, a filter inside a cast: rows dropped)
+            raise ValueError("an input that is not one value per row")
         kind, body = node_kind(tree)
         if kind == "Cast" and body["dtype"] in ({"Literal": "Float64"}, {"Literal": "Int64"}):
-            inner = empty.select(from_tree(body["expr"]).alias("x")).collect_schema()["x"]
+            inner = type_of(body["expr"])
             if inner == pl.Float64 if body["dtype"] == {"Literal": "Float64"} else \
                     isinstance(inner, _INT_INPUTS[:7]):   # lossless: the same values
                 return input_of(body["expr"])
@@ -213,15 +234,20 @@ def _plan(keys: tuple[pl.Expr, ...], aggs: Sequence[pl.Expr], schema: pl.Schema
         if kind != "Alias":
             return None
         name = body[1]
-        state = _state(body[0], name, state_types[name], input_of)
+        state = _state(body[0], name, state_types[name], input_of, type_of)
         if state is None:
             return None
         states.append(state)
     types = empty.select(exprs).collect_schema() if exprs else pl.Schema()
+    if len(exprs) > MAX_INPUTS:
+        return None
     floats = []
     for i, t in enumerate(types.values()):
         if any(s.kept == i for s in states) and t != pl.Boolean:
             return None
+        if t.is_temporal() and t != pl.Duration and \
+                any(s.value == i and s.how == "sum" for s in states):
+            return None   # (polars has no sum of dates and times)
         if t != pl.Float64 and not isinstance(t, _INT_INPUTS) and \
                 any(s.value == i and s.how != "count" for s in states):
             return None   # (any other type: only its NULLs are read, by a count)
@@ -235,7 +261,8 @@ def _plan(keys: tuple[pl.Expr, ...], aggs: Sequence[pl.Expr], schema: pl.Schema
     return plan
 
 
-def _state(tree: Tree, name: str, dtype: pl.DataType, input_of: Any) -> _State | None:
+def _state(tree: Tree, name: str, dtype: pl.DataType, input_of: Any, type_of: Any
+           ) -> _State | None:
     kind, body = node_kind(tree)
     if kind == "Cast" and body["dtype"] == {"Literal": "Int64"}:   # a count's cast
         inner_kind, inner = node_kind(body["expr"])
@@ -253,7 +280,7 @@ def _state(tree: Tree, name: str, dtype: pl.DataType, input_of: Any) -> _State |
             return None
         return _State(name, how, value, kept, dtype)
     if agg == "Sum":
-        value, kept = _filtered(_uncast_decimal(arg), input_of)
+        value, kept = _filtered(_uncast_decimal(arg, type_of), input_of)
         return _State(name, "sum", value, kept, dtype)
     if agg in ("Min", "Max"):
         value, kept = _filtered(arg["input"], input_of)
@@ -262,21 +289,26 @@ def _state(tree: Tree, name: str, dtype: pl.DataType, input_of: Any) -> _State |
     return None
 
 
-def _uncast_decimal(tree: Tree) -> Tree:
-    """A 128-bit sum's input without its cast to DECIMAL(38, 0): the kernels add BIGINT
-    values exactly and give up past BIGINT."""
+def _uncast_decimal(tree: Tree, type_of: Any) -> Tree:
+    """A 128-bit sum's input of integers without its cast to DECIMAL(38, 0): the kernels
+    add BIGINT values exactly and give up past BIGINT.  (Any other input stays cast: a
+    DECIMAL input is refused.)"""
     kind, body = node_kind(tree)
-    if kind == "Cast" and body["dtype"] == {"Literal": {"Decimal": [38, 0]}}:
+    if kind == "Cast" and body["dtype"] == {"Literal": {"Decimal": [38, 0]}} and \
+            type_of(body["expr"]).is_integer():
         return body["expr"]
     return tree
 
 
 def _filtered(tree: Tree, input_of: Any) -> tuple[int, int | None]:
-    """(input of the values, input of the row-wise filter or None) of ``x`` or
-    ``x.filter(by)``."""
+    """(input of the values, input of the row-wise filter or None) of ``x``,
+    ``x.filter(by)`` or ``x.filter(by).cast(t)`` (an average's sum)."""
     kind, body = node_kind(tree)
     if kind == "Filter":
         return input_of(body["input"]), input_of(body["by"])
+    if kind == "Cast" and node_kind(body["expr"])[0] == "Filter":
+        inner = node_kind(body["expr"])[1]
+        return input_of({"Cast": {**body, "expr": inner["input"]}}), input_of(inner["by"])
     return input_of(tree), None
 
 
@@ -286,20 +318,17 @@ _NO_MASK = np.zeros(0, np.bool_)
 
 def _starts(keys: pl.DataFrame) -> np.ndarray:
     """The first row of each run of equal keys (NULL equal to NULL)."""
-    only = keys.to_series(0) if keys.width == 1 else None
-    if only is not None and not only.null_count() and (
-            only.dtype.is_integer() or only.dtype.is_temporal() or
-            isinstance(only.dtype, (pl.Categorical, pl.Enum))):
-        codes = [c.to_numpy() for c in only.to_physical().get_chunks() if len(c)]
-        found, off = [], 0
-        for i, c in enumerate(codes):   # at a chunk's first row, then within it
-            if i == 0 or c[0] != codes[i - 1][-1]:
-                found.append(np.array([off], np.int64))
-            found.append(np.flatnonzero(c[1:] != c[:-1]) + (off + 1))
-            off += len(c)
-        return np.concatenate(found) if found else np.zeros(0, np.int64)
-    changed = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in keys.columns])
-    mask = keys.select((changed | (pl.int_range(pl.len()) == 0)).alias("m")).to_series()
+    n = keys.height
+    if all(not k.null_count() and (k.dtype.is_integer() or k.dtype.is_temporal() or
+                                   isinstance(k.dtype, (pl.Categorical, pl.Enum)))
+           for k in keys.iter_columns()):   # their integers, compared with the row before
+        changed = np.zeros(max(n - 1, 0), np.bool_)
+        for k in keys.iter_columns():
+            codes = k.to_physical().to_numpy()
+            changed |= codes[1:] != codes[:-1]
+        return np.concatenate([np.zeros(min(n, 1), np.int64), np.flatnonzero(changed) + 1])
+    new = pl.any_horizontal([pl.col(c).ne_missing(pl.col(c).shift(1)) for c in keys.columns])
+    mask = keys.select((new | (pl.int_range(pl.len()) == 0)).alias("m")).to_series()
     return mask.arg_true().to_numpy().astype(np.int64)
 
 
@@ -347,6 +376,8 @@ def by_runs(plan: RunPlan, frame: pl.DataFrame, ordered: bool) -> pl.DataFrame |
         return None
     bounds = np.append(starts, n)
     inputs = frame.select(plan.inputs) if plan.inputs else pl.DataFrame()
+    if plan.inputs and inputs.height != n:
+        return None
     stats: dict[tuple[int, int | None], tuple[Any, ...]] = {}
     out = []
     for st in plan.states:

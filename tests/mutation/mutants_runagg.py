@@ -17,6 +17,8 @@ TWICE = f"{TESTS}::test_keys_in_two_runs_are_refused"
 OVER = f"{TESTS}::test_an_integer_sum_past_bigint_is_refused"
 ZEROS = f"{TESTS}::test_zeros_polars_decides_are_refused"
 NAN = f"{TESTS}::test_nan_is_polars"
+NO_PLAN = f"{TESTS}::test_inputs_the_kernels_do_not_read_exactly_have_no_plan"
+ANSWERED = f"{TESTS}::test_what_polars_answers_is_answered"
 
 MUTANTS: list[Mutant] = [
     Mutant("runagg-key-in-two-runs", "speed", RUNS,
@@ -24,11 +26,13 @@ MUTANTS: list[Mutant] = [
            "    pass\n",
            "a key whose rows lie in two runs (a symbol in two partitions' rows of one batch) "
            "answered as two groups", (TWICE,)),
-    Mutant("runagg-chunk-start-unmarked", "speed", RUNS,
-           "            if i == 0 or c[0] != codes[i - 1][-1]:\n",
-           "            if i == 0:\n",
-           "a new key at the first row of a chunk (a partition's first symbol) not seen as a "
-           "new run", (FIRST, DUCK)),
+    Mutant("runagg-first-key-only", "speed", RUNS,
+           "        for k in keys.iter_columns():\n"
+           "            codes = k.to_physical().to_numpy()\n",
+           "        for k in list(keys.iter_columns())[:1]:\n"
+           "            codes = k.to_physical().to_numpy()\n",
+           "runs cut where the first key changes only: a symbol's hours taken for one group",
+           (f"{TESTS}::test_runs_end_where_any_key_changes",)),
     Mutant("runagg-chunk-carry-lost", "speed", RUNS,
            "        c, t, a, b = n[j], s[j], lo[j], hi[j]\n",
            "        c, t, a, b = 0, np.int64(0), lo[j], hi[j]\n",
@@ -63,4 +67,25 @@ MUTANTS: list[Mutant] = [
            "    if value is not None and inputs.to_series(value).null_count():\n",
            "    if False:\n",
            "count(x) counting the rows where x is NULL", (DUCK, CHUNKS)),
+    Mutant("runagg-input-dropping-rows", "speed", RUNS,
+           "        if not is_rowwise(tree):   # (a drop_nulls, a filter inside a cast: rows "
+           "dropped)\n",
+           "        if False:\n",
+           "an input with fewer values than rows (drop_nulls, an average's FILTER inside its "
+           "cast) laid over the runs by position: other groups' values",
+           (NO_PLAN, f"{TESTS}::test_an_input_dropping_rows_is_not_read_by_runs")),
+    Mutant("runagg-sum-of-dates", "speed", RUNS,
+           "        if t.is_temporal() and t != pl.Duration and \\\n",
+           "        if False and \\\n",
+           "a sum of dates answered as a date (polars has none)", (NO_PLAN,)),
+    Mutant("runagg-decimal-of-doubles-uncast", "speed", RUNS,
+           "            type_of(body[\"expr\"]).is_integer():\n",
+           "            True:\n",
+           "a DECIMAL(38, 0) sum of doubles read as a sum of the doubles (0.6 + 0.6: 1, not 2)",
+           (NO_PLAN,)),
+    Mutant("runagg-collects-unread-columns", "speed", "hfq/engine/ops.py",
+           "                frame = collect(lf.select(sorted(read)), rows)\n",
+           "                frame = collect(lf, rows)\n",
+           "the grouping's input computed whole: a column nobody reads, whose values all fail "
+           "(CAST(name AS INTEGER)), raises", (ANSWERED,)),
 ]

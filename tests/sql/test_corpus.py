@@ -288,9 +288,11 @@ def test_record(corpus: Corpus, record: Record, setup_of, monkeypatch) -> None:
         assert why is None, f"{where}: with SHARED_ROWS 0: {why}\n{record.sql}"
     if re.search(r"\bgroup\s+by\b", record.sql, re.IGNORECASE):
         # again with every grouping whose keys lie in runs computed over its runs (the
-        # engine does so from RUN_ROWS rows, in runs of RUN_SHARE rows or more)
+        # engine does so from RUN_ROWS rows, in runs of RUN_SHARE rows or more, of at most
+        # MAX_INPUTS inputs)
         monkeypatch.setattr(ops, "RUN_ROWS", 0)
         monkeypatch.setattr(runagg, "RUN_SHARE", 1)
+        monkeypatch.setattr(runagg, "MAX_INPUTS", 100)
         runs = run_hfq(setup.db, record.sql)
         assert isinstance(runs, Answer), f"{where}: hfq raised {type(runs).__name__}: " \
             f"{runs} with RUN_ROWS 0"

@@ -329,21 +329,23 @@ def on_both_engines(db: hfq.Database, cons: list[duckdb.DuckDBPyConnection], sql
                     ordered: bool, params: tuple[Any, ...] = ()) -> list[Outcome]:
     """``run_query`` twice: as a small table's plans run (the fast path, the node stage and
     the driver stage on polars' in-memory engine, under ``ops.STREAM_ROWS`` rows), then
-    with it (and ``ops.SHARED_ROWS``, ``ops.RUN_ROWS``, ``runagg.RUN_SHARE`` 1) at 0, as a
-    big table's plans run (the fast path and
-    the driver on polars' default, streaming engine, the node stage's groupings on it, the
+    with it (and ``ops.SHARED_ROWS`` and ``ops.RUN_ROWS``) at 0, as a big table's plans run
+    (the fast path and the driver on polars' default, streaming engine, the node stage's
+    groupings on it or over runs of keys of any length, the
     choices made only over many rows made here too -- whose bugs,
     ``max_by`` on tied keys, one-row ``sqrt``, supertypes, hfq works around: F87, F94b,
     F132i; with small tables alone, a test never reaches them)."""
     from hfq.engine import ops, runagg
     outs = [run_query(db, cons, sql, ordered=ordered, params=params)]
-    saved = ops.STREAM_ROWS, ops.SHARED_ROWS, ops.RUN_ROWS, runagg.RUN_SHARE
+    saved = ops.STREAM_ROWS, ops.SHARED_ROWS, ops.RUN_ROWS, runagg.RUN_SHARE, \
+        runagg.MAX_INPUTS
     ops.STREAM_ROWS = ops.SHARED_ROWS = ops.RUN_ROWS = 0
-    runagg.RUN_SHARE = 1
+    runagg.RUN_SHARE, runagg.MAX_INPUTS = 1, 100
     try:
         outs.append(run_query(db, cons, sql, ordered=ordered, params=params))
     finally:
-        ops.STREAM_ROWS, ops.SHARED_ROWS, ops.RUN_ROWS, runagg.RUN_SHARE = saved
+        (ops.STREAM_ROWS, ops.SHARED_ROWS, ops.RUN_ROWS, runagg.RUN_SHARE,
+         runagg.MAX_INPUTS) = saved
     return outs
 
 
