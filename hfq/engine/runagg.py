@@ -332,16 +332,14 @@ def _starts(keys: pl.DataFrame) -> np.ndarray:
     return mask.arg_true().to_numpy().astype(np.int64)
 
 
-def _chunks(s: pl.Series, is_float: bool) -> tuple[list[np.ndarray], np.ndarray | None]:
+def _chunks(s: pl.Series, is_float: bool) -> list[np.ndarray]:
     """``s``'s values as arrays, one per chunk (zero-copy where it has no NULL; integers and
-    times as BIGINT), and where they are not NULL over all its rows (None: everywhere)."""
+    times as BIGINT; a NULL as 0, read by no kernel: see :func:`_rows`)."""
     if not is_float:
         s = s.to_physical().cast(pl.Int64)
-    valid = None
     if s.null_count():
-        valid = s.is_not_null().to_numpy()
         s = s.fill_null(0)
-    return [c.to_numpy() for c in s.get_chunks()], valid
+    return [c.to_numpy() for c in s.get_chunks()]
 
 
 def _rows(inputs: pl.DataFrame, value: int | None, kept: int | None) -> np.ndarray | None:
@@ -385,10 +383,10 @@ def by_runs(plan: RunPlan, frame: pl.DataFrame, ordered: bool) -> pl.DataFrame |
         if got is None:
             return None
         values, valid = got
-        s = values if isinstance(values, pl.Series) else pl.Series(st.name, values)
+        s = pl.Series(st.name, values)
         if valid is not None and not valid.all():
             s = s.scatter(np.flatnonzero(~valid), None)
-        out.append(s.alias(st.name).cast(st.dtype))
+        out.append(s.cast(st.dtype))
     states = first.with_columns(out)
     return _merged(states.lazy(), plan, ordered).collect()
 
@@ -423,9 +421,9 @@ def _one(merge: pl.Expr) -> str | None:
 
 def _state_values(st: _State, inputs: pl.DataFrame, bounds: np.ndarray,
                   stats: dict[tuple[int, int | None], tuple[Any, ...]], floats: Sequence[bool]
-                  ) -> tuple[Any, np.ndarray | None] | None:
-    """A state's values per run (an array, or a polars Series of the input's values) and
-    where they are not NULL, or None (not computed here)."""
+                  ) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """A state's values per run and where they are not NULL (None: nowhere), or None (not
+    computed here)."""
     g = len(bounds) - 1
     if st.how == "len" and st.kept is None:
         return np.diff(bounds), None
@@ -436,7 +434,7 @@ def _state_values(st: _State, inputs: pl.DataFrame, bounds: np.ndarray,
                 np.add.reduceat(mask.astype(np.int64), bounds[:-1])), None
     is_float = floats[st.value]
     if (st.value, st.kept) not in stats:
-        chunks, _ = _chunks(inputs.to_series(st.value), is_float)
+        chunks = _chunks(inputs.to_series(st.value), is_float)
         mask = _rows(inputs, st.value, st.kept)
         if is_float:
             acc: tuple[Any, ...] = (np.zeros(g, np.int64), np.zeros(g), np.full(g, np.inf),
