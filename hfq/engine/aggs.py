@@ -34,8 +34,8 @@ from hfq.engine.exprs import (
     to_tree,
 )
 
-__all__ = ["HEAVY", "LIGHT", "LIGHTER", "SCALED", "SPAN", "AggPlan", "decompose", "lighten",
-           "lighter", "may_lighten", "widen"]
+__all__ = ["HEAVY", "LIGHT", "LIGHTER", "SCALED", "SPAN", "AggPlan", "decompose", "light_sums",
+           "lighten", "lighter", "may_lighten", "sums_light_over", "widen"]
 
 F64 = pl.Float64
 SCALED = 2.0 ** -600
@@ -539,7 +539,6 @@ def lighten(exprs: Sequence[pl.Expr], frame: pl.DataFrame) -> list[pl.Expr]:
     :meth:`_Builder._narrow_sum`) is their BIGINT sum, cast, on a frame of fewer than
     ``SPAN // B`` rows (no group's sum can wrap there).  Each holds in every group of the
     frame because it holds over all of its rows."""
-    schema = frame.schema
     keeps: dict[str, bool] = {}
 
     def keeps_all(by: Tree) -> bool:
@@ -553,13 +552,35 @@ def lighten(exprs: Sequence[pl.Expr], frame: pl.DataFrame) -> list[pl.Expr]:
                 len(mask) in (1, frame.height) and bool(mask.all())
         return keeps[key]
 
+    return _lightened(exprs, frame.schema, frame.height, keeps_all)
+
+
+def sums_light_over(rows: int) -> bool:
+    """Whether :func:`lighten` takes every 128-bit sum it can in BIGINT over frames of
+    ``rows`` rows: fewer than ``SPAN // 2^40``, the fewest rows any of its bounds allows
+    (then its sums depend on the frame's schema alone)."""
+    return rows < SPAN >> 40
+
+
+def light_sums(exprs: Sequence[pl.Expr], schema: pl.Schema, rows: int) -> list[pl.Expr]:
+    """Aggregates ``exprs`` over frames of ``schema`` of at most ``rows`` rows with each
+    128-bit sum in :func:`lighten`'s BIGINT form where no such frame can wrap it (decided
+    once for the bound, where :func:`lighten` looks at a frame)."""
+    return _lightened(exprs, schema, rows, None)
+
+
+def _lightened(exprs: Sequence[pl.Expr], schema: pl.Schema, rows: int,
+               keeps_all: Callable[[Tree], bool] | None) -> list[pl.Expr]:
+    """:func:`lighten` over ``rows`` rows of ``schema``; a filter dropped only where
+    ``keeps_all`` (None: none)."""
     def walk(t: Tree) -> Tree:
         kind, body = node_kind(t)
-        if kind == "Filter" and is_rowwise(body["by"]) and keeps_all(body["by"]):
+        if kind == "Filter" and keeps_all is not None and is_rowwise(body["by"]) and \
+                keeps_all(body["by"]):
             return walk(body["input"])
         if kind == "Agg" and node_kind(body)[0] == "Sum":
             light = _light_sum(node_kind(body)[1], schema)
-            if light is not None and frame.height < light[1]:
+            if light is not None and rows < light[1]:
                 return to_tree(light[0])
         if isinstance(t, dict):
             return {k: walk(v) for k, v in t.items()}

@@ -39,12 +39,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import polars as pl
 
-from hfq.engine.aggs import widen
+from hfq.engine.aggs import light_sums, widen
 from hfq.engine.exprs import (
     Tree,
     columns_of,
     empty_lazy,
     from_tree,
+    is_rowwise,
     node_kind,
     signature,
     to_tree,
@@ -372,16 +373,30 @@ def _recognised(ops: Sequence[Op], symbol: str, time: str | None, schema: pl.Sch
 
 def _steps(ops: Sequence[Op], schema: pl.Schema) -> list[Step]:
     """``ops`` as functions of a LazyFrame of ``schema``: an aggregate's expressions widened
-    once here (as :meth:`~hfq.engine.ops.Aggregate.apply` does on every call)."""
+    once here (as :meth:`~hfq.engine.ops.Aggregate.apply` does on every call), and its
+    128-bit sums in their BIGINT forms where no group of its at most :data:`FAST_ROWS` rows
+    can wrap them (as ``Aggregate.apply`` lightens them over each frame: the busiest
+    symbol's sums of sizes by 10 minutes, 150 k trades, 10.3 -> 8.5 ms)."""
     steps: list[Step] = []
     lf = empty_lazy(schema)
+    bounded = True   # (no step so far makes more rows than it reads)
     for op in ops:
         if isinstance(op, Aggregate):
-            steps.append(_aggregate(op, [widen(a, lf.collect_schema()) for a in op.aggs]))
+            aggs = [widen(a, lf.collect_schema()) for a in op.aggs]
+            steps.append(_aggregate(op, light_sums(aggs, lf.collect_schema(), FAST_ROWS)
+                                    if bounded else aggs))
         else:
             steps.append(op.apply)
+        bounded = bounded and _bounded(op)
         lf = steps[-1](lf)
     return steps
+
+
+def _bounded(op: Op) -> bool:
+    """Does ``op`` give at most the rows it reads (a projection: only row-wise values)?"""
+    if isinstance(op, (Select, WithColumns)):
+        return all(is_rowwise(to_tree(e)) for e in op.exprs)
+    return isinstance(op, (Filter, Aggregate, Rename, Sort, Slice, TopN, Unique))
 
 
 def _aggregate(op: Aggregate, aggs: list[pl.Expr]) -> Step:

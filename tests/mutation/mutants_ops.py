@@ -11,6 +11,7 @@ MAINTENANCE = "tests/unit/test_maintenance.py"
 NODES = "tests/faults/test_nodes.py"
 WHERE = "tests/unit/test_where.py"
 PLANS = "tests/query/test_window_plans.py::{}"
+KEPT = PLANS.format("test_an_aggregates_forms_are_kept_only_where_the_schema_alone_decides_them")
 
 MUTANTS: list[Mutant] = [
     # -- a task pickled before this process's threads run units (the cluster fuzz hang) --
@@ -222,12 +223,26 @@ MUTANTS: list[Mutant] = [
             PLANS.format("test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_"
                          "short_sums"))),
     Mutant("ops-lighten-sum-never-long", "query-speed", "hfq/engine/aggs.py",
-           "            if light is not None and frame.height < light[1]:\n",
-           "            if light is not None and frame.height >= 0:\n",
+           "            if light is not None and rows < light[1]:\n",
+           "            if light is not None and rows >= 0:\n",
            "an aggregate's narrow 128-bit sum wrapped in BIGINT on every frame, however long: a "
            "group of 2^63 // B rows or more could wrap",
            (PLANS.format("test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_"
                          "short_sums"),)),
+    Mutant("ops-prepared-kept-whatever-the-rows", "query-speed", "hfq/engine/ops.py",
+           "        if frame is not None and not (static and sums_light_over(frame.height)):\n",
+           "        if frame is not None and not static:\n",
+           "an aggregate's forms lightened over a short frame served to a long one: a group of "
+           "2^63 // B rows or more could wrap", (KEPT,)),
+    Mutant("ops-prepared-filters-kept", "query-speed", "hfq/engine/ops.py",
+           "                    not any(\".filter(\" in str(a) for a in chosen), None]\n",
+           "                    True, None]\n",
+           "a FILTER dropped over a frame where it kept every row, then dropped on every frame "
+           "after (a sum over the rows it should leave out)", (KEPT,)),
+    Mutant("ops-prepared-schema-ignored", "query-speed", "hfq/engine/ops.py",
+           "        key = (tuple(schema.items()), which)\n", "        key = ((), which)\n",
+           "an aggregate's forms prepared for one input schema served to another (an INT "
+           "column's BIGINT sum for a BIGINT column)", (KEPT,)),
     Mutant("ops-running-sum-light-with-null-values", "query-speed", "hfq/engine/sql/windows.py",
            "    return choice(known & value.is_not_null().all(),\n",
            "    return choice(known,\n",

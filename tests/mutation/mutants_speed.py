@@ -23,6 +23,7 @@ K_WITHIN = f"{TESTS}::test_within_checks_every_bound_on_the_rows"
 K_ARG = f"{TESTS}::test_arg_min_and_max_by_time_in_the_kernel"
 PLAIN = f"{TESTS}::test_a_plain_read_of_a_few_symbols_takes_the_fast_path"
 WHOLE = f"{TESTS}::test_a_filter_over_the_whole_input_is_not_run_on_a_symbols_slices"
+LIGHT = f"{TESTS}::test_the_fast_paths_sums_are_bigint_only_where_no_group_can_leave_it"
 ERROR = f"{TESTS}::test_an_error_of_the_plain_read_stays_its_error"
 
 MUTANTS: list[Mutant] = [
@@ -111,4 +112,17 @@ MUTANTS: list[Mutant] = [
            "    except HfqError:   # the plain read raises its own error", "    except KeyError:",
            "a plain read's error (SchemaMismatchError) raised as the staged plan's QueryError",
            (ERROR,)),
+    Mutant("speed-fast-sums-light-past-the-rows", "speed", FAST,
+           "light_sums(aggs, lf.collect_schema(), FAST_ROWS)",
+           "light_sums(aggs, lf.collect_schema(), 0)",
+           "the fast path's 128-bit sums taken in BIGINT whatever the bound on the rows: a "
+           "group of 2^63 // B rows or more could wrap", (LIGHT,)),
+    Mutant("speed-fast-sums-light-after-explode", "speed", FAST,
+           "        bounded = bounded and _bounded(op)\n", "        pass\n",
+           "the fast path's 128-bit sums taken in BIGINT after a step that may make more rows "
+           "than FAST_ROWS (an explode)", (LIGHT,)),
+    Mutant("speed-fast-sums-projection-unchecked", "speed", FAST,
+           "        return all(is_rowwise(to_tree(e)) for e in op.exprs)\n",
+           "        return True\n",
+           "a projection that explodes a list taken for one that keeps the rows", (LIGHT,)),
 ]

@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 
 import hfq
 import hfq.engine.execute as execute
-from hfq.engine import fastagg, fastpath
+from hfq.engine import aggs, fastagg, fastpath
+from hfq.engine.exprs import empty_lazy
+from hfq.engine.ops import Aggregate, Filter, Select
 from hfq.errors import CorruptPartitionError, QueryError, SchemaMismatchError
 from hfq.schema import DOUBLE, INT, LONG, SYMBOL, TIME_NS, Schema
 from tests.query.oracle import assert_same
@@ -245,6 +247,65 @@ def test_an_overflowing_sum_is_refused_on_the_fast_path_too(
         _general(db, text, monkeypatch)
     # A's: I64 - 1 - I64 + 5, no overflow in the end
     assert db.sql("SELECT sum(big) AS s FROM q WHERE symbol = 'A'").collect()["s"][0] == 4
+
+
+@pytest.mark.parametrize("span", [2**63, 2**34])   # 2^34: 8 rows of INT may leave BIGINT
+@pytest.mark.parametrize("text", [
+    "SELECT time, sum(sz) AS v, sum(big) AS b, avg(sz) AS a, count(*) AS n FROM q "
+    "WHERE symbol = 'A' GROUP BY time ORDER BY time",
+    "SELECT sz > 0 AS up, sum(sz) AS v, sum(CAST(sz AS BIGINT) - 1) AS w, "
+    "sum(px * sz) / sum(sz) AS vwap FROM q WHERE symbol IN ('A', 'C') GROUP BY up ORDER BY up",
+])
+def test_grouped_sums_on_the_fast_path_are_duckdbs(
+        db: hfq.Database, duck: duckdb.DuckDBPyConnection, taken: list[bool],
+        monkeypatch: pytest.MonkeyPatch, span: int, text: str) -> None:
+    # INT extremes (2^31 - 1 and -2^31 in A's groups) summed in BIGINT on frames too short
+    # to leave it, BIGINT values (2^63 - 1 and -2^63 in A's) always in 128 bits
+    monkeypatch.setattr(aggs, "SPAN", span)
+    fastpath._SEEN.clear()   # (the steps are kept per plan: made again under this SPAN)
+    got = db.sql(_sql(text, "hfq")).collect().with_columns(pl.col(pl.Time).to_physical())
+    assert taken == [True]
+    assert_same(got, duck.sql(_sql(text, "duck")).pl(), ordered=True, what=text)
+
+
+def test_a_grouped_sum_that_leaves_bigint_is_an_error_on_the_fast_path(
+        db: hfq.Database, taken: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "SELECT symbol, sum(big) AS s FROM q WHERE symbol = 'O' GROUP BY symbol"
+    with pytest.raises(QueryError, match="overflow"):
+        db.sql(text).collect()
+    assert taken == [True]
+
+
+def _planned(ops: list, schema: pl.Schema) -> str:
+    """The polars plan of the fast path's steps for ``ops`` over frames of ``schema``."""
+    lf = empty_lazy(schema)
+    for step in fastpath._steps(ops, schema):
+        lf = step(lf)
+    return lf.explain(optimized=False)
+
+
+def test_the_fast_paths_sums_are_bigint_only_where_no_group_can_leave_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = pl.Schema({"k": pl.Int64, "sz": pl.Int32, "big": pl.Int64,
+                        "v": pl.List(pl.Int32)})
+    wide = pl.col("sz").cast(pl.Int64)
+    agg = Aggregate((pl.col("k"),), (wide.cast(pl.Decimal(38, 0)).sum().alias("s"),
+                                     pl.col("big").cast(pl.Decimal(38, 0)).sum().alias("b")))
+    light = 'col("sz").cast(Int64).sum().strict_cast(Decimal(38, 0))'
+    full = 'col("sz").cast(Int64).strict_cast(Decimal(38, 0)).sum()'
+    plan = _planned([agg], schema)
+    assert light in plan and full not in plan, plan
+    assert 'col("big").strict_cast(Decimal(38, 0)).sum()' in plan   # (no bound: 128 bits)
+    # at most FAST_ROWS rows: in BIGINT while fewer than SPAN // 2^31 rows cannot leave it
+    monkeypatch.setattr(aggs, "SPAN", (fastpath.FAST_ROWS + 1) * 2**31)
+    assert light in _planned([agg], schema)
+    monkeypatch.setattr(aggs, "SPAN", fastpath.FAST_ROWS * 2**31)
+    assert full in _planned([agg], schema)
+    monkeypatch.undo()
+    # after a step that may make more rows than it reads (an explode): 128 bits
+    exploded = Select((pl.col("k"), pl.col("v").explode().alias("sz"), pl.col("big")))
+    for before, want in ((exploded, full), (Filter(pl.col("k") > 0), light)):
+        assert want in _planned([before, agg], schema), before
 
 
 @pytest.mark.parametrize("text", [

@@ -433,6 +433,39 @@ def test_lighten_drops_only_filters_true_on_every_row_and_wraps_only_short_sums(
         assert big.head(n).select(e).item() == sum_
 
 
+def test_an_aggregates_forms_are_kept_only_where_the_schema_alone_decides_them(monkeypatch):
+    # Aggregate._prepared keeps its lightened, widened forms per op and input schema; they
+    # must not be served to a frame whose rows decide otherwise
+    monkeypatch.setattr(aggs, "SPAN", 2**44)   # kept under 16 rows; an INT sum light < 8192
+    total = pl.col("a").cast(pl.Int64).cast(pl.Decimal(38, 0)).sum().alias("t")
+    op = ops.Aggregate((pl.col("g"),), (total,))
+    light, full = "Int64).sum().strict_cast(Decimal", "Decimal(38, 0)).sum()"
+
+    def run(frame: pl.DataFrame) -> tuple[str, pl.DataFrame]:
+        out = op.apply(frame.lazy())
+        return out.explain(optimized=False), out.collect()
+
+    short = pl.DataFrame({"g": [1, 1, 2], "a": [2**31 - 1, 2**31 - 1, -(2**31)]},
+                         schema={"g": pl.Int64, "a": pl.Int32})
+    long = pl.concat([short] * 3000)   # 9,000 rows: past 8192, an INT sum in 128 bits
+    for frame, form in ((short, light), (long, full), (short, light), (long, full)):
+        plan, got = run(frame)
+        assert form in plan, (frame.height, plan)
+        assert_same(got, frame.group_by("g").agg(pl.col("a").cast(pl.Int64).sum()
+                                                 .cast(pl.Decimal(38, 0)).alias("t")))
+    # another schema: its own forms (a BIGINT column is never light)
+    plan, _ = run(short.with_columns(pl.col("a").cast(pl.Int64)))
+    assert light not in plan and full in plan, plan
+    # a filter lighten drops where it keeps every row is looked at on every frame
+    flagged = ops.Aggregate((pl.col("g"),), (pl.col("a").cast(pl.Int64).filter(pl.col("f"))
+                                             .sum().alias("t"),))
+    for flags, want in (([True, True, True], [2**32 - 2, -(2**31)]),
+                        ([True, False, True], [2**31 - 1, -(2**31)])):
+        frame = short.with_columns(f=pl.Series(flags))
+        got = flagged.apply(frame.lazy()).collect().sort("g")
+        assert got["t"].to_list() == want, (flags, got)
+
+
 @pytest.mark.parametrize("fn", ["sum", "avg", "count"])
 def test_a_running_range_frame_without_nulls_rolls_over_the_key_itself(db, duck, tied, fn):
     # tied: no NULL key or value -- b's chosen form (a TIME key) neither fills NULL keys nor
