@@ -393,10 +393,14 @@ def _steps(ops: Sequence[Op], schema: pl.Schema) -> list[Step]:
 
 
 def _bounded(op: Op) -> bool:
-    """Does ``op`` give at most the rows it reads (a projection: only row-wise values)?"""
+    """Does ``op`` give at most the rows it reads (a projection: only row-wise values; an
+    aggregate: one row per group -- without keys its expressions may make any number of
+    rows, ``repeat_by(n).explode()``)?"""
     if isinstance(op, (Select, WithColumns)):
         return all(is_rowwise(to_tree(e)) for e in op.exprs)
-    return isinstance(op, (Filter, Aggregate, Rename, Sort, Slice, TopN, Unique))
+    if isinstance(op, Aggregate):
+        return bool(op.keys)
+    return isinstance(op, (Filter, Rename, Sort, Slice, TopN, Unique))
 
 
 def _aggregate(op: Aggregate, aggs: list[pl.Expr]) -> Step:

@@ -121,6 +121,11 @@ MUTANTS: list[Mutant] = [
            "        bounded = bounded and _bounded(op)\n", "        pass\n",
            "the fast path's 128-bit sums taken in BIGINT after a step that may make more rows "
            "than FAST_ROWS (an explode)", (LIGHT,)),
+    Mutant("speed-fast-sums-light-after-keyless-aggregate", "speed", FAST,
+           "        return bool(op.keys)\n", "        return True\n",
+           "an aggregate without keys (whose expressions may make any number of rows: "
+           "repeat_by(n).explode()) taken for one that gives at most the rows it reads",
+           (LIGHT,)),
     Mutant("speed-fast-sums-projection-unchecked", "speed", FAST,
            "        return all(is_rowwise(to_tree(e)) for e in op.exprs)\n",
            "        return True\n",

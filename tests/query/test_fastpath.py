@@ -249,7 +249,6 @@ def test_an_overflowing_sum_is_refused_on_the_fast_path_too(
     assert db.sql("SELECT sum(big) AS s FROM q WHERE symbol = 'A'").collect()["s"][0] == 4
 
 
-@pytest.mark.parametrize("span", [2**63, 2**34])   # 2^34: 8 rows of INT may leave BIGINT
 @pytest.mark.parametrize("text", [
     "SELECT time, sum(sz) AS v, sum(big) AS b, avg(sz) AS a, count(*) AS n FROM q "
     "WHERE symbol = 'A' GROUP BY time ORDER BY time",
@@ -258,11 +257,10 @@ def test_an_overflowing_sum_is_refused_on_the_fast_path_too(
 ])
 def test_grouped_sums_on_the_fast_path_are_duckdbs(
         db: hfq.Database, duck: duckdb.DuckDBPyConnection, taken: list[bool],
-        monkeypatch: pytest.MonkeyPatch, span: int, text: str) -> None:
-    # INT extremes (2^31 - 1 and -2^31 in A's groups) summed in BIGINT on frames too short
-    # to leave it, BIGINT values (2^63 - 1 and -2^63 in A's) always in 128 bits
-    monkeypatch.setattr(aggs, "SPAN", span)
-    fastpath._SEEN.clear()   # (the steps are kept per plan: made again under this SPAN)
+        text: str) -> None:
+    # INT extremes (2^31 - 1 and -2^31 in A's groups) summed in BIGINT (the form, where no
+    # group can leave BIGINT, is the next tests'), BIGINT values (2^63 - 1 and -2^63 in A's)
+    # in 128 bits
     got = db.sql(_sql(text, "hfq")).collect().with_columns(pl.col(pl.Time).to_physical())
     assert taken == [True]
     assert_same(got, duck.sql(_sql(text, "duck")).pl(), ordered=True, what=text)
@@ -304,7 +302,11 @@ def test_the_fast_paths_sums_are_bigint_only_where_no_group_can_leave_it(
     monkeypatch.undo()
     # after a step that may make more rows than it reads (an explode): 128 bits
     exploded = Select((pl.col("k"), pl.col("v").explode().alias("sz"), pl.col("big")))
-    for before, want in ((exploded, full), (Filter(pl.col("k") > 0), light)):
+    repeated = Aggregate((), (pl.col("k").first(), pl.col("sz").repeat_by(3).explode(),
+                              pl.col("big").first()))   # (no keys: any number of rows)
+    grouped = Aggregate((pl.col("k"),), (pl.col("sz").first(), pl.col("big").first()))
+    for before, want in ((exploded, full), (repeated, full), (Filter(pl.col("k") > 0), light),
+                         (grouped, light)):
         assert want in _planned([before, agg], schema), before
 
 
