@@ -9,6 +9,7 @@ on replicas.
 from __future__ import annotations
 
 import functools
+import gc
 import operator
 import os
 import threading
@@ -151,9 +152,19 @@ def test_rows_a_server_sends_are_kept_over_memory_arrow_owns(db):
     quotes = db["quotes"]
     scan = quotes.session.plan_read(quotes.snapshot(), where=pl.col("bid") > 0)   # decoded rows
     assert not any(ships_encoded(scan.spec, u) for u in scan.plan.units)
-    before = pa.total_allocated_bytes()
     from hfq.engine.read import PlainRead
-    tables = [t for t in PlainRead(quotes.session, scan).iter_arrow() if t.num_rows]
+    # earlier tests' garbage freed first, none freed while the rows arrive: the pool's growth
+    # is the rows kept (a collection during the read freed 4.7 kB of older buffers: 569,280
+    # bytes grown for 574,002 kept, a CI run of 85cd2a7); over the object store's memory it
+    # would not grow at all (a tenth of slack for an older buffer freed by its last reference)
+    gc.collect()
+    gc.disable()
+    try:
+        before = pa.total_allocated_bytes()
+        tables = [t for t in PlainRead(quotes.session, scan).iter_arrow() if t.num_rows]
+        grown = pa.total_allocated_bytes() - before
+    finally:
+        gc.enable()
     sent = sum(t.nbytes for t in tables)
     assert sent > 0
-    assert pa.total_allocated_bytes() - before >= sent
+    assert grown >= sent - sent // 10, (grown, sent)
