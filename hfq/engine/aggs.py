@@ -35,7 +35,8 @@ from hfq.engine.exprs import (
 )
 
 __all__ = ["HEAVY", "LIGHT", "LIGHTER", "SCALED", "SPAN", "AggPlan", "decompose", "light_sums",
-           "lighten", "lighter", "may_lighten", "sums_light_over", "widen"]
+           "lighten", "lighten_looks_at_rows", "lighter", "may_lighten", "sums_light_over",
+           "widen"]
 
 F64 = pl.Float64
 SCALED = 2.0 ** -600
@@ -512,8 +513,13 @@ def _bound(tree: Tree, schema: pl.Schema) -> int | None:
 
 def may_lighten(expr: pl.Expr) -> bool:
     """Whether :func:`lighten` could change ``expr`` (a filter, a 128-bit sum)."""
-    text = str(expr)
-    return ".filter(" in text or "Decimal(38, 0)" in text
+    return lighten_looks_at_rows(expr) or "Decimal(38, 0)" in str(expr)
+
+
+def lighten_looks_at_rows(expr: pl.Expr) -> bool:
+    """Whether :func:`lighten`'s form of ``expr`` depends on a frame's values, not only its
+    schema and height: a filter, dropped where it keeps every row."""
+    return ".filter(" in str(expr)
 
 
 def _light_sum(tree: Tree, schema: pl.Schema) -> tuple[pl.Expr, int] | None:

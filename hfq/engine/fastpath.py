@@ -382,9 +382,9 @@ def _steps(ops: Sequence[Op], schema: pl.Schema) -> list[Step]:
     bounded = True   # (no step so far makes more rows than it reads)
     for op in ops:
         if isinstance(op, Aggregate):
-            aggs = [widen(a, lf.collect_schema()) for a in op.aggs]
-            steps.append(_aggregate(op, light_sums(aggs, lf.collect_schema(), FAST_ROWS)
-                                    if bounded else aggs))
+            here = lf.collect_schema()
+            aggs = [widen(a, here) for a in op.aggs]
+            steps.append(_aggregate(op, light_sums(aggs, here, FAST_ROWS) if bounded else aggs))
         else:
             steps.append(op.apply)
         bounded = bounded and _bounded(op)

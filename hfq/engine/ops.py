@@ -16,7 +16,15 @@ from typing import Any
 
 import polars as pl
 
-from hfq.engine.aggs import HEAVY, AggPlan, lighten, may_lighten, sums_light_over, widen
+from hfq.engine.aggs import (
+    HEAVY,
+    AggPlan,
+    lighten,
+    lighten_looks_at_rows,
+    may_lighten,
+    sums_light_over,
+    widen,
+)
 from hfq.engine.exprs import (
     CHOICE,
     LARGE_CHOICE,
@@ -419,7 +427,7 @@ class Aggregate(Op):
         kept = None if which is None else _PREPARED.get(self, *key)
         if kept is None:
             kept = [any(may_lighten(a) for a in chosen),
-                    not any(".filter(" in str(a) for a in chosen), None]
+                    not any(lighten_looks_at_rows(a) for a in chosen), None]
             if which is not None:
                 _PREPARED.put(self, kept, *key)
         light, static, prepared = kept

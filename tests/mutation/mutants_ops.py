@@ -235,7 +235,7 @@ MUTANTS: list[Mutant] = [
            "an aggregate's forms lightened over a short frame served to a long one: a group of "
            "2^63 // B rows or more could wrap", (KEPT,)),
     Mutant("ops-prepared-filters-kept", "query-speed", "hfq/engine/ops.py",
-           "                    not any(\".filter(\" in str(a) for a in chosen), None]\n",
+           "                    not any(lighten_looks_at_rows(a) for a in chosen), None]\n",
            "                    True, None]\n",
            "a FILTER dropped over a frame where it kept every row, then dropped on every frame "
            "after (a sum over the rows it should leave out)", (KEPT,)),

@@ -113,8 +113,7 @@ MUTANTS: list[Mutant] = [
            "a plain read's error (SchemaMismatchError) raised as the staged plan's QueryError",
            (ERROR,)),
     Mutant("speed-fast-sums-light-past-the-rows", "speed", FAST,
-           "light_sums(aggs, lf.collect_schema(), FAST_ROWS)",
-           "light_sums(aggs, lf.collect_schema(), 0)",
+           "light_sums(aggs, here, FAST_ROWS)", "light_sums(aggs, here, 0)",
            "the fast path's 128-bit sums taken in BIGINT whatever the bound on the rows: a "
            "group of 2^63 // B rows or more could wrap", (LIGHT,)),
     Mutant("speed-fast-sums-light-after-explode", "speed", FAST,

@@ -267,7 +267,7 @@ def test_grouped_sums_on_the_fast_path_are_duckdbs(
 
 
 def test_a_grouped_sum_that_leaves_bigint_is_an_error_on_the_fast_path(
-        db: hfq.Database, taken: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+        db: hfq.Database, taken: list[bool]) -> None:
     text = "SELECT symbol, sum(big) AS s FROM q WHERE symbol = 'O' GROUP BY symbol"
     with pytest.raises(QueryError, match="overflow"):
         db.sql(text).collect()
