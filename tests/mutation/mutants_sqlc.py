@@ -541,8 +541,8 @@ MUTANTS: list[Mutant] = [
            "log10 as polars' ln(x) / ln(10): log10(1000) = 2.9999999999999996, floor 2, "
            "DuckDB 3 (F81)", ("tests/sql/test_findings.py::test_finding[F81]",)),
     Mutant("sqlc-corr-infinite-variance", AREA, SQL + "aggregates.py",
-           "            r = pl.when(vx.is_infinite() | vy.is_infinite()).then(",
-           "            r = pl.when(pl.lit(False)).then(",
+           "        r = pl.when(vx.is_infinite() | vy.is_infinite()).then(",
+           "        r = pl.when(pl.lit(False)).then(",
            "corr where a variance leaves DOUBLE's range by polars' corr (0.0): DuckDB's "
            "co-moment leaves it too, NaN (F82)",
            ("tests/sql/test_findings.py::test_finding[F82]",)),
@@ -677,8 +677,8 @@ MUTANTS: list[Mutant] = [
            "regr_intercept NaN (DuckDB NULL) (F100)",
            ("tests/sql/test_findings.py::test_finding[F100]",)),
     Mutant("sqlc-corr-zero-spread", AREA, SQL + "aggregates.py",
-           "            spread = vx.sqrt() * vy.sqrt() != 0",
-           "            spread = vx.sqrt() * vy.sqrt() == vx.sqrt() * vy.sqrt()",
+           "        spread = vx.sqrt() * vy.sqrt() != 0",
+           "        spread = vx.sqrt() * vy.sqrt() == vx.sqrt() * vy.sqrt()",
            "corr as cov / (std_x * std_y) where a variance underflows to 0: inf (DuckDB NaN) "
            "(F103)",
            ("tests/sql/test_findings.py::test_finding[F103]",)),
@@ -917,11 +917,51 @@ MUTANTS: list[Mutant] = [
            "cannot throw) and answers; hfq raised (F104)",
            ("tests/sql/test_pushdown.py::test_conjuncts_duckdb_pushes_answer",)),
     Mutant("sqlc-co-moment-past-range-answered", AREA, SQL + "aggregates.py",
-           "        wide = (n >= 2) & _finite(y, x) & ~spread & moment.is_infinite()",
-           "        wide = pl.lit(False) & ~spread & moment.is_infinite()",
+           "        wide = (n >= 2) & _finite(y, x) & ~spread & \\\n",
+           "        wide = pl.lit(False) & ~spread & \\\n",
            "covar_samp whose co-moment leaves DOUBLE's range answered with the scaled "
            "covariance's finite value, where DuckDB gives +inf or -inf by the row order (F125)",
            ("tests/sql/test_findings.py::test_finding[F125]",)),
+    Mutant("sqlc-covariance-scales-both-sides", AREA, SQL + "aggregates.py",
+           "    wy, wx = _wide(y), _wide(x)\n",
+           "    wy = wx = pl.lit(True)\n",
+           "a covariance past DOUBLE's sums computed over both sides scaled by 2^-600: a y near "
+           "1e-299 beside an x near DBL_MAX fell to 0, and covar_samp answered 0.0 where "
+           "DuckDB answers 4.2e8 (F146)",
+           ("tests/sql/test_findings.py::test_finding[F146]",
+            "tests/sql/test_findings.py::test_finding[F146b]")),
+    Mutant("sqlc-offset-check-stddev-underflow-skipped", AREA, SQL + "aggregates.py",
+           "        return pl.when(plain[1] == 0).then(up[k])",
+           "        return pl.when(plain[1] < 0).then(up[k])",
+           "F134's offset check skipped where a side's squared deviations underflow (values "
+           "near 1e-299, 1e-312 apart, beside DBL_MAX): covar_pop answered rounding noise "
+           "6e-4 of itself away from DuckDB's (F146c)",
+           ("tests/sql/test_findings.py::test_finding[F146c]",)),
+    Mutant("sqlc-covariance-negative-wide-side-missed", AREA, SQL + "aggregates.py",
+           "    return (x.nan_max() > LIGHT) | (x.min() < -LIGHT)\n",
+           "    return x.nan_max() > LIGHT\n",
+           "a side wide only in its negative values (-DBL_MAX) not seen as wide: both sides "
+           "scaled, the small one fell to 0 and covar answered 0.0 (F146b, the review)",
+           ("tests/sql/test_findings.py::test_finding[F146b]",)),
+    Mutant("sqlc-co-moment-one-product-past-range-answered", AREA, SQL + "aggregates.py",
+           "            (moment.is_infinite() | product.is_infinite()) & ((y != x).sum() > 0)",
+           "            moment.is_infinite() & ((y != x).sum() > 0)",
+           "a product of deviations past DOUBLE whose sum cancels into it answered (-2e307) "
+           "where DuckDB's running co-moment gives -inf (F147)",
+           ("tests/sql/test_findings.py::test_finding[F147]",)),
+    Mutant("sqlc-regr-r2-square-overflows", AREA, SQL + "aggregates.py",
+           "                    .otherwise(r.pow(2))",
+           "                    .otherwise(cxy * cxy / (vx * vy))",
+           "regr_r2 as cxy^2 / (vx vy): inf / inf, NaN, where DuckDB squares its corr, 0.0 "
+           "(F148)",
+           ("tests/sql/test_findings.py::test_finding[F148]",)),
+    Mutant("sqlc-null-constant-only-literal", AREA, SQL + "literals.py",
+           "    if e.meta.root_names():\n        return False\n    try:\n        values =",
+           "    if not e.meta.is_literal(allow_aliasing=True):\n        return False\n"
+           "    try:\n        values =",
+           "x = CAST(NULL AS TIMESTAMP) not seen as a comparison with NULL: arg_max over "
+           "nullif(ts0, it) read memory past a one-row group's end (F149)",
+           ("tests/sql/test_findings.py::test_finding[F149]",)),
     Mutant("sqlc-corr-deviation-from-overflowed-mean", AREA, SQL + "aggregates.py",
            "    mean = pl.when(x.mean().is_infinite()).then((x * _DOWN).mean() * _UP) \\\n"
            "        .otherwise(x.mean())\n",

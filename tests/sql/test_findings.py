@@ -398,10 +398,77 @@ CASES: list[Case] = [
                          (20, D1, "C", 0.25, None, 0), (-5, D1, "C", -2.5, None, -3)])],
          refusal_ok=True,
          refuses=r"(covar_samp|covar_pop|regr_sxy|regr_slope) where the sum of the "
-                 r"deviations' products leaves DOUBLE",
+                 r"deviations' products, or one of them, leaves DOUBLE",
          note="spreads inside DOUBLE (1e300, 4.3e9) but the co-moment 5.4e308 past it: DuckDB "
               "+inf or -inf by the row order, hfq gave the finite 1.79e308 of the scaled "
               "covariance: refused by name (2-node fuzz seed 101, dataset 102057)"),
+    *[Case(f"F146{suffix}", sql,
+           [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                      [(1, D1, "A", 2.5, 8e-300), (2, D1, "A", 1.7976931348623157e308, 1.4e-299),
+                       (3, D1, "A", 2.5, 7e-300), (4, D1, "A", 1.7976931348623157e308, 1.5e-299),
+                       (5, D1, "B", -3e-299, 1e308), (6, D2, "B", 1e-300, 1.7e308),
+                       (7, D2, "B", 5e-300, 1.6e308), (8, D1, "C", 1.5, 2.0),
+                       (9, D2, "C", 1.75, 2.5), (10, D1, "D", -2.5, 8e-300),
+                       (11, D1, "D", -1.7976931348623157e308, 1.4e-299),
+                       (12, D1, "D", -2.5, 7e-300),
+                       (13, D1, "D", -1.7976931348623157e308, 1.5e-299)])],
+           note="a covariance of values past DOUBLE's sums (DBL_MAX) beside values near 1e-299: "
+                "hfq scaled both sides by 2^-600 where polars' was NaN, and the small side "
+                "fell to 0 (answer 0.0, DuckDB's 3.6e8): now only a side with a value past "
+                "2^480 is scaled (fuzz seed 439, case 439091)")
+      for suffix, sql in (
+          ("", "SELECT covar_samp(d0, d1) AS c, covar_pop(d1, d0) AS p, regr_sxy(d0, d1) AS s, "
+               "corr(d0, d1) AS k FROM t WHERE sym = 'A'"),
+          ("b", "SELECT sym, covar_samp(d1, d0) AS c, covar_pop(d0, d1) AS p, "
+                "regr_sxy(d1, d0) AS s, regr_slope(d1, d0) AS r, regr_intercept(d0, d1) AS i, "
+                "corr(d1, d0) AS k FROM t GROUP BY sym"))],
+    Case("F146d", "SELECT corr(d0, d1) AS k, regr_r2(d0, d1) AS r FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 1e112, 1e205), (2, D1, "A", -1e112, 1.01e205),
+                     (3, D2, "A", 1e112, 1.02e205), (4, D2, "A", -1e112, 1.03e205)])],
+         note="the covariance past DOUBLE's range (co-moment 1e317) with both spreads inside "
+              "it: DuckDB's corr and regr_r2 are NaN, and so are hfq's (F134's check reads "
+              "|r| as at most 1 there; it refused them when it took r over both sides "
+              "scaled: F146's review)"),
+    Case("F147", "SELECT covar_pop(d1, d0) AS c, covar_samp(d0, d1) AS s, "
+                 "regr_sxy(d1, d0) AS x, regr_slope(d1, d0) AS r, regr_intercept(d1, d0) AS i "
+                 "FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", 0.8e308, 1e10), (2, D1, "A", -0.8e308, 1e10),
+                     (3, D1, "A", 0.8e308, -1e10), (4, D1, "A", -0.8e308, -1e10 + 1)])],
+         refusal_ok=True,
+         refuses=r"(covar_pop|covar_samp|regr_sxy|regr_slope|regr_intercept) where the sum of "
+                 r"the deviations' products, or one of them, leaves DOUBLE",
+         note="one product of deviations past DOUBLE (8e307 x 1e10) whose sum cancels into "
+              "it: DuckDB's running co-moment meets -inf (-inf, -inf, -inf, NaN, NULL); hfq "
+              "answered -2e307 over the scaled pairs: refused by name (F146's review)"),
+    Case("F148", "SELECT regr_r2(d1, d0) AS a, regr_r2(d0, d1) AS b FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(1, D1, "A", -0.0, 5e-324), (2, D2, "A", 1.7976931348623157e308, 1.0)])],
+         note="regr_r2 is DuckDB's corr squared: corr is 0.0 here (a variance past DOUBLE's "
+              "range), where hfq's cxy^2 / (vx vy) was inf / inf, NaN (F146's review)"),
+    Case("F146c", "SELECT covar_pop(d0, d1) AS c FROM t",
+         [TableSpec("t", [*T3, ("d0", "DOUBLE"), ("d1", "DOUBLE")], ("date",), (),
+                    [(k, D1, "A", (2.5, 1.7976931348623157e308)[k % 2],
+                      1e-299 * (1 + (k * 7 % 5) * 1e-13)) for k in range(8)])],
+         refusal_ok=True, refuses=r"covar_pop over values whose offset dwarfs their spread",
+         note="F134's offset check over F146's pairs: y near 1e-299, 1e-312 apart (offset / "
+              "stddev 1e13), beside an x of DBL_MAX: the check scaled y to 0 with x and let "
+              "the covariance's rounding through"),
+    Case("F149", "SELECT ARG_MAX(NULLIF(ts0, CAST(NULL AS TIMESTAMP)), CAST(id AS DOUBLE)) AS a, "
+                 "ARG_MIN(NULLIF(id, NULL + 1), ts0) AS b FROM t GROUP BY time",
+         [TableSpec("t", [*T3, ("time", "TIMESTAMP"), ("ts0", "TIMESTAMP")], ("date",), (),
+                    [(12, dt.date(2024, 1, 7), "A", dt.datetime(2024, 1, 7),
+                      dt.datetime(2024, 1, 5, 9, 30, 1)),
+                     (11, dt.date(2024, 1, 7), "A", dt.datetime(2024, 1, 7),
+                      dt.datetime(2024, 1, 5, 10)),
+                     (-3, D1, "A", dt.datetime(2024, 1, 5, 23, 59, 59),
+                      dt.datetime(2024, 1, 5, 9, 30, 0, 123456))])],
+         note="nullif against a NULL cast to TIMESTAMP (NULL.dt.cast_time_unit(), not a "
+              "literal): polars (2.1) makes x = NULL a NULL of the wrong length inside a "
+              "group, and arg_max's sort_by over it read memory past the one-row group's end "
+              "(1.4e14, a new value on each run) -- F84's rule now holds for any NULL constant "
+              "(fuzz seed 449, case 449187)"),
     Case("F102", "SELECT id, sum(d0) OVER (ORDER BY tm0 RANGE BETWEEN INTERVAL '90 minutes' "
                  "PRECEDING AND CURRENT ROW) AS w FROM t",
          [TableSpec("t", [*T3, ("tm0", "TIME"), ("d0", "DOUBLE")], ("date",), (),

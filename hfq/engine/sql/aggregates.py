@@ -18,7 +18,7 @@ from collections.abc import Callable
 import polars as pl
 from sqlglot import exp
 
-from hfq.engine.aggs import SCALED
+from hfq.engine.aggs import LIGHT, SCALED
 from hfq.engine.exprs import empty_lazy, every_row, fail_where, may_raise, raised
 from hfq.engine.joins import AsofJoin, Join, WindowJoin
 from hfq.engine.ops import Aggregate, Unique, choice
@@ -489,25 +489,15 @@ class Agg(Plain):
             return self._offset(name, self._co_moment(name, out, y, xx, n, node), y, xx, n,
                                 node)
         cxy = _covariance(y, xx, 0)
-        if name == "corr":   # NaN without spread (one pair, a constant) or with inf/NaN
-            r = pl.corr(y, xx)
-            # (polars' NaN from products past DOUBLE's range: DuckDB's formula, the
-            # covariance over the product of the deviations, each +inf past the range -- so
-            # inf / inf is NaN where the deviations' squares overflow, F80)
-            r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)
-            # a variance past DOUBLE's range (polars' corr gave 0.0): DuckDB's formula too,
-            # its co-moment +-inf (so NaN) when a product of the deviations leaves the range,
-            # else cov / inf = +-0.0 (F82)
-            wide = _deviation(xx) * _deviation(y)
-            r = pl.when(vx.is_infinite() | vy.is_infinite()).then(
-                pl.when(wide.is_infinite()).then(_NAN)
-                .otherwise(cxy / (vx.sqrt() * vy.sqrt()))).otherwise(r)
-            # DuckDB's NaN also where stddev_pop(x) * stddev_pop(y) is 0 without a constant:
-            # a variance underflowing (x = 5e-324, 0.0), where cov / 0 gave inf
-            spread = vx.sqrt() * vy.sqrt() != 0
-            return self._offset(name, pl.when(n > 0).then(
-                pl.when(_finite(y, xx) & ~_flat(y, xx) & spread).then(r).otherwise(_NAN)),
-                y, xx, n, node)
+        if name in ("corr", "regr_r2"):
+            # regr_r2 is DuckDB's corr squared (NULL where var_pop(x) is 0, 1 where only
+            # var_pop(y) is): cxy^2 / (vx vy) was inf / inf, NaN, where cxy^2 leaves
+            # DOUBLE's range and DuckDB's corr is 0.0 (F148)
+            r = self._corr(y, xx, n, vx, vy, cxy)
+            if name == "regr_r2":
+                r = pl.when((n == 0) | (vx == 0)).then(None).when(vy == 0).then(1.0) \
+                    .otherwise(r.pow(2))
+            return self._offset(name, r, y, xx, n, node)
         # the slope's x-variance by the covariance's own kernel, cov(x, x): polars' grouped
         # var and cov round apart (1.02481911425164890e18 and ...902e18 for 2147483647,
         # 2147483647, 0), so y = x - 2 had a slope an ulp off 1 and an intercept
@@ -523,11 +513,30 @@ class Agg(Plain):
             out = pl.when((n > 0) & slope.is_not_nan()).then(y.mean() - slope * xx.mean())
             return self._offset(name, self._co_moment(name, out, y, xx, n, node), y, xx, n,
                                 node)
-        if name == "regr_r2":
-            return self._offset(name, pl.when((n == 0) | (vx == 0)).then(None)
-                                .when(vy == 0).then(1.0).otherwise(cxy * cxy / (vx * vy)),
-                                y, xx, n, node)
         raise unsupported(node, f"aggregate {name}()")   # pragma: no cover
+
+    @staticmethod
+    def _corr(y: pl.Expr, x: pl.Expr, n: pl.Expr, vx: pl.Expr, vy: pl.Expr, cxy: pl.Expr
+              ) -> pl.Expr:
+        """DuckDB's corr(y, x): NULL over no pair, NaN without spread (one pair, a
+        constant) or with inf/NaN, else the correlation."""
+        r = pl.corr(y, x)
+        # (polars' NaN from products past DOUBLE's range: DuckDB's formula, the
+        # covariance over the product of the deviations, each +inf past the range -- so
+        # inf / inf is NaN where the deviations' squares overflow, F80)
+        r = pl.when(r.is_nan()).then(cxy / (vx.sqrt() * vy.sqrt())).otherwise(r)
+        # a variance past DOUBLE's range (polars' corr gave 0.0): DuckDB's formula too,
+        # its co-moment +-inf (so NaN) when a product of the deviations leaves the range,
+        # else cov / inf = +-0.0 (F82)
+        wide = _deviation(x) * _deviation(y)
+        r = pl.when(vx.is_infinite() | vy.is_infinite()).then(
+            pl.when(wide.is_infinite()).then(_NAN)
+            .otherwise(cxy / (vx.sqrt() * vy.sqrt()))).otherwise(r)
+        # DuckDB's NaN also where stddev_pop(x) * stddev_pop(y) is 0 without a constant:
+        # a variance underflowing (x = 5e-324, 0.0), where cov / 0 gave inf
+        spread = vx.sqrt() * vy.sqrt() != 0
+        return pl.when(n > 0).then(
+            pl.when(_finite(y, x) & ~_flat(y, x) & spread).then(r).otherwise(_NAN))
 
     def _co_moment(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
                    node: exp.Expression) -> pl.Expr:
@@ -537,7 +546,9 @@ class Agg(Plain):
         merge of partial states adds them) or ``inf - inf`` (NaN), by the row order and the
         merge (F101); and where the co-moment leaves the range with the spreads inside it
         (F125), unless y and x are the same values (covar_pop(x, x) is +inf in every
-        order)."""
+        order); and so where a product of two deviations may leave it, the spreads' product
+        past it: DuckDB's running co-moment then meets +-inf (and NaN after it) even where
+        the whole sum cancels into the range, as hfq's does (F147)."""
         spread = _spread_past_double(y, x)
         bad = (n >= 2) & _finite(y, x) & spread
         out = self.fail(out, bad, node, f"{name} where the pairs' spread leaves DOUBLE's "
@@ -545,12 +556,16 @@ class Agg(Plain):
                                         "row order and how it merges them) is not supported")
         # the co-moment (the sum of the deviations' products) past DOUBLE's range with
         # spreads inside it: DuckDB's running sum reaches +inf or -inf by the order of the
-        # products' signs (F125) -- except when y and x are the same values (squares: +inf)
+        # products' signs (F125) -- except when y and x are the same values (squares: +inf);
+        # one product past the range gives +-inf or NaN by the order too (F147)
         moment = pl.cov(y * _DOWN, x * _DOWN, ddof=0) * n.cast(_F64) * _UP * _UP
-        wide = (n >= 2) & _finite(y, x) & ~spread & moment.is_infinite() & ((y != x).sum() > 0)
-        return self.fail(out, wide, node, f"{name} where the sum of the deviations' products "
-                                          "leaves DOUBLE's range (DuckDB's answer, +inf or "
-                                          "-inf, depends on the row order) is not supported")
+        product = (y.nan_max() - y.min()) * (x.nan_max() - x.min())
+        wide = (n >= 2) & _finite(y, x) & ~spread & \
+            (moment.is_infinite() | product.is_infinite()) & ((y != x).sum() > 0)
+        return self.fail(out, wide, node, f"{name} where the sum of the deviations' products, "
+                                          "or one of them, leaves DOUBLE's range (DuckDB's "
+                                          "answer, +-inf or NaN, depends on the row order) is "
+                                          "not supported")
 
     def _offset(self, name: str, out: pl.Expr, y: pl.Expr, x: pl.Expr, n: pl.Expr,
                 node: exp.Expression) -> pl.Expr:
@@ -570,21 +585,9 @@ class Agg(Plain):
         x near 1e5 with a spread of 100 moved it by 6e-8 of itself while the slopes agreed to
         1e-13).  Prices (Rx in the hundreds, |r| above 1e-3) and values near 0 answer; an
         answer of 0 for a correlation of 0 answers wherever the move stays under 1e-12."""
-        def moments(s: float) -> tuple[pl.Expr, ...]:
-            """|mean x| / sd x, |mean y| / sd y, |r|, sd x, sd y over the values scaled by
-            ``s``, and whether they are all finite."""
-            xs, ys = x * s, y * s
-            sx, sy = xs.var(ddof=0).sqrt(), ys.var(ddof=0).sqrt()
-            cov = pl.cov(ys, xs, ddof=0)
-            ok = xs.mean().is_finite() & ys.mean().is_finite() & sx.is_finite() & \
-                sy.is_finite() & cov.is_finite()
-            return (xs.mean().abs() / sx, ys.mean().abs() / sy, cov.abs() / sx / sy,
-                    sx / s, sy / s, ok)
-        # in DOUBLE's range as they are, else scaled by 2^-600 (sums and squares past it:
-        # the spreads scaled back are then +inf, which no slack below outweighs)
-        plain, scaled = moments(1.0), moments(_DOWN)
-        rx, ry, r, sx, sy = (pl.when(plain[5]).then(a).otherwise(b)
-                             for a, b in zip(plain[:5], scaled[:5]))
+        (rx, sx), (ry, sy) = _spread(x), _spread(y)
+        # |r| from the covariance in real units (capped at 1 where it is past DOUBLE's range)
+        r = (_cov(y, x, 0).abs() / sx / sy).fill_nan(1.0).clip(upper_bound=1.0)
         move = _SLACK * _EPS * (rx + ry)   # the correlation's move
         answer = out.abs()
         if name == "corr":
@@ -673,14 +676,64 @@ def _covariance(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
     """DuckDB's covariance of the pairs (``y``, ``x``) without a NULL: NULL with at most
     ``ddof`` pairs; NaN when an inf or NaN is among them (DuckDB gives NaN for inf in ``y``, and
     NaN or an order-dependent +-inf for inf in ``x``: NaN here); exactly 0 for one pair or a
-    constant ``y`` or ``x``; else polars' covariance (+-inf past DOUBLE's range, as
-    :func:`_variance`)."""
+    constant ``y`` or ``x``; else :func:`_cov`."""
     n = y.count()
-    cov = pl.cov(y, x, ddof=ddof)
-    cov = pl.when(cov.is_nan()).then(pl.cov(y * _DOWN, x * _DOWN, ddof=ddof) * _UP * _UP) \
-        .otherwise(cov)
     return pl.when(n <= ddof).then(None).when(~_finite(y, x)).then(_NAN) \
-        .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(cov)
+        .when((n == 1) | _flat(y, x)).then(pl.lit(0.0)).otherwise(_cov(y, x, ddof))
+
+
+def _cov(y: pl.Expr, x: pl.Expr, ddof: int) -> pl.Expr:
+    """polars' covariance of finite pairs, +-inf past DOUBLE's range: where it is NaN, their
+    sums or products overflowed, so it is computed again over the pairs scaled by
+    :func:`_by_width` and scaled back."""
+    cov = pl.cov(y, x, ddof=ddof)
+    return pl.when(cov.is_nan()).then(_by_width(
+        y, x, lambda a, b: pl.cov(_times(y, a), _times(x, b), ddof=ddof) * (1 / a) * (1 / b))) \
+        .otherwise(cov)
+
+
+def _wide(x: pl.Expr) -> pl.Expr:
+    """Whether the finite ``x`` hold a value past ``LIGHT`` (2^480) in magnitude (from
+    :func:`_finite`'s own aggregates, as :func:`_flat`)."""
+    return (x.nan_max() > LIGHT) | (x.min() < -LIGHT)
+
+
+def _times(x: pl.Expr, s: float) -> pl.Expr:
+    return x if s == 1.0 else x * s
+
+
+def _by_width(y: pl.Expr, x: pl.Expr, make: Callable[[float, float], pl.Expr]) -> pl.Expr:
+    """``make(a, b)``: an aggregate of the pairs (``y * a``, ``x * b``), for finite pairs
+    whose sums or products leave DOUBLE's range as they are: a side with a value past 2^480
+    scaled by 2^-600 and the other left as it is where it has none (both scaled where neither
+    or both have one).  Scaling a side of small values too dropped them below DOUBLE's
+    normal range (a y near 1e-299 beside an x near DBL_MAX became 0, and so did their
+    covariance: F146); a side at most 2^480 beside one scaled to at most 2^424 keeps every
+    product and sum in range.  Each candidate is an aggregate of row-wise inputs, so the
+    engine merges it across partitions."""
+    if y.meta.eq(x):   # (cov(x, x): both sides are one)
+        return make(_DOWN, _DOWN)
+    wy, wx = _wide(y), _wide(x)
+    return pl.when(wx & ~wy).then(make(1.0, _DOWN)).when(wy & ~wx).then(make(_DOWN, 1.0)) \
+        .otherwise(make(_DOWN, _DOWN))
+
+
+def _spread(x: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """``|mean x| / stddev_pop(x)`` and ``stddev_pop(x)`` of finite ``x``, for F134's offset
+    check: over the values as they are where their sums and squares stay in DOUBLE's range;
+    else scaled by 2^-600 (the stddev scaled back); and where their squared deviations
+    underflow (a stddev of 0: the check reads it only for ``x`` not constant), scaled by
+    2^600 -- values near 1e-299 beside DBL_MAX, whose stddev of 0 skipped the check (F146c)."""
+    def at(s: float) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+        xs = _times(x, s)
+        mean, sd = xs.mean(), xs.var(ddof=0).sqrt()
+        return mean.abs() / sd, sd * (1 / s), mean.is_finite() & sd.is_finite()
+    plain, down, up = at(1.0), at(_DOWN), at(_UP)
+
+    def pick(k: int) -> pl.Expr:
+        return pl.when(plain[1] == 0).then(up[k]).when(plain[2]).then(plain[k]) \
+            .otherwise(down[k])
+    return pick(0), pick(1)
 
 
 def reads_no_column(e: pl.Expr) -> bool:

@@ -363,13 +363,17 @@ def compare(left: pl.Expr, right: pl.Expr, op: str) -> pl.Expr:
 
 
 def _is_null(e: pl.Expr) -> bool:
-    """Whether ``e`` is a NULL literal."""
-    if not e.meta.is_literal(allow_aliasing=True):
+    """Whether ``e`` is a NULL constant: a NULL literal, or one cast (``CAST(NULL AS
+    TIMESTAMP)`` beside a TIMESTAMP column is ``NULL.dt.cast_time_unit(...)``, which slipped
+    past a test for literals alone: ``arg_max(nullif(ts0, CAST(NULL AS TIMESTAMP)), id)``
+    read memory past a group's end, F149)."""
+    if e.meta.root_names():
         return False
     try:
-        return bool(pl.select(e).to_series().is_null().all())
-    except pl.exceptions.PolarsError:
+        values = pl.select(e).to_series()
+    except pl.exceptions.PolarsError:   # (a constant that fails, or reads the frame)
         return False
+    return len(values) > 0 and bool(values.is_null().all())
 
 
 def divide(left: pl.Expr, right: pl.Expr, like: pl.Expr | None = None) -> pl.Expr:
