@@ -559,7 +559,7 @@ class Agg(Plain):
         # products' signs (F125) -- except when y and x are the same values (squares: +inf);
         # one product past the range gives +-inf or NaN by the order too (F147)
         moment = pl.cov(y * _DOWN, x * _DOWN, ddof=0) * n.cast(_F64) * _UP * _UP
-        product = (y.nan_max() - y.min()) * (x.nan_max() - x.min())
+        product = _range(y) * _range(x)
         wide = (n >= 2) & _finite(y, x) & ~spread & \
             (moment.is_infinite() | product.is_infinite()) & ((y != x).sum() > 0)
         return self.fail(out, wide, node, f"{name} where the sum of the deviations' products, "
@@ -814,8 +814,13 @@ def _spread_past_double(*xs: pl.Expr) -> pl.Expr:
     update meets ``x - mean = +-inf`` (F101, F138)."""
     out = pl.lit(False)
     for x in xs:
-        out = out | (x.nan_max() - x.min()).is_infinite()
+        out = out | _range(x).is_infinite()
     return out
+
+
+def _range(x: pl.Expr) -> pl.Expr:
+    """``max - min`` of ``x``, read where :func:`_finite` holds (its own aggregates)."""
+    return x.nan_max() - x.min()
 
 
 def _flat(*xs: pl.Expr) -> pl.Expr:
